@@ -1,0 +1,31 @@
+"""topocoll: network topologies and collective-communication schedules.
+
+Design a topology, generate a schedule for a collective, verify it independently, price it.
+
+>>> import topocoll as tc
+>>> schedule = tc.generate("torus:4x4", "allreduce", "bfb")
+>>> tc.verify(schedule).valid
+True
+>>> e = tc.evaluate(schedule, "1MiB")
+>>> e.steps, e.bw_optimal
+(8, True)
+"""
+
+from . import errors, units
+from .collectives import COLLECTIVES, Collective, collective
+from .errors import TopocollError
+from .schedule import (Evaluation, Schedule, VerifyReport, concatenate, dumps_schedule,
+                       evaluate, load_schedule, loads_schedule, relabel, reverse, save_schedule,
+                       transfer_array, verify)
+from .synth import ALGORITHMS, generate
+from .topology import (Topology, describe_families, diameter, distance_matrix,
+                       is_strongly_connected, load_topology, moore_depth, save_topology, topology)
+
+__version__ = "0.1.0"
+
+__all__ = ["errors", "units", "COLLECTIVES", "Collective", "collective", "TopocollError",
+           "Topology", "topology", "describe_families", "load_topology", "save_topology",
+           "distance_matrix", "diameter", "is_strongly_connected", "moore_depth", "Schedule",
+           "transfer_array", "load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
+           "verify", "VerifyReport", "evaluate", "Evaluation", "reverse", "concatenate", "relabel",
+           "generate", "ALGORITHMS", "__version__"]

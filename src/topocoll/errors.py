@@ -1,0 +1,62 @@
+"""One exception hierarchy for everything topocoll rejects.
+
+Every error names the rule that was broken, in one line, so that the CLI can print it as is.
+All of them derive from :class:`TopocollError` and from ``ValueError`` (bad values) or
+``TypeError`` (wrong kinds of input), so callers may catch either family.
+"""
+
+__all__ = [
+    "TopocollError",
+    "UnitError",
+    "SpecError",
+    "TopologyError",
+    "NotStronglyConnectedError",
+    "ScheduleFormatError",
+    "InvalidScheduleError",
+    "UnsupportedError",
+    "InputTypeError",
+]
+
+
+class TopocollError(Exception):
+    """Base class of every error raised by topocoll on bad input."""
+
+
+class UnitError(TopocollError, ValueError):
+    """A quantity such as ``"10us"`` or ``"100Gbps"`` could not be read."""
+
+
+class SpecError(TopocollError, ValueError):
+    """A topology spec string such as ``"torus:4x4"`` is malformed or out of range."""
+
+
+class TopologyError(TopocollError, ValueError):
+    """A topology breaks a rule of the model (bad link, self-loop, switch, ...)."""
+
+
+class NotStronglyConnectedError(TopologyError):
+    """Some node cannot reach another one; ``pair`` holds one such (source, target)."""
+
+    def __init__(self, message, pair=None):
+        super().__init__(message)
+        self.pair = pair
+
+
+class ScheduleFormatError(TopocollError, ValueError):
+    """A schedule or topology file does not follow the file contract; names the field."""
+
+
+class InvalidScheduleError(TopocollError, ValueError):
+    """A schedule failed verification; ``report`` holds the full verification report."""
+
+    def __init__(self, message, report=None):
+        super().__init__(message)
+        self.report = report
+
+
+class UnsupportedError(TopocollError, ValueError):
+    """A valid request that this algorithm or tool does not handle (says what does)."""
+
+
+class InputTypeError(TopocollError, TypeError):
+    """An argument has the wrong type."""

@@ -1,0 +1,158 @@
+"""The Schedule model: a collective on a topology as transfers in steps, held in numpy columns.
+
+A 1024-node allgather has millions of transfers, so transfers live in one structured array
+(:data:`TRANSFER_DTYPE`) rather than in Python objects.
+"""
+
+import numpy as np
+
+from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
+from ..errors import InputTypeError, ScheduleFormatError
+from ..topology.model import Topology
+
+__all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems"]
+
+TRANSFER_DTYPE = np.dtype([("step", "<i4"), ("src", "<i4"), ("dst", "<i4"), ("shard", "<i8"),
+                           ("lo", "<f8"), ("hi", "<f8"), ("op", "i1")])
+
+
+def transfer_array(step, src, dst, shard, lo, hi, op=COPY):
+    """Build a transfer array from columns (scalars broadcast)."""
+    columns = np.broadcast_arrays(*(np.asarray(c) for c in (step, src, dst, shard, lo, hi, op)))
+    out = np.empty(columns[0].shape[0] if columns[0].ndim else 1, dtype=TRANSFER_DTYPE)
+    for name, col in zip(TRANSFER_DTYPE.names, columns):
+        out[name] = np.ravel(col)
+    return out
+
+
+def transfer_problems(transfers, num_nodes, num_shards, combining, limit=None):
+    """Rule violations of single transfers, as ``(index, field, message)`` in index order.
+
+    These are the checks that need nothing but the transfer itself and the sizes: a step of at
+    least 1, endpoints that are nodes, no self-sends, a shard that exists, a byte range with
+    ``0 <= lo < hi <= 1``, and ``reduce`` only in combining collectives.
+    """
+    t = transfers
+    rules = [
+        ("step", t["step"] < 1, "step must be >= 1"),
+        ("src", (t["src"] < 0) | (t["src"] >= num_nodes), f"src must be a node 0..{num_nodes - 1}"),
+        ("dst", (t["dst"] < 0) | (t["dst"] >= num_nodes), f"dst must be a node 0..{num_nodes - 1}"),
+        ("dst", t["src"] == t["dst"], "dst must differ from src (no self-sends)"),
+        ("shard", (t["shard"] < 0) | (t["shard"] >= num_shards),
+         f"shard must be 0..{num_shards - 1}"),
+        ("lo", ~np.isfinite(t["lo"]) | (t["lo"] < 0), "lo must be in [0, 1)"),
+        ("hi", ~np.isfinite(t["hi"]) | (t["hi"] > 1), "hi must be in (0, 1]"),
+        ("hi", ~(t["lo"] < t["hi"]), "hi must be greater than lo"),
+        ("op", (t["op"] != COPY) & (t["op"] != REDUCE), "op must be copy or reduce"),
+    ]
+    if not combining:
+        rules.append(("op", t["op"] == REDUCE, "op reduce is only allowed in combining collectives"))
+    found = []
+    for field, mask, message in rules:
+        idx = np.flatnonzero(mask)
+        if limit is not None:
+            idx = idx[:limit]
+        found.extend((int(i), field, message) for i in idx)
+    found.sort(key=lambda p: p[0])
+    return found if limit is None else found[:limit]
+
+
+class Schedule:
+    """A collective schedule: transfers in steps on a topology.
+
+    Parameters
+    ----------
+    topology : Topology
+        The network; must be endpoint-only (no switches).
+    collective : str
+        One of the eight collectives.
+    transfers : numpy structured array of :data:`TRANSFER_DTYPE`
+        One row per transfer: ``step, src, dst, shard, lo, hi, op`` (``op`` 0 = copy, 1 = reduce).
+    root : int, optional
+        The root of a rooted collective (required for those, forbidden otherwise).
+    algorithm : str
+        What made the schedule.
+    meta : dict, optional
+        Free-form facts (solver statistics, notes).
+
+    Examples
+    --------
+    >>> from topocoll.topology import topology
+    >>> t = transfer_array(step=[1, 1], src=[0, 1], dst=[1, 0], shard=[0, 1], lo=0.0, hi=1.0)
+    >>> s = Schedule(topology("ring:2"), "allgather", t, algorithm="hand")
+    >>> s.num_steps, s.num_transfers
+    (1, 2)
+    """
+
+    __slots__ = ("topology", "collective", "transfers", "root", "algorithm", "meta")
+
+    def __init__(self, topology, collective, transfers, *, root=None, algorithm="custom",
+                 meta=None):
+        if not isinstance(topology, Topology):
+            raise InputTypeError(f"topology must be a Topology, got {type(topology).__name__}")
+        topology.require_no_switches("a schedule")
+        self.topology = topology
+        self.collective = _collective(collective)
+        transfers = np.asarray(transfers)
+        if transfers.dtype != TRANSFER_DTYPE:
+            if transfers.dtype.names is None or set(transfers.dtype.names) != set(TRANSFER_DTYPE.names):
+                raise InputTypeError("transfers must be a structured array with fields "
+                                     f"{', '.join(TRANSFER_DTYPE.names)}")
+            converted = np.empty(transfers.shape, dtype=TRANSFER_DTYPE)
+            for name in TRANSFER_DTYPE.names:
+                converted[name] = transfers[name]
+            transfers = converted
+        if transfers.ndim != 1:
+            raise InputTypeError("transfers must be one-dimensional")
+        self.transfers = transfers
+        if self.collective.rooted:
+            if root is None or isinstance(root, bool) or not isinstance(root, (int, np.integer)):
+                raise ScheduleFormatError(f"root: a {self.collective.name} schedule needs an integer "
+                                          "root node")
+            if not 0 <= int(root) < topology.num_nodes:
+                raise ScheduleFormatError(f"root: must be a node 0..{topology.num_nodes - 1}, got {root}")
+            root = int(root)
+        elif root is not None:
+            raise ScheduleFormatError(f"root: only rooted collectives take a root, not "
+                                      f"{self.collective.name}")
+        self.root = root
+        self.algorithm = str(algorithm)
+        self.meta = dict(meta or {})
+
+    @property
+    def num_nodes(self):
+        return self.topology.num_nodes
+
+    @property
+    def num_shards(self):
+        return self.collective.num_shards(self.topology.num_nodes)
+
+    @property
+    def num_transfers(self):
+        return int(self.transfers.size)
+
+    @property
+    def num_steps(self):
+        """The last step used (0 for an empty schedule)."""
+        return int(self.transfers["step"].max()) if self.transfers.size else 0
+
+    def replace(self, **changes):
+        """A copy with some of ``topology, collective, transfers, root, algorithm, meta`` changed."""
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        fields.update(changes)
+        return Schedule(fields.pop("topology"), fields.pop("collective"), fields.pop("transfers"),
+                        **fields)
+
+    def sorted(self):
+        """A copy with transfers ordered by step, src, dst, shard, lo."""
+        t = self.transfers
+        order = np.lexsort((t["lo"], t["shard"], t["dst"], t["src"], t["step"]))
+        return self.replace(transfers=t[order])
+
+    def __repr__(self):
+        return (f"Schedule({self.collective.name!r}, {self.algorithm!r} on {self.topology.name!r}, "
+                f"steps={self.num_steps}, transfers={self.num_transfers})")
+
+    def op_names(self):
+        """The ``op`` column as strings."""
+        return np.asarray(OP_NAMES, dtype=object)[self.transfers["op"]]

@@ -1,0 +1,84 @@
+"""Schedule transforms: reverse in time, concatenate, relabel nodes.
+
+>>> from topocoll.topology import topology
+>>> from topocoll.schedule.model import Schedule, transfer_array
+>>> ring = topology("uniring:3")
+>>> ag = Schedule(ring.transpose(), "allgather", transfer_array(
+...     [1, 1, 1, 2, 2, 2], [1, 2, 0, 2, 0, 1], [0, 1, 2, 1, 2, 0], [1, 2, 0, 1, 2, 0], 0.0, 1.0))
+>>> rs = reverse(ag, "reduce_scatter", ring)
+>>> rs.transfers[["step", "src", "dst", "op"]].tolist()[:2]
+[(2, 0, 1, 1), (2, 1, 2, 1)]
+"""
+
+import numpy as np
+
+from ..collectives import COPY, REDUCE, collective as _collective
+from ..errors import TopologyError, UnsupportedError
+from .model import Schedule
+
+__all__ = ["reverse", "concatenate", "relabel"]
+
+
+def reverse(schedule, collective, topology=None, *, algorithm=None):
+    """Run ``schedule`` backwards on the transposed topology.
+
+    Every transfer ``(step t, u -> v)`` becomes ``(step S+1-t, v -> u)`` where ``S`` is the last
+    step; its op becomes ``reduce`` if the new collective combines, else ``copy``. An allgather on
+    G^T becomes a reduce-scatter on G, a broadcast a reduce, a scatter a gather.
+
+    ``topology`` is the topology of the result (by default the transpose of the schedule's).
+    """
+    coll = _collective(collective)
+    topo = schedule.topology.transpose() if topology is None else topology
+    if topo.num_nodes != schedule.topology.num_nodes:
+        raise TopologyError(f"reverse: topology has {topo.num_nodes} nodes, the schedule "
+                            f"{schedule.topology.num_nodes}")
+    t = schedule.transfers.copy()
+    last = schedule.num_steps
+    t["step"] = last + 1 - t["step"]
+    t["src"], t["dst"] = schedule.transfers["dst"], schedule.transfers["src"]
+    t["op"] = REDUCE if coll.combining else COPY
+    return Schedule(topo, coll, t[::-1].copy(), root=schedule.root,
+                    algorithm=algorithm or schedule.algorithm, meta=dict(schedule.meta))
+
+
+def concatenate(first, second, collective, *, algorithm=None):
+    """``first`` then ``second`` on the same nodes; steps of ``second`` shifted past ``first``'s.
+
+    The result lives on ``first``'s topology; e.g. reduce-scatter then allgather is an allreduce.
+    """
+    if first.topology.num_nodes != second.topology.num_nodes:
+        raise TopologyError("concatenate: the schedules have different numbers of nodes")
+    coll = _collective(collective)
+    if coll.num_shards(first.num_nodes) != first.num_shards or \
+            coll.num_shards(first.num_nodes) != second.num_shards:
+        raise UnsupportedError(f"concatenate: {first.collective.name} and "
+                               f"{second.collective.name} do not share the shards of {coll.name}")
+    t2 = second.transfers.copy()
+    t2["step"] += first.num_steps
+    return Schedule(first.topology, coll, np.concatenate([first.transfers, t2]),
+                    root=first.root if coll.rooted else None,
+                    algorithm=algorithm or first.algorithm,
+                    meta={**second.meta, **first.meta})
+
+
+def relabel(schedule, mapping, topology=None):
+    """Rename node ``v`` to ``mapping[v]`` (a permutation); shards owned by nodes follow them.
+
+    For collectives whose shards belong to nodes (all but broadcast and reduce), shard ``x``
+    becomes ``mapping[x]`` (alltoall: ``x*N+y`` becomes ``mapping[x]*N+mapping[y]``).
+    """
+    mapping = np.asarray(mapping, dtype=np.int64)
+    n = schedule.num_nodes
+    if mapping.shape != (n,) or not np.array_equal(np.sort(mapping), np.arange(n)):
+        raise TopologyError(f"relabel: mapping must be a permutation of 0..{n - 1}")
+    t = schedule.transfers.copy()
+    t["src"] = mapping[t["src"]]
+    t["dst"] = mapping[t["dst"]]
+    name = schedule.collective.name
+    if name == "alltoall":
+        t["shard"] = mapping[t["shard"] // n] * n + mapping[t["shard"] % n]
+    elif name not in ("broadcast", "reduce"):
+        t["shard"] = mapping[t["shard"]]
+    root = None if schedule.root is None else int(mapping[schedule.root])
+    return schedule.replace(topology=topology or schedule.topology, transfers=t, root=root)

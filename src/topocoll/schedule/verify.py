@@ -1,0 +1,398 @@
+"""The verifier: an independent model checker for schedules of all eight collectives.
+
+It simulates the schedule on the collective's pre- and postconditions (``collectives.py``) and
+nothing else: it never calls a generator. Shards are cut into *atoms*, the elementary intervals
+between every ``lo``/``hi`` that any transfer uses, so every transfer moves whole atoms.
+
+* Non-combining collectives (copy only): the state of a (node, atom) is the step at which the
+  node first holds it. A send needs ``held_at(src) <= step - 1``.
+* Combining collectives: the state of a (node, atom) is the *set* of nodes whose contributions it
+  holds, a bitset. ``reduce`` adds the sender's set, which must be disjoint from the receiver's
+  and from every other set added into the same piece in that step (else a contribution is counted
+  twice); ``copy`` overwrites.
+
+Work is vectorised over all transfers of a step and batched over shards to bound memory.
+
+>>> from topocoll.topology import topology
+>>> from topocoll.schedule.model import Schedule, transfer_array
+>>> ring = topology("uniring:3")
+>>> ok = transfer_array([1, 1, 1, 2, 2, 2], [0, 1, 2, 1, 2, 0], [1, 2, 0, 2, 0, 1],
+...                     [0, 1, 2, 0, 1, 2], 0.0, 1.0)
+>>> verify(Schedule(ring, "allgather", ok)).valid
+True
+>>> bad = ok[[0, 1, 2, 3, 4]]  # drop one transfer: node 1 never gets shard 2
+>>> report = verify(Schedule(ring, "allgather", bad))
+>>> report.valid, report.counts
+(False, {'incomplete': 1})
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..collectives import REDUCE
+from ..errors import InvalidScheduleError
+from .model import transfer_problems
+
+__all__ = ["verify", "VerifyReport", "Violation"]
+
+_NEVER = np.iinfo(np.int32).max
+_STATE_BUDGET = 1 << 27   # bytes of simulation state per shard batch
+_ENTRY_BUDGET = 1 << 22   # (transfer, atom) entries per shard batch
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule, located as precisely as the rule allows."""
+
+    kind: str
+    message: str
+    step: int | None = None
+    src: int | None = None
+    dst: int | None = None
+    shard: int | None = None
+    lo: float | None = None
+    hi: float | None = None
+    node: int | None = None
+    transfer: int | None = None
+
+    def to_dict(self):
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class VerifyReport:
+    """The verdict on a schedule: ``valid``, a count of violations per kind, and the first few.
+
+    ``error_count`` counts offending transfers (malformed, missing link, causality, double
+    count, conflict) plus (node, shard) pairs left incomplete at the end.
+    """
+
+    valid: bool
+    collective: str
+    nodes: int
+    steps: int
+    transfers: int
+    error_count: int
+    counts: dict
+    errors: list
+    warnings: list = field(default_factory=list)
+
+    def summary(self):
+        """One line: ``valid`` or the first violation and the count."""
+        head = (f"{self.collective} on {self.nodes} nodes, {self.steps} steps, "
+                f"{self.transfers} transfers")
+        if self.valid:
+            return f"valid: {head}"
+        first = self.errors[0].message if self.errors else "invalid"
+        more = f" (and {self.error_count - 1} more)" if self.error_count > 1 else ""
+        return f"invalid: {first}{more}"
+
+    def raise_if_invalid(self):
+        """Raise :class:`InvalidScheduleError` with :meth:`summary` unless the schedule is valid."""
+        if not self.valid:
+            raise InvalidScheduleError(self.summary(), report=self)
+        return self
+
+    def to_dict(self):
+        return {"valid": self.valid, "collective": self.collective, "nodes": self.nodes,
+                "steps": self.steps, "transfers": self.transfers,
+                "error_count": self.error_count, "counts": dict(self.counts),
+                "errors": [e.to_dict() for e in self.errors], "warnings": list(self.warnings)}
+
+
+class _Collector:
+    """Gathers violations as arrays, then renders the earliest few as messages."""
+
+    def __init__(self):
+        self.parts = []  # (kind, transfer-index array, extra dict of arrays)
+
+    def add(self, kind, transfers, **extra):
+        transfers = np.asarray(transfers, dtype=np.int64)
+        if transfers.size:
+            self.parts.append((kind, transfers, {k: np.asarray(v) for k, v in extra.items()}))
+
+
+def _piece(lo, hi):
+    return f"[{lo:.6g}, {hi:.6g})"
+
+
+class _Atoms:
+    """Every shard cut at every boundary any transfer uses; atom ``a`` of shard ``s`` is
+    ``[atom_lo[a], atom_hi[a])`` and atoms of one shard are consecutive."""
+
+    def __init__(self, t, num_shards):
+        shard = t["shard"].astype(np.int64)
+        values, rank = np.unique(np.concatenate([t["lo"], t["hi"], [0.0, 1.0]]),
+                                 return_inverse=True)
+        r = values.size
+        count = t.size
+        rank_lo, rank_hi, r0, r1 = rank[:count], rank[count:2 * count], rank[-2], rank[-1]
+        every = np.arange(num_shards, dtype=np.int64) * r
+        keys = np.unique(np.concatenate([shard * r + rank_lo, shard * r + rank_hi,
+                                         every + r0, every + r1]))
+        key_shard = keys // r
+        # Each shard ends in exactly one boundary (1.0), so boundary j starts atom j - shard(j).
+        self.first = np.searchsorted(keys, shard * r + rank_lo) - shard
+        self.last = np.searchsorted(keys, shard * r + rank_hi) - shard
+        starts = np.flatnonzero(keys % r != r1)
+        self.shard = key_shard[starts]
+        self.lo = values[keys[starts] % r]
+        self.hi = values[keys[starts + 1] % r]
+        self.count = starts.size
+        self.shard_start = np.searchsorted(self.shard, np.arange(num_shards + 1))
+
+
+def _expand(first, last):
+    """For transfers covering atoms ``[first, last)``: (transfer position, atom) per entry."""
+    counts = last - first
+    pos = np.repeat(np.arange(first.size), counts)
+    offsets = np.arange(pos.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return pos, first[pos] + offsets
+
+
+def _batches(shards_sorted, atoms, num_shards, per_atom_bytes):
+    """Consecutive shard ranges whose entries and state fit the budgets."""
+    entries_per_shard = np.bincount(shards_sorted, minlength=num_shards).astype(np.int64)
+    atoms_per_shard = np.diff(atoms.shard_start)
+    cost_e = np.cumsum(entries_per_shard)
+    cost_s = np.cumsum(atoms_per_shard * per_atom_bytes)
+    s0 = 0
+    while s0 < num_shards:
+        base_e = cost_e[s0 - 1] if s0 else 0
+        base_s = cost_s[s0 - 1] if s0 else 0
+        s1 = min(int(np.searchsorted(cost_e, base_e + _ENTRY_BUDGET, side="right")),
+                 int(np.searchsorted(cost_s, base_s + _STATE_BUDGET, side="right")))
+        s1 = max(s1, s0 + 1)
+        yield s0, min(s1, num_shards)
+        s0 = s1
+
+
+def verify(schedule, *, max_errors=10):
+    """Check a schedule against its collective; return a :class:`VerifyReport`.
+
+    Catches malformed transfers, transfers over links that do not exist, sends of data the
+    sender does not hold yet (causality), contributions counted twice, conflicting writes into
+    one piece in one step, and an incomplete end state.
+    """
+    topo = schedule.topology
+    coll = schedule.collective
+    n = topo.num_nodes
+    num_shards = coll.num_shards(n)
+    t = schedule.transfers
+    found = _Collector()
+    warnings = []
+
+    malformed = transfer_problems(t, n, num_shards, coll.combining)
+    bad = np.zeros(t.size, dtype=bool)
+    if malformed:
+        idx = np.array([p[0] for p in malformed])
+        bad[idx] = True
+        found.parts.append(("malformed", idx, {"why": np.array(
+            [f"transfers[{i}].{f}: {m}" for i, f, m in malformed], dtype=object)}))
+    good = np.flatnonzero(~bad)
+    tg = t[good]
+
+    missing = topo.pair_index(tg["src"], tg["dst"]) < 0
+    found.add("missing_link", good[missing])
+
+    if tg.size:
+        used = np.unique(tg["step"])
+        gaps = int(used[-1]) - used.size
+        if gaps:
+            warnings.append(f"{gaps} of steps 1..{int(used[-1])} carry no transfer")
+
+    atoms = _Atoms(tg, num_shards)
+    order = np.argsort(tg["shard"], kind="stable")
+    shards_sorted = tg["shard"][order]
+    words = (n + 63) // 64
+    per_atom = n * (words * 8 if coll.combining else 4)
+    for s0, s1 in _batches(shards_sorted, atoms, num_shards, per_atom):
+        lo_i, hi_i = np.searchsorted(shards_sorted, [s0, s1])
+        sel = order[lo_i:hi_i]
+        a0, a1 = atoms.shard_start[s0], atoms.shard_start[s1]
+        pos, atom = _expand(atoms.first[sel], atoms.last[sel])
+        entry = sel[pos]
+        args = (tg[entry], entry, atom - a0, atoms, a0, a1, schedule, found, good)
+        if coll.combining:
+            _simulate_combining(*args)
+        else:
+            _simulate_copies(*args)
+
+    return _report(schedule, found, t, good, atoms, max_errors, warnings)
+
+
+def _end_state(held_full, atoms, a0, a1, schedule, found):
+    """Record (node, atom) pairs that must be complete at the end but are not.
+
+    ``held_full`` is a boolean (N, atoms in batch) matrix of complete pieces."""
+    n = schedule.topology.num_nodes
+    target = schedule.collective.end_target(n, schedule.root)
+    atom_shard = atoms.shard[a0:a1]
+    if target is None:
+        node, local = np.nonzero(~held_full)
+    else:
+        local = np.arange(a1 - a0)
+        node = target[atom_shard]
+        keep = ~held_full[node, local]
+        node, local = node[keep], local[keep]
+    if node.size:
+        found.add("incomplete", np.full(node.size, -1), node=node, atom=local + a0)
+
+
+def _simulate_copies(te, entry, atom, atoms, a0, a1, schedule, found, good):
+    n = schedule.topology.num_nodes
+    owner = schedule.collective.start_owner(n, schedule.root)
+    width = a1 - a0
+    arrival = np.full((n, width), _NEVER, dtype=np.int32)
+    local_atoms = np.arange(width)
+    arrival[owner[atoms.shard[a0:a1]], local_atoms] = 0
+    step = te["step"]
+    np.minimum.at(arrival, (te["dst"], atom), step)
+    late = arrival[te["src"], atom] > step - 1
+    if np.any(late):
+        found.add("causality", good[np.unique(entry[late])])
+    _end_state(arrival < _NEVER, atoms, a0, a1, schedule, found)
+
+
+def _popcount(bits):
+    return np.bitwise_count(bits).sum(axis=-1, dtype=np.int64)
+
+
+def _lowest_bit(bits):
+    """Index of the lowest set bit of each row of a (k, words) uint64 array (-1 if none)."""
+    out = np.full(bits.shape[0], -1, dtype=np.int64)
+    for row in range(bits.shape[0]):
+        for w in range(bits.shape[1]):
+            value = int(bits[row, w])
+            if value:
+                out[row] = w * 64 + (value & -value).bit_length() - 1
+                break
+    return out
+
+
+def _simulate_combining(te, entry, atom, atoms, a0, a1, schedule, found, good):
+    n = schedule.topology.num_nodes
+    words = (n + 63) // 64
+    width = a1 - a0
+    state = np.zeros((n, width, words), dtype=np.uint64)
+    nodes = np.arange(n)
+    state[nodes, :, nodes // 64] = (np.uint64(1) << (nodes % 64).astype(np.uint64))[:, None]
+    full = np.zeros(words, dtype=np.uint64)
+    full[: n // 64] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if n % 64:
+        full[n // 64] = np.uint64((1 << (n % 64)) - 1)
+
+    by_step = np.argsort(te["step"], kind="stable")
+    steps = te["step"][by_step]
+    bounds = np.flatnonzero(np.diff(steps)) + 1
+    for chunk in np.split(by_step, bounds):
+        src, dst, op = te["src"][chunk], te["dst"][chunk], te["op"][chunk]
+        at = atom[chunk]
+        ids = entry[chunk]
+        sent = state[src, at]          # what each sender held at the end of the previous step
+        had = state[dst, at]
+        key = dst.astype(np.int64) * width + at
+        reduce = op == REDUCE
+        copy_keys = np.unique(key[~reduce])
+        clash = reduce & np.isin(key, copy_keys)
+        if np.any(clash):
+            found.add("conflict", good[ids[clash]],
+                      why=np.full(int(clash.sum()), "copy and reduce into one piece in one step"))
+        # copies: all copies into one piece in one step must agree
+        cp = np.flatnonzero(~reduce)
+        if cp.size:
+            o = cp[np.argsort(key[cp], kind="stable")]
+            k = key[o]
+            starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+            first = o[np.repeat(starts, np.diff(np.r_[starts, o.size]))]
+            differ = np.any(sent[o] != sent[first], axis=1)
+            if np.any(differ):
+                found.add("conflict", good[ids[o[differ]]],
+                          why=np.full(int(differ.sum()), "different copies into one piece in one step"))
+            state[dst[o[starts]], at[o[starts]]] = sent[o[starts]]
+        rd = np.flatnonzero(reduce & ~clash)
+        if rd.size:
+            o = rd[np.argsort(key[rd], kind="stable")]
+            k = key[o]
+            starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+            bits = sent[o]
+            union = np.bitwise_or.reduceat(bits, starts, axis=0)
+            together = np.add.reduceat(_popcount(bits), starts)
+            base = had[o[starts]]
+            overlap_sim = _popcount(union) < together
+            overlap_old = np.any(bits & had[o], axis=1)
+            group_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, o.size]))
+            dup = overlap_old | overlap_sim[group_of]
+            if np.any(dup):
+                rows = o[dup]
+                twice = np.where(overlap_old[dup][:, None], bits[dup] & had[rows],
+                                 union[group_of[dup]])
+                who = np.full(rows.size, -1, dtype=np.int64)
+                who[:64] = _lowest_bit(twice[:64])
+                found.add("double_count", good[ids[rows]], who=who)
+            state[dst[o[starts]], at[o[starts]]] = base | union
+    complete = np.all(state == full, axis=2)
+    _end_state(complete, atoms, a0, a1, schedule, found)
+
+
+_ORDER = {"malformed": 0, "missing_link": 1, "causality": 2, "double_count": 3, "conflict": 4,
+          "incomplete": 5}
+
+
+def _report(schedule, found, t, good, atoms, max_errors, warnings):
+    coll = schedule.collective
+    n = schedule.topology.num_nodes
+    counts = {}
+    rows = []  # (sort key, kind, transfer, extra index, part)
+    for kind, transfers, extra in found.parts:
+        if kind == "incomplete":
+            pairs = np.unique(extra["node"] * atoms.shard.size + atoms.shard[extra["atom"]])
+            counts[kind] = counts.get(kind, 0) + int(pairs.size)
+            last = int(t["step"].max()) + 1 if t.size else 1
+            for j in range(min(transfers.size, max_errors)):
+                rows.append(((last, _ORDER[kind], j), kind, -1, j, extra))
+        else:
+            uniq, first = np.unique(transfers, return_index=True)
+            counts[kind] = counts.get(kind, 0) + int(uniq.size)
+            steps = t["step"][uniq].astype(np.int64)
+            pick = np.lexsort((uniq, steps))[:max_errors]
+            for j in pick:
+                rows.append(((int(steps[j]), _ORDER[kind], int(uniq[j])), kind, int(uniq[j]),
+                             int(first[j]), extra))
+    rows.sort(key=lambda r: r[0])
+    errors = [_violation(kind, ti, j, extra, schedule, atoms) for _, kind, ti, j, extra
+              in rows[:max_errors]]
+    total = sum(counts.values())
+    return VerifyReport(valid=total == 0, collective=coll.name, nodes=n,
+                        steps=schedule.num_steps, transfers=int(t.size), error_count=total,
+                        counts=counts, errors=errors, warnings=warnings)
+
+
+def _violation(kind, ti, j, extra, schedule, atoms):
+    if kind == "incomplete":
+        node = int(extra["node"][j])
+        a = int(extra["atom"][j])
+        shard = int(atoms.shard[a])
+        what = "every contribution to" if schedule.collective.combining else ""
+        return Violation(kind, f"end state: node {node} lacks {what + ' ' if what else ''}shard "
+                         f"{shard} {_piece(atoms.lo[a], atoms.hi[a])}", shard=shard,
+                         lo=float(atoms.lo[a]), hi=float(atoms.hi[a]), node=node)
+    tr = schedule.transfers[ti]
+    step, src, dst, shard = int(tr["step"]), int(tr["src"]), int(tr["dst"]), int(tr["shard"])
+    lo, hi = float(tr["lo"]), float(tr["hi"])
+    where = f"step {step}: {src}->{dst} shard {shard} {_piece(lo, hi)}"
+    if kind == "malformed":
+        message = str(extra["why"][j])
+    elif kind == "missing_link":
+        message = f"{where} uses link {src}->{dst}, which the topology does not have"
+    elif kind == "causality":
+        message = f"{where}: node {src} does not hold that data by the end of step {step - 1}"
+    elif kind == "double_count":
+        who = int(extra["who"][j]) if "who" in extra and j < extra["who"].size else -1
+        whose = f"node {who}'s contribution" if who >= 0 else "a contribution"
+        message = f"{where}: adds {whose} into node {dst} a second time"
+    else:
+        message = f"{where}: {extra['why'][j]}"
+    return Violation(kind, message, step=step, src=src, dst=dst, shard=shard, lo=lo, hi=hi,
+                     transfer=int(ti))

@@ -1,0 +1,33 @@
+"""Topologies: the model, the families, the spec-string registry, files and metrics.
+
+>>> from topocoll.topology import topology, diameter
+>>> t = topology("hypercube:4")
+>>> t.num_nodes, diameter(t)
+(16, 4)
+"""
+
+from .families import (circulant_graph, complete_bipartite_graph, complete_graph,
+                       de_bruijn_graph, generalized_kautz_graph, hamming_graph, hypercube_graph,
+                       kautz_graph, mesh_graph, ring_graph, torus_graph, uniring_graph)
+from .io import load_topology, save_topology, topology_from_dict
+from .metrics import (degree_summary, diameter, distance_matrix, eccentricity,
+                      is_strongly_connected, moore_depth, require_strongly_connected,
+                      unreachable_pair)
+from .model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
+from .registry import FAMILIES, Family, describe_families, parse_spec, topology
+
+__all__ = [
+    # model
+    "Topology", "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY",
+    # families
+    "torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",
+    "complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph",
+    "kautz_graph", "generalized_kautz_graph", "de_bruijn_graph",
+    # registry
+    "topology", "describe_families", "parse_spec", "FAMILIES", "Family",
+    # files
+    "load_topology", "save_topology", "topology_from_dict",
+    # metrics
+    "distance_matrix", "diameter", "is_strongly_connected", "unreachable_pair",
+    "require_strongly_connected", "degree_summary", "moore_depth", "eccentricity",
+]

@@ -1,0 +1,121 @@
+"""Quantities with units: ``"10us"``, ``"100Gbps"``, ``"25GB/s"``, ``"4MiB"`` to SI floats.
+
+One parser for the CLI and the API. Plain numbers are already SI: seconds, bytes/s, bytes.
+
+>>> parse_time("10us")
+1e-05
+>>> parse_bandwidth("100Gbps")
+12500000000.0
+>>> parse_bandwidth("25GB/s")
+25000000000.0
+>>> parse_size("4MiB")
+4194304.0
+>>> parse_size(1e6)
+1000000.0
+"""
+
+import math
+import re
+
+from .errors import UnitError
+
+__all__ = ["parse_time", "parse_bandwidth", "parse_size", "format_time", "format_size",
+           "format_bandwidth"]
+
+_NUMBER = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+_PATTERN = re.compile(r"^\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*$")
+
+_TIME = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
+_SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+
+
+def _split(value, what):
+    if isinstance(value, bool):
+        raise UnitError(f"{what} must be a number or a string with a unit, not {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value), ""
+    if not isinstance(value, str):
+        raise UnitError(f"{what} must be a number or a string with a unit, not {value!r}")
+    match = _PATTERN.match(value.replace("µ", "u"))
+    if match is None:
+        raise UnitError(f"{what} {value!r} is not a number with an optional unit")
+    return float(match.group(1)), match.group(2)
+
+
+def _positive(number, value, what, allow_zero):
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        bound = "non-negative" if allow_zero else "positive"
+        raise UnitError(f"{what} must be finite and {bound}, got {value!r}")
+    return number
+
+
+def _prefix(unit, value, what, allow_binary):
+    if unit in _SI:
+        return _SI[unit]
+    if allow_binary and unit in _BIN:
+        return _BIN[unit]
+    raise UnitError(f"{what} {value!r}: unknown unit prefix {unit!r}")
+
+
+def parse_time(value, *, what="time", allow_zero=True):
+    """Seconds from ``"10us"``, ``"1.5ms"``, ``"2s"`` or a number of seconds."""
+    number, unit = _split(value, what)
+    if unit not in _TIME:
+        raise UnitError(f"{what} {value!r}: unknown time unit {unit!r} (use s, ms, us, ns)")
+    return _positive(number * _TIME[unit], value, what, allow_zero)
+
+
+def parse_bandwidth(value, *, what="bandwidth"):
+    """Bytes per second from ``"100Gbps"``, ``"25GB/s"``, ``"12.5GBps"`` or a number."""
+    number, unit = _split(value, what)
+    if unit == "":
+        scale = 1.0
+    elif unit.endswith("bps"):  # bits per second
+        scale = _prefix(unit[:-3], value, what, True) / 8.0
+    elif unit.endswith("bit/s"):
+        scale = _prefix(unit[:-5], value, what, True) / 8.0
+    elif unit.endswith("B/s") or unit.endswith("Bps"):
+        scale = _prefix(unit[:-3], value, what, True)
+    else:
+        raise UnitError(f"{what} {value!r}: unknown bandwidth unit {unit!r} "
+                        "(use e.g. 100Gbps, 25GB/s)")
+    return _positive(number * scale, value, what, allow_zero=False)
+
+
+def parse_size(value, *, what="size"):
+    """Bytes from ``"4MiB"``, ``"1MB"``, ``"512KiB"``, ``"1e6"`` or a number."""
+    number, unit = _split(value, what)
+    if unit in ("", "B"):
+        scale = 1.0
+    elif unit.endswith("B"):
+        scale = _prefix(unit[:-1], value, what, True)
+    else:
+        raise UnitError(f"{what} {value!r}: unknown size unit {unit!r} (use B, KiB, MiB, GB, ...)")
+    return _positive(number * scale, value, what, allow_zero=False)
+
+
+def _format(value, table, suffix):
+    for name, scale in table:
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{name}{suffix}"
+    name, scale = table[-1]
+    return f"{value / scale:.4g}{name}{suffix}"
+
+
+def format_time(seconds):
+    """``1.5e-05`` -> ``"15us"``."""
+    if seconds == 0:
+        return "0s"
+    return _format(seconds, [("", 1.0), ("m", 1e-3), ("u", 1e-6), ("n", 1e-9)], "s")
+
+
+def format_size(nbytes):
+    """``1048576`` -> ``"1MiB"``."""
+    return _format(nbytes, [("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10), ("", 1.0)], "B")
+
+
+def format_bandwidth(bytes_per_s):
+    """``12.5e9`` -> ``"100Gbps"``."""
+    return _format(bytes_per_s * 8, [("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0)],
+                   "bps")
