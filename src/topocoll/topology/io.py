@@ -107,10 +107,10 @@ def topology_from_dict(data, where="topology"):
     >>> topology_from_dict(d).num_links
     1
     >>> d["links"][0]["bandwidth"] = -1
-    >>> topology_from_dict(d)
+    >>> topology_from_dict(d, where="t")
     Traceback (most recent call last):
     ...
-    topocoll.errors.ScheduleFormatError: topology.links[0].bandwidth: must be a positive number, got -1
+    topocoll.errors.ScheduleFormatError: t.links[0].bandwidth: must be a positive number, got -1
     """
     if not isinstance(data, dict):
         raise ScheduleFormatError(f"{where}: must be an object, got {_kind(data)}")
@@ -205,11 +205,11 @@ def load_topology(path):
         return _load_graphml(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ScheduleFormatError(f"cannot read topology file {str(path)!r}: "
-                                  f"{err.strerror or _first_line(err)}") from None
     except UnicodeDecodeError:
         raise ScheduleFormatError(f"{path}: not a text file (not UTF-8)") from None
+    except (OSError, ValueError) as err:  # ValueError: e.g. a NUL character in the path
+        raise ScheduleFormatError(f"cannot read topology file {str(path)!r}: "
+                                  f"{getattr(err, 'strerror', None) or _first_line(err)}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

@@ -212,6 +212,16 @@ class Topology:
                         name=self.name if name is None else name, switches=self.switches,
                         meta=self.meta)
 
+    def with_node_bandwidth(self, bandwidth, *, name=None):
+        """A copy in which every node's egress ``bandwidth`` is split evenly over its out-links.
+
+        >>> from topocoll.topology import topology
+        >>> topology("torus:4x4").with_node_bandwidth(100.0).bandwidth[:2].tolist()
+        [25.0, 25.0]
+        """
+        per_node = self.out_degree(multi=True)
+        return self.with_links(bandwidth=float(bandwidth) / per_node[self.src], name=name)
+
     def require_no_switches(self, what="this tool"):
         """Raise :class:`TopologyError` if the topology still has switch nodes."""
         if self.switches:

@@ -96,7 +96,7 @@ def _pair(first, second):
 
 
 def _dims(fields):
-    return {"dims": _ints(fields[0], "x")}
+    return {"dims": _ints(fields[0].lower(), "x")}
 
 
 def _circulant(fields):

@@ -1,0 +1,1 @@
+"""The ``topocoll`` command (see :mod:`topocoll.cli.main`)."""

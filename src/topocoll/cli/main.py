@@ -1,0 +1,328 @@
+"""The ``topocoll`` command: thin sub-commands over the API.
+
+Bad input ends with a one-line ``error: ...`` on stderr and exit status 2; ``verify`` exits 1
+for a schedule that is invalid. Tables go to stdout, progress to stderr, ``--json`` prints JSON.
+"""
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .. import units
+from ..errors import InvalidScheduleError, TopocollError
+from ..schedule.cost import evaluate as _evaluate
+from ..schedule.io import load_schedule, save_schedule
+from ..schedule.verify import verify as _verify
+from ..survey import survey as _survey
+from ..synth import ALGORITHMS, generate
+from ..topology import degree_summary, describe_families, diameter, moore_depth, topology
+from ..topology.metrics import unreachable_pair
+from ..units import format_size, format_time
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+_out = Console(highlight=False, soft_wrap=True)
+if not _out.is_terminal:  # pipes and files get whole tables, not an 80-column squeeze
+    _out.width = 220
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _Fail(click.ClickException):
+    """A one-line error with a chosen exit code, printed without a traceback."""
+
+    def __init__(self, message, code=EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file=None):
+        click.echo(f"error: {self.message}", err=True)
+
+
+class _Group(click.Group):
+    """Turns topocoll's own errors and OS errors into one-line messages."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except InvalidScheduleError as exc:
+            raise _Fail(str(exc), EXIT_INVALID) from None
+        except TopocollError as exc:
+            raise _Fail(str(exc)) from None
+        except OSError as exc:
+            raise _Fail(f"{exc.filename or ''}: {exc.strerror}".lstrip(": ")) from None
+        except MemoryError:
+            raise _Fail("out of memory") from None
+
+
+def _unit(parser, what):
+    def convert(ctx, param, value):
+        if value is None:
+            return None
+        if isinstance(value, tuple):
+            return tuple(convert(ctx, param, v) for v in value)
+        try:
+            return parser(value, what=what)
+        except TopocollError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return convert
+
+
+def _progress(label):
+    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    if not _err.is_terminal:
+        return None, _NullContext()
+    bar = Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn(), console=_err, transient=True)
+    task = bar.add_task(label, total=None)
+
+    def update(done, total):
+        bar.update(task, completed=done, total=total)
+    return update, bar
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _print_json(obj):
+    click.echo(json.dumps(obj, indent=2, allow_nan=False, default=float))
+
+
+def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
+    topo = topology(spec, bandwidth=bandwidth, latency=latency)
+    if node_bandwidth is not None:
+        topo = topo.with_node_bandwidth(node_bandwidth)
+    return topo
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="topocoll")
+def cli():
+    """Design network topologies and collective schedules; verify and price them.
+
+    \b
+    topocoll topologies                                   families and their parameters
+    topocoll info TOPO                                    size, degree, diameter, Moore depth
+    topocoll schedule TOPO -c allreduce -a bfb -o s.json  make a schedule
+    topocoll verify s.json                                exit 0 iff valid; says why not
+    topocoll evaluate s.json --size 1MiB                  T_L, T_B, time, bounds, flags
+    topocoll survey                                       the main job on built-in defaults
+    """
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def topologies(as_json):
+    """List the topology families and their spec syntax."""
+    rows = describe_families()
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title="topology families (spec: FAMILY:ARGS, or a .json/.graphml file)")
+    for col in ("family", "parameters", "example", "what it is"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["params"], r["example"], r["summary"])
+    _out.print(table)
+
+
+_TOPO_OPTIONS = [
+    click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+                 help="Set every link's bandwidth, e.g. 25Gbps or 3.125GB/s."),
+    click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+                 help="Split each node's egress bandwidth evenly over its out-links."),
+    click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+                 help="Set every link's latency, e.g. 10us."),
+]
+
+
+def _topo_options(func):
+    for option in reversed(_TOPO_OPTIONS):
+        func = option(func)
+    return func
+
+
+@cli.command()
+@click.argument("topo")
+@_topo_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(topo, link_bandwidth, node_bandwidth, alpha, as_json):
+    """Facts about a topology: nodes, links, degrees, diameter, Moore depth."""
+    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    deg = degree_summary(t)
+    pair = unreachable_pair(t)
+    facts = {"name": t.name, "nodes": t.num_nodes, "links": t.num_links, **deg,
+             "strongly_connected": pair is None,
+             "diameter": diameter(t) if pair is None else None,
+             "moore_steps": moore_depth(t.num_nodes, deg["out_max"]),
+             "egress_bandwidth_min": float(t.egress_bandwidth().min()),
+             "switches": list(t.switches)}
+    if pair is not None:
+        facts["unreachable_pair"] = list(pair)
+    facts.update({k: v for k, v in t.meta.items() if k not in facts})
+    if as_json:
+        _print_json(facts)
+        return
+    for key, value in facts.items():
+        _out.print(f"{key:>22}: {value}")
+
+
+@cli.command()
+@click.argument("topo")
+@click.option("-c", "--collective", required=True, help="allgather, reduce_scatter, allreduce, "
+              "broadcast, reduce, scatter, gather or alltoall.")
+@click.option("-a", "--algorithm", default="bfb", show_default=True,
+              type=click.Choice(sorted(ALGORITHMS)), help="Schedule generator.")
+@click.option("--root", type=int, help="Root node of a rooted collective (default 0).")
+@_topo_options
+@click.option("-o", "--output", help="Write the schedule file here ('-' for stdout).")
+@click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
+def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
+             no_verify):
+    """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file)."""
+    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    update, bar = _progress(f"{algorithm} {collective} on {t.name}")
+    with bar:
+        s = generate(t, collective, algorithm, root=root, progress=update)
+    status = "not verified"
+    if not no_verify:
+        report = _verify(s)
+        if not report.valid:  # a generator bug: say so rather than hand out a wrong schedule
+            raise _Fail(f"generated schedule failed verification: {report.summary()}",
+                        EXIT_INVALID)
+        status = "verified"
+    if output == "-":
+        save_schedule(s, sys.stdout.buffer)
+        sys.stdout.flush()
+    elif output:
+        save_schedule(s, output)
+    where = f", written to {output}" if output and output != "-" else ""
+    click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
+               f"{s.num_transfers} transfers, {status}{where}", err=output == "-")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--max-errors", default=10, show_default=True, type=click.IntRange(1),
+              help="How many violations to list.")
+def verify(file, as_json, max_errors):
+    """Check a schedule file; exit 0 iff it is valid, else list the first violations."""
+    s = load_schedule(file)
+    report = _verify(s, max_errors=max_errors)
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        click.echo(report.summary())
+        if not report.valid:
+            counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items())
+            click.echo(f"  {report.error_count} violations ({counts}); first ones:")
+            for e in report.errors:
+                click.echo(f"  - [{e.kind}] {e.message}")
+        for w in report.warnings:
+            click.echo(f"  note: {w}")
+    sys.exit(0 if report.valid else EXIT_INVALID)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--size", "sizes", multiple=True, default=("1MiB",), show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
+@_topo_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per size).")
+def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
+    """Price a schedule file: T_L, T_B, time, lower bounds and optimality flags."""
+    s = load_schedule(file)
+    if node_bandwidth is not None:
+        s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
+    results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
+    if as_json:
+        _print_json(results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results])
+        return
+    e0 = results[0]
+    _out.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
+               f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
+               f"{e0.moore_steps}), T_L {format_time(e0.T_L)}")
+    table = Table()
+    for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal"):
+        table.add_column(col, justify="right")
+    for e in results:
+        table.add_row(format_size(e.size), format_time(e.T_B), format_time(e.time),
+                      format_time(e.bw_lower_bound), f"{e.bw_ratio:.4f}",
+                      "yes" if e.bw_optimal else "no")
+    _out.print(table)
+    flags = [name for name, ok in (("diameter-optimal", e0.diameter_optimal),
+                                   ("Moore-optimal", e0.moore_optimal)) if ok]
+    _out.print("flags: " + (", ".join(flags) if flags else "none"))
+
+
+@cli.command()
+@click.option("--nodes", default=64, show_default=True, type=click.IntRange(4),
+              help="Cluster size N.")
+@click.option("--topology", "specs", multiple=True, help="Topology spec (repeatable; default: "
+              "tori, hypercube, circulant, generalized Kautz and ring of N nodes).")
+@click.option("--size", "sizes", multiple=True, default=("1MiB", "256MiB"), show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
+@click.option("--alpha", default="10us", show_default=True,
+              callback=_unit(units.parse_time, "--alpha"), help="Per-step latency.")
+@click.option("--node-bandwidth", default="100Gbps", show_default=True,
+              callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              help="Egress bandwidth of each node, split over its links.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
+    """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce."""
+    update, bar = _progress("survey")
+    with bar:
+        rows = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
+                       node_bandwidth=node_bandwidth, progress=update)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title=f"allreduce on {nodes} nodes, alpha {format_time(alpha)}, "
+                        f"{units.format_bandwidth(node_bandwidth)} per node "
+                        "(bound: Moore-depth steps + bandwidth-optimal T_B for that degree)")
+    for col in ("topology", "algo", "d", "verified", "steps", "T_L"):
+        table.add_column(col, justify="right")
+    for m in sizes:
+        label = format_size(m)
+        table.add_column(f"T_B@{label}", justify="right")
+        table.add_column(f"time@{label}", justify="right")
+        table.add_column(f"bound@{label}", justify="right")
+        table.add_column(f"x bound", justify="right")
+    ring = rows[-1]
+    for r in rows:
+        cells = [r["topology"], r["algorithm"], str(r["degree"]), "yes" if r["verified"] else "NO",
+                 str(r["steps"]), format_time(r["T_L"])]
+        for c in r["sizes"]:
+            cells += [format_time(c["T_B"]), format_time(c["time"]),
+                      format_time(c["time_lower_bound"]), f"{c['ratio']:.2f}"]
+        table.add_row(*cells)
+    _out.print(table)
+    best = {i: min(rows, key=lambda r: r["sizes"][i]["time"]) for i in range(len(sizes))}
+    for i, m in enumerate(sizes):
+        b = best[i]
+        speedup = ring["sizes"][i]["time"] / b["sizes"][i]["time"]
+        _out.print(f"{format_size(m)}: fastest is {b['topology']} ({b['algorithm']}), "
+                   f"{speedup:.2f}x the classic ring allreduce")
+
+
+def main(argv=None):
+    """Entry point of the ``topocoll`` console script."""
+    try:
+        cli.main(args=argv, prog_name="topocoll", standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
