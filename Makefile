@@ -21,7 +21,7 @@ run: $(VENV)/.installed
 	$(BIN)/topocoll survey
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bfb_scale.py

@@ -25,7 +25,8 @@ __all__ = ["parse_time", "parse_bandwidth", "parse_size", "format_time", "format
 _NUMBER = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
 _PATTERN = re.compile(r"^\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*$")
 
-_TIME = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
+# divisors, not factors: 10 / 1e6 is exactly the double nearest 1e-05, 10 * 1e-6 is not
+_TIME = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9, "ps": 1e12}
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
@@ -63,7 +64,7 @@ def parse_time(value, *, what="time", allow_zero=True):
     number, unit = _split(value, what)
     if unit not in _TIME:
         raise UnitError(f"{what} {value!r}: unknown time unit {unit!r} (use s, ms, us, ns)")
-    return _positive(number * _TIME[unit], value, what, allow_zero)
+    return _positive(number / _TIME[unit], value, what, allow_zero)
 
 
 def parse_bandwidth(value, *, what="bandwidth"):

@@ -154,7 +154,7 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     steps, alpha_t, beta_t = step_costs(schedule)
     t_l = float(alpha_t.sum())
     t_b = float(beta_t.sum()) * size
-    bound = bandwidth_lower_bound(coll, topo, schedule.root) * size
+    bound = float(bandwidth_lower_bound(coll, topo, schedule.root)) * size
     factor = 2 if coll.name == "allreduce" else 1
     degree = int(topo.out_degree().max())
     moore = moore_depth(topo.num_nodes, degree)

@@ -3,11 +3,12 @@
 >>> from topocoll.topology import topology
 >>> from topocoll.schedule.model import Schedule, transfer_array
 >>> ring = topology("uniring:3")
->>> ag = Schedule(ring.transpose(), "allgather", transfer_array(
-...     [1, 1, 1, 2, 2, 2], [1, 2, 0, 2, 0, 1], [0, 1, 2, 1, 2, 0], [1, 2, 0, 1, 2, 0], 0.0, 1.0))
+>>> from topocoll.schedule.verify import verify
+>>> ag = Schedule(ring.transpose(), "allgather", transfer_array(   # links 1->0, 2->1, 0->2
+...     [1, 1, 1, 2, 2, 2], [1, 2, 0, 0, 1, 2], [0, 1, 2, 2, 0, 1], [1, 2, 0, 1, 2, 0], 0.0, 1.0))
 >>> rs = reverse(ag, "reduce_scatter", ring)
->>> rs.transfers[["step", "src", "dst", "op"]].tolist()[:2]
-[(2, 0, 1, 1), (2, 1, 2, 1)]
+>>> verify(ag).valid, verify(rs).valid, rs.transfers[0].tolist()
+(True, True, (1, 1, 2, 0, 0.0, 1.0, 1))
 """
 
 import numpy as np

@@ -1,0 +1,35 @@
+"""Shared test helpers: random strongly connected digraphs for hypothesis, the examples folder."""
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import strategies as st
+
+from topocoll.topology import Topology
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+
+
+@st.composite
+def strongly_connected_digraphs(draw, min_nodes=2, max_nodes=9, heterogeneous=True):
+    """A random strongly connected digraph: a random Hamiltonian cycle plus random extra arcs,
+    some of them parallel, with random per-link bandwidths and latencies."""
+    n = draw(st.integers(min_nodes, max_nodes))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    src = list(perm)
+    dst = list(np.roll(perm, -1))
+    extra = draw(st.integers(0, n * (n - 1)))
+    for _ in range(extra):
+        u, v = rng.choice(n, size=2, replace=False)
+        src.append(int(u))
+        dst.append(int(v))
+    if heterogeneous and draw(st.booleans()):
+        bandwidth = rng.choice([1.0, 2.0, 3.0, 0.5], size=len(src))
+        latency = rng.choice([1e-6, 5e-6, 1e-5], size=len(src))
+    else:
+        bandwidth, latency = 1.0, 1e-6
+    if n == 2 and len(src) == 2 and src[0] == src[1]:
+        src, dst = [0, 1], [1, 0]
+    return Topology(n, src, dst, bandwidth, latency, name=f"random:{n}:{seed}")
