@@ -1,0 +1,139 @@
+"""The schedule file: exact round trips (canonical and any other JSON layout) and validation
+that names the offending field."""
+
+import json
+
+import numpy as np
+import pytest
+
+import topocoll as tc
+from topocoll.errors import ScheduleFormatError, TopocollError
+from topocoll.schedule import dumps_schedule, load_schedule, loads_schedule, save_schedule
+
+from tests.helpers import EXAMPLES
+
+
+@pytest.fixture(scope="module")
+def allreduce():
+    return tc.generate("torus:3x4", "allreduce")
+
+
+def same(a, b):
+    assert a.collective == b.collective and a.root == b.root and a.algorithm == b.algorithm
+    assert a.topology.num_nodes == b.topology.num_nodes
+    for col in ("src", "dst", "bandwidth", "latency"):
+        assert np.array_equal(getattr(a.topology, col), getattr(b.topology, col))
+    assert a.transfers.tobytes() == b.transfers.tobytes()
+
+
+def test_round_trip_canonical(tmp_path, allreduce):
+    path = tmp_path / "s.json"
+    save_schedule(allreduce, path)
+    same(allreduce, load_schedule(path))
+    doc = json.loads(path.read_text())   # the file is plain JSON in the contract's shape
+    assert doc["format"] == "topocoll.schedule" and doc["version"] == 1
+    assert set(doc["transfers"][0]) == {"step", "src", "dst", "shard", "lo", "hi", "op"}
+    assert "root" not in doc
+
+
+def test_round_trip_other_layouts(allreduce):
+    doc = json.loads(dumps_schedule(allreduce))
+    for text in (json.dumps(doc, indent=1), json.dumps(doc, separators=(",", ":")),
+                 json.dumps(dict(reversed(list(doc.items()))))):
+        same(allreduce, loads_schedule(text))
+
+
+def test_round_trip_rooted_and_file_object(tmp_path):
+    s = tc.generate("hypercube:3", "reduce", root=5)
+    path = tmp_path / "r.json"
+    with open(path, "wb") as fh:
+        save_schedule(s, fh)
+    back = load_schedule(path)
+    same(s, back)
+    assert back.root == 5
+
+
+def test_examples_load():
+    for path in EXAMPLES.glob("*.json"):
+        s = load_schedule(path)
+        assert s.num_transfers == len(json.loads(path.read_text())["transfers"])
+
+
+def test_empty_schedule_round_trip():
+    t = tc.topology("ring:3")
+    s = tc.Schedule(t, "allgather", np.zeros(0, tc.schedule.TRANSFER_DTYPE))
+    assert loads_schedule(dumps_schedule(s)).num_transfers == 0
+
+
+def _doc(s):
+    return json.loads(dumps_schedule(s))
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda d: d.pop("format"), "format: missing"),
+    (lambda d: d.update(format="msccl"), "format:"),
+    (lambda d: d.update(version=2), "version:"),
+    (lambda d: d.update(collective="allscatter"), "collective:"),
+    (lambda d: d.update(root=0), "root:"),
+    (lambda d: d.update(transfers={}), "transfers: must be a list"),
+    (lambda d: d.update(colour="red"), "colour: unknown field"),
+    (lambda d: d["transfers"][3].pop("lo"), "transfers[3].lo: missing"),
+    (lambda d: d["transfers"][2].update(step="1"), "transfers[2].step: must be an integer"),
+    (lambda d: d["transfers"][2].update(step=True), "transfers[2].step: must be an integer"),
+    (lambda d: d["transfers"][4].update(op="add"), "transfers[4].op:"),
+    (lambda d: d["transfers"][5].update(hi=d["transfers"][5]["lo"]), "transfers[5].hi:"),
+    (lambda d: d["transfers"][6].update(src=99), "transfers[6].src:"),
+    (lambda d: d["transfers"][7].update(step=0), "transfers[7].step:"),
+    (lambda d: d["transfers"][1].update(shard=-1), "transfers[1].shard:"),
+    (lambda d: d["topology"]["links"][0].update(bandwidth=-1), "topology.links[0].bandwidth"),
+    (lambda d: d["topology"].pop("nodes"), "topology.nodes"),
+])
+def test_bad_fields_are_named(allreduce, mutate, field):
+    doc = _doc(allreduce)
+    mutate(doc)
+    with pytest.raises(TopocollError) as info:
+        loads_schedule(json.dumps(doc))
+    assert field in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_rooted_without_root():
+    doc = _doc(tc.generate("ring:4", "broadcast", root=1))
+    doc.pop("root")
+    with pytest.raises(ScheduleFormatError, match="root: missing"):
+        loads_schedule(json.dumps(doc))
+
+
+@pytest.mark.parametrize("text", ["", "not json", '{"format": "topocoll.schedule"', "[1, 2]"])
+def test_unreadable_text(text):
+    with pytest.raises(ScheduleFormatError):
+        loads_schedule(text)
+
+
+def test_truncated_file(tmp_path, allreduce):
+    path = tmp_path / "t.json"
+    data = dumps_schedule(allreduce)
+    path.write_text(data[: len(data) // 2])
+    with pytest.raises(ScheduleFormatError, match="t.json"):
+        load_schedule(path)
+
+
+def test_canonical_layout_with_a_damaged_row_is_rejected(allreduce):
+    text = dumps_schedule(allreduce).replace('"lo": 0.0', '"lo": 0.0.0', 1)
+    with pytest.raises(ScheduleFormatError, match="not valid JSON"):
+        loads_schedule(text)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ScheduleFormatError, match="cannot read"):
+        load_schedule(tmp_path / "nope.json")
+
+
+def test_write_is_atomic(tmp_path, allreduce):
+    with pytest.raises(ScheduleFormatError, match="cannot write"):
+        save_schedule(allreduce, tmp_path / "no" / "such" / "dir.json")
+    path = tmp_path / "s.json"
+    path.write_text("old")
+    save_schedule(allreduce, path)
+    assert load_schedule(path).num_transfers == allreduce.num_transfers
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
