@@ -129,38 +129,32 @@ def test_evaluate_json_default(run, ring8_schedule):
     assert e["T_B"] == pytest.approx(e["bw_lower_bound"], rel=1e-9)
 
 
-@pytest.mark.parametrize("alpha, link_bw", [("10us", "100Gbps"), ("3us", "25Gbps")])
-def test_evaluate_alpha_and_link_bandwidth(run, ring8_schedule, alpha, link_bw):
-    r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--alpha", alpha,
-            "--link-bandwidth", link_bw, "--json")
+def test_evaluate_alpha_and_link_bandwidth(run, ring8_schedule):
+    r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--alpha", "10us",
+            "--link-bandwidth", "100Gbps", "--json")
     assert r.returncode == 0, r
     e = r.json()
-    a = float(alpha[:-2]) * 1e-6
-    bw = float(link_bw[:-4]) * 1e9 / 8  # bytes/s
-    assert e["T_L"] == pytest.approx(e["steps"] * a, rel=1e-9)
-    assert e["T_B"] == pytest.approx((7 / 8) * MIB / (2 * bw), rel=1e-9)
+    assert e["T_L"] == pytest.approx(e["steps"] * 1e-5, rel=1e-9)
+    assert e["T_B"] == pytest.approx((7 / 8) * MIB / (2 * 12.5e9), rel=1e-9)
     assert e["time"] == pytest.approx(e["T_L"] + e["T_B"], rel=1e-9)
 
 
 def test_evaluate_multiple_sizes_gives_list(run, ring8_schedule):
-    r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--size", "4MiB", "--json")
+    # non-default alpha and bandwidth, so flags that were silently ignored would show
+    r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--size", "4MiB",
+            "--alpha", "3us", "--link-bandwidth", "25Gbps", "--json")
     assert r.returncode == 0, r
     results = r.json()
     assert isinstance(results, list) and len(results) == 2, results
-    small, big = results
-    assert small["size"] == MIB and big["size"] == 4 * MIB
-    assert big["T_L"] == pytest.approx(small["T_L"])
-    assert big["T_B"] == pytest.approx(4 * small["T_B"])
+    for e, m in zip(results, (MIB, 4 * MIB)):
+        assert EVALUATE_KEYS <= set(e), EVALUATE_KEYS - set(e)
+        assert e["size"] == m
+        assert e["T_L"] == pytest.approx(4 * 3e-6, rel=1e-9)
+        assert e["T_B"] == pytest.approx((7 / 8) * m / (2 * 3.125e9), rel=1e-9)
+        assert e["time"] == pytest.approx(e["T_L"] + e["T_B"], rel=1e-9)
 
 
-def test_evaluate_table(run, ring8_schedule):
-    r = run("evaluate", ring8_schedule.name, "--size", "1MiB")
-    assert r.returncode == 0, r
-    assert "4 steps" in r.stdout, r
-    assert "bw-optimal" in r.stdout and "yes" in r.stdout, r
-
-
-def test_schedule_to_stdout(run, tmp_path):
+def test_schedule_to_stdout(run):
     r = run("schedule", "torus:4x4", "-c", "allreduce", "-o", "-")
     assert r.returncode == 0, r
     doc = json.loads(r.stdout)  # stdout holds the schedule and nothing else
@@ -168,10 +162,8 @@ def test_schedule_to_stdout(run, tmp_path):
     assert doc["version"] == 1
     assert doc["collective"] == "allreduce"
     assert doc["topology"]["nodes"] == 16
-    (tmp_path / "t.json").write_text(r.stdout)
-    v = run("verify", "t.json")
-    assert v.returncode == 0, v
-    assert v.stdout_lines[0].startswith("valid"), v
+    assert doc["transfers"] and all(t["step"] >= 1 for t in doc["transfers"])
+    assert "verified" in r.stderr, r  # the summary goes to stderr, out of the JSON's way
 
 
 def test_uniring_ring_allreduce(run):

@@ -205,6 +205,7 @@ def verify(schedule, *, max_errors=10):
     atoms = _Atoms(tg, num_shards)
     order = np.argsort(tg["shard"], kind="stable")
     shards_sorted = tg["shard"][order]
+    columns = {name: np.ascontiguousarray(tg[name]) for name in ("step", "src", "dst", "op")}
     words = (n + 63) // 64
     per_atom = n * (words * 8 if coll.combining else 4)
     for s0, s1 in _batches(shards_sorted, atoms, num_shards, per_atom):
@@ -213,7 +214,8 @@ def verify(schedule, *, max_errors=10):
         a0, a1 = atoms.shard_start[s0], atoms.shard_start[s1]
         pos, atom = _expand(atoms.first[sel], atoms.last[sel])
         entry = sel[pos]
-        args = (tg[entry], entry, atom - a0, atoms, a0, a1, schedule, found, good)
+        te = {name: col[entry] for name, col in columns.items()}
+        args = (te, entry, atom - a0, atoms, a0, a1, schedule, found, good)
         if coll.combining:
             _simulate_combining(*args)
         else:
@@ -248,8 +250,9 @@ def _simulate_copies(te, entry, atom, atoms, a0, a1, schedule, found, good):
     local_atoms = np.arange(width)
     arrival[owner[atoms.shard[a0:a1]], local_atoms] = 0
     step = te["step"]
-    np.minimum.at(arrival, (te["dst"], atom), step)
-    late = arrival[te["src"], atom] > step - 1
+    flat = arrival.reshape(-1)  # one-dimensional ufunc.at is the fast one
+    np.minimum.at(flat, te["dst"].astype(np.int64) * width + atom, step)
+    late = flat[te["src"].astype(np.int64) * width + atom] > step - 1
     if np.any(late):
         found.add("causality", good[np.unique(entry[late])])
     _end_state(arrival < _NEVER, atoms, a0, a1, schedule, found)
@@ -294,8 +297,9 @@ def _simulate_combining(te, entry, atom, atoms, a0, a1, schedule, found, good):
         had = state[dst, at]
         key = dst.astype(np.int64) * width + at
         reduce = op == REDUCE
-        copy_keys = np.unique(key[~reduce])
-        clash = reduce & np.isin(key, copy_keys)
+        clash = np.zeros(reduce.size, dtype=bool)
+        if reduce.any() and not reduce.all():
+            clash = reduce & np.isin(key, key[~reduce])
         if np.any(clash):
             found.add("conflict", good[ids[clash]],
                       why=np.full(int(clash.sum()), "copy and reduce into one piece in one step"))
