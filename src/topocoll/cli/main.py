@@ -316,12 +316,22 @@ def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
 
 
 def main(argv=None):
-    """Entry point of the ``topocoll`` console script."""
+    """Entry point of the ``topocoll`` console script: errors are one line, never a traceback."""
     try:
-        cli.main(args=argv, prog_name="topocoll", standalone_mode=True)
+        code = cli.main(args=argv, prog_name="topocoll", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:  # usage errors and ours: one line, no usage banner
+        message = exc.format_message() if not isinstance(exc, _Fail) else exc.message
+        click.echo(f"error: {message}", err=True)
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        code = 130
     except KeyboardInterrupt:
         click.echo("error: interrupted", err=True)
-        sys.exit(130)
+        code = 130
+    sys.exit(code or 0)
 
 
 if __name__ == "__main__":

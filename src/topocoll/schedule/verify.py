@@ -351,11 +351,13 @@ def _report(schedule, found, t, good, atoms, max_errors, warnings):
     rows = []  # (sort key, kind, transfer, extra index, part)
     for kind, transfers, extra in found.parts:
         if kind == "incomplete":
-            pairs = np.unique(extra["node"] * atoms.shard.size + atoms.shard[extra["atom"]])
+            # counted and listed per (node, shard): the first missing piece of each pair
+            pair_keys = extra["node"] * atoms.shard.size + atoms.shard[extra["atom"]]
+            pairs, first = np.unique(pair_keys, return_index=True)
             counts[kind] = counts.get(kind, 0) + int(pairs.size)
             last = int(t["step"].max()) + 1 if t.size else 1
-            for j in range(min(transfers.size, max_errors)):
-                rows.append(((last, _ORDER[kind], j), kind, -1, j, extra))
+            for j in np.sort(first)[:max_errors]:
+                rows.append(((last, _ORDER[kind], int(j)), kind, -1, int(j), extra))
         else:
             uniq, first = np.unique(transfers, return_index=True)
             counts[kind] = counts.get(kind, 0) + int(uniq.size)

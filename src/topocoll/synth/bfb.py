@@ -19,7 +19,6 @@ HiGHS.
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ..collectives import COPY
 from ..errors import NotStronglyConnectedError, UnsupportedError
@@ -84,6 +83,8 @@ def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cap, fi
 
 
 def _solve_lp(cg, cp, cb, demand, cap, fixed_load):
+    from scipy.optimize import linprog  # heavy import, only needed when a problem has choices
+
     nv = cg.size
     groups, g_row = np.unique(cg, return_inverse=True)
     blocks, b_col = np.unique(cb, return_inverse=True)

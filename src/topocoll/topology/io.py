@@ -145,11 +145,12 @@ def topology_from_dict(data, where="topology"):
         d = _node(_require(link, "dst", at), num_nodes, f"{at}.dst")
         if s == d:
             raise ScheduleFormatError(f"{at}: {s}->{d} is a self-loop; self-loops are not allowed")
-        b = _require(link, "bandwidth", at)
+        # like GraphML edges, links without bandwidth or latency get the defaults
+        b = link.get("bandwidth", DEFAULT_BANDWIDTH)
         if not _is_number(b) or b <= 0:
             raise ScheduleFormatError(f"{at}.bandwidth: must be a positive number, got "
                                       f"{b if _is_number(b) else _kind(b)}")
-        l = _require(link, "latency", at)
+        l = link.get("latency", DEFAULT_LATENCY)
         if not _is_number(l) or l < 0:
             raise ScheduleFormatError(f"{at}.latency: must be a non-negative number, got "
                                       f"{l if _is_number(l) else _kind(l)}")
