@@ -18,27 +18,19 @@ EVALUATE_KEYS = {"collective", "nodes", "steps", "T_L", "T_B", "time", "bw_lower
 MIB = 1 << 20
 
 
-def assert_one_line_error(result, *needles, usage=False, code=None):
+def assert_one_line_error(result, *needles, code=None):
     """Non-zero exit, no traceback, and a single error line on stderr containing ``needles``.
 
-    Our own errors are exactly one stderr line ``error: ...``. Click usage errors (bad option
-    values) print click's ``Usage:``/``Try ...`` hint lines plus exactly one ``Error: ...`` line.
+    Every error, ours or a usage error from click, is exactly one stderr line ``error: ...``.
     """
     assert result.returncode != 0, result
     if code is not None:
         assert result.returncode == code, result
     assert "Traceback" not in result.stdout + result.stderr, result
     lines = result.stderr_lines
-    if usage:
-        errors = [line for line in lines if line.startswith("Error:")]
-        others = [line for line in lines if not line.startswith("Error:")]
-        assert len(errors) == 1, result
-        assert all(line.startswith(("Usage:", "Try ")) for line in others), result
-        line = errors[0]
-    else:
-        assert len(lines) == 1, result
-        line = lines[0]
-        assert line.startswith("error:"), result
+    assert len(lines) == 1, result
+    line = lines[0]
+    assert line.startswith("error:"), result
     assert len(line.split(":", 1)[1].strip()) > 0, result
     for needle in needles:
         assert needle.lower() in line.lower(), (needle, result)
@@ -269,7 +261,7 @@ def test_schedule_with_missing_link(run, ring8_schedule):
 @pytest.mark.parametrize("option, value", [("--size", "12parsecs"), ("--alpha", "-3us")])
 def test_evaluate_bad_units(run, ring8_schedule, option, value):
     r = run("evaluate", ring8_schedule.name, option, value)
-    assert_one_line_error(r, option, value, usage=True, code=2)
+    assert_one_line_error(r, option, value, code=2)
 
 
 def test_schedule_on_not_strongly_connected_topology(run, tmp_path):

@@ -149,7 +149,8 @@ BAD_OBJECTS = [
     (_set(["links"], {}), r"^topology\.links: must be a list, got an object$"),
     (_set(["links", 2], 7), r"^topology\.links\[2\]: must be an object, got a number$"),
     (_set(["links", 3, "src"], KeyError), r"^topology\.links\[3\]\.src: missing$"),
-    (_set(["links", 3, "bandwidth"], KeyError), r"^topology\.links\[3\]\.bandwidth: missing$"),
+    (_set(["links", 3, "bandwidth"], "fast"), r"^topology\.links\[3\]\.bandwidth: must be a "
+                                              r"positive number, got a string$"),
     (_set(["links", 3, "bandwidth"], -1), r"^topology\.links\[3\]\.bandwidth: must be a positive "
                                           r"number, got -1$"),
     (_set(["links", 3, "bandwidth"], 0), r"^topology\.links\[3\]\.bandwidth: must be a positive"),
@@ -285,3 +286,12 @@ def test_model_rejects_what_the_reader_would():
         Topology(2, [0], [1], bandwidth=-1.0)
     with pytest.raises(TopologyError, match=r"outside 0\.\.1"):
         Topology(2, [0], [2])
+
+
+def test_links_without_bandwidth_or_latency_get_the_defaults():
+    from topocoll.topology import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+
+    t = topology_from_dict({"nodes": 2, "links": [{"src": 0, "dst": 1}, {"src": 1, "dst": 0,
+                                                                        "latency": 2e-6}]})
+    assert t.bandwidth.tolist() == [DEFAULT_BANDWIDTH, DEFAULT_BANDWIDTH]
+    assert t.latency.tolist() == [DEFAULT_LATENCY, 2e-6]
