@@ -31,7 +31,7 @@ __all__ = ["bfb_allgather", "bfb_reduce_scatter", "bfb_allreduce", "bfb_broadcas
 
 BFB_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 
-_LP_BATCH = 200_000   # free variables per HiGHS call
+_LP_BATCH = 10_000    # free variables per HiGHS call (small LPs solve faster in sum)
 _CANDIDATE_CELLS = 1 << 22
 _DROP = 1e-12         # relative share below which a sender is not used
 
@@ -59,7 +59,8 @@ def _segments(keys):
     return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
 
 
-def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cap, fixed_load):
+def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cap, fixed_load,
+                       progress=None):
     """Shares ``y`` for the candidates of groups with several possible senders.
 
     ``block[g]`` is the (v, t) problem of group g, ``demand[g]`` its number of sources;
@@ -75,10 +76,13 @@ def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cap, fi
                                   minlength=order_blocks.size)
     batch_of_block = np.cumsum(cands_per_block) // _LP_BATCH
     batch_of_cand = batch_of_block[np.searchsorted(order_blocks, cand_block)]
-    for b in np.unique(batch_of_cand):
+    batches = np.unique(batch_of_cand)
+    for i, b in enumerate(batches):
         sel = np.flatnonzero(batch_of_cand == b)
         y[sel] = _solve_lp(cand_group[sel], cand_pair[sel], cand_block[sel], demand, cap,
                            fixed_load)
+        if progress:
+            progress(i + 1, batches.size)
     return y
 
 
@@ -111,7 +115,9 @@ def _solve_lp(cg, cp, cb, demand, cap, fixed_load):
 
 
 def _bfb_broadcasts(topology, origins, *, progress=None):
-    """Transfers in which shard s spreads breadth-first from node ``origins[s]`` to every node."""
+    """Transfers in which shard s spreads breadth-first from node ``origins[s]`` to every node.
+
+    ``progress(done, total)`` is called after each batch of load-balancing problems."""
     n = topology.num_nodes
     dist = distance_matrix(topology)
     dist_o = np.asarray(dist[origins], dtype=np.int64)
@@ -129,8 +135,6 @@ def _bfb_broadcasts(topology, origins, *, progress=None):
     inpos[by_dst] = np.arange(pdst.size) - np.repeat(starts_dst, np.diff(np.r_[starts_dst,
                                                                                pdst.size]))
     shard, pair, step = _candidates(dist_o, psrc, pdst)
-    if progress:
-        progress(1, 4)
     v = pdst[pair]
     order = np.lexsort((inpos[pair], shard, v, step))
     shard, pair, step, v = shard[order], pair[order], step[order], v[order]
@@ -158,8 +162,6 @@ def _bfb_broadcasts(topology, origins, *, progress=None):
     demand = np.bincount(group_of_unit).astype(float)
     block_key = u_step * n + u_v
     group_block = block_key[rep_unit]
-    if progress:
-        progress(2, 4)
     # candidates of each group, taken from its representative unit
     rep_first = unit_start[rep_unit]
     rep_len = senders[rep_unit]
@@ -176,14 +178,9 @@ def _bfb_broadcasts(topology, origins, *, progress=None):
     fixed_load = dict(zip(fk.tolist(), fixed_sum.tolist()))
     free = ~single
     y[free] = _solve_free_groups(group_block, demand, cand_group[free], cand_pair[free],
-                                 cand_block[free], cap, fixed_load)
-    if progress:
-        progress(3, 4)
-    transfers = _intervals(y, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v,
-                           shard[unit_start])
-    if progress:
-        progress(4, 4)
-    return transfers
+                                 cand_block[free], cap, fixed_load, progress)
+    return _intervals(y, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v,
+                      shard[unit_start])
 
 
 def _intervals(y, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v, u_shard):
