@@ -17,14 +17,19 @@ HiGHS.
 (4, 64)
 """
 
+import os
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..collectives import COPY
 from ..errors import NotStronglyConnectedError, UnsupportedError
+from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
 from ..schedule.transforms import concatenate, reverse
 from ..topology.metrics import distance_matrix, require_strongly_connected
+from ..topology.symmetry import translation_group
+from ..units import parse_size
 
 __all__ = ["bfb_allgather", "bfb_reduce_scatter", "bfb_allreduce", "bfb_broadcast", "bfb_reduce",
            "bfb_schedule", "BFB_COLLECTIVES"]
@@ -59,14 +64,32 @@ def _segments(keys):
     return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
 
 
-def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cap, fixed_load,
-                       progress=None):
+def _link_costs(topology, size):
+    """Per pair: time per shard (``coef``) and fixed time (``const``), both scaled so that the
+    largest ``coef`` is 1. Without a size only bandwidth counts (LP (3) of the paper); with a
+    buffer size M the link latency is added (LP (13), appendix D.3)."""
+    _, _, pbw, plat = topology.pairs
+    if pbw.size == 0:
+        return pbw, pbw
+    coef = 1.0 / pbw
+    if size is None:
+        const = np.zeros(pbw.size)
+    else:
+        coef = coef * (size / topology.num_nodes)
+        const = plat.astype(float)
+    scale = coef.max()
+    return coef / scale, const / scale
+
+
+def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cost, fixed_load,
+                       progress=None, workers=1):
     """Shares ``y`` for the candidates of groups with several possible senders.
 
     ``block[g]`` is the (v, t) problem of group g, ``demand[g]`` its number of sources;
-    candidate j lets group ``cand_group[j]`` use pair ``cand_pair[j]``; ``cap`` the pairs'
-    relative capacities; ``fixed_load[(block, pair)]`` loads already placed by single-sender groups.
+    candidate j lets group ``cand_group[j]`` use pair ``cand_pair[j]``; ``cost`` the pairs'
+    ``(coef, const)``; ``fixed_load[(block, pair)]`` loads already placed by single-sender groups.
     """
+    num_pairs = cost[0].size
     y = np.zeros(cand_group.size)
     if cand_group.size == 0:
         return y
@@ -77,45 +100,91 @@ def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cap, fi
     batch_of_block = np.cumsum(cands_per_block) // _LP_BATCH
     batch_of_cand = batch_of_block[np.searchsorted(order_blocks, cand_block)]
     batches = np.unique(batch_of_cand)
-    for i, b in enumerate(batches):
+    jobs = []
+    for b in batches:
         sel = np.flatnonzero(batch_of_cand == b)
-        y[sel] = _solve_lp(cand_group[sel], cand_pair[sel], cand_block[sel], demand, cap,
-                           fixed_load)
-        if progress:
-            progress(i + 1, batches.size)
+        keys = np.unique(cand_block[sel] * num_pairs + cand_pair[sel])
+        fixed = {k: fixed_load[k] for k in keys.tolist() if k in fixed_load}
+        jobs.append((sel, (cand_group[sel], cand_pair[sel], cand_block[sel], demand, cost, fixed)))
+    if workers > 1 and len(jobs) >= 4:
+        results = _parallel_map(_solve_lp_args, [args for _, args in jobs], workers, progress)
+    else:
+        results = []
+        for i, (_, args) in enumerate(jobs):
+            results.append(_solve_lp(*args))
+            if progress:
+                progress(i + 1, len(jobs))
+    for (sel, _), res in zip(jobs, results):
+        y[sel] = res
     return y
 
 
-def _solve_lp(cg, cp, cb, demand, cap, fixed_load):
+def _parallel_map(func, items, workers, progress):
+    """``[func(x) for x in items]`` on ``workers`` processes, in order, with progress."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(func, item) for item in items]
+        for i, fut in enumerate(cf.as_completed(futures)):
+            if progress:
+                progress(i + 1, len(futures))
+        return [f.result() for f in futures]
+
+
+def _solve_lp_args(args):
+    return _solve_lp(*args)
+
+
+def _solve_lp(cg, cp, cb, demand, cost, fixed_load):
+    """One block-diagonal LP for a batch of (v, t) problems: for each problem minimise U with
+    ``coef[p] * load[p] + const[p] <= U`` on its in-links. A link that carries nothing but whose
+    latency alone sets U is dropped and the problem solved again (appendix D.3)."""
     from scipy.optimize import linprog  # heavy import, only needed when a problem has choices
 
+    coef, const = cost
+    num_pairs = coef.size
     nv = cg.size
     groups, g_row = np.unique(cg, return_inverse=True)
     blocks, b_col = np.unique(cb, return_inverse=True)
-    row_keys, r_row = np.unique(cb * cap.size + cp, return_inverse=True)
+    row_keys, r_row = np.unique(cb * num_pairs + cp, return_inverse=True)
     nu = blocks.size
     cols = np.arange(nv)
     a_eq = sp.csr_matrix((np.ones(nv), (g_row, cols)), shape=(groups.size, nv + nu))
     b_eq = demand[groups].astype(float)
-    row_block = np.searchsorted(blocks, row_keys // cap.size)
-    row_pair = row_keys % cap.size
+    row_block = np.searchsorted(blocks, row_keys // num_pairs)
+    row_pair = row_keys % num_pairs
+    fixed = np.array([fixed_load.get(int(k), 0.0) for k in row_keys])
     a_ub = sp.csr_matrix(
-        (np.r_[np.ones(nv), -cap[row_pair]],
+        (np.r_[coef[row_pair][r_row], -np.ones(row_keys.size)],
          (np.r_[r_row, np.arange(row_keys.size)], np.r_[cols, nv + row_block])),
         shape=(row_keys.size, nv + nu))
-    b_ub = -np.array([fixed_load.get(int(k), 0.0) for k in row_keys])
-    cost = np.r_[np.zeros(nv), np.ones(nu)]
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None),
+    b_ub = -(coef[row_pair] * fixed + const[row_pair])
+    objective = np.r_[np.zeros(nv), np.ones(nu)]
+    res = linprog(objective, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None),
                   method="highs-ds", options={"primal_feasibility_tolerance": 1e-10,
                                               "dual_feasibility_tolerance": 1e-10})
     if res.status != 0:  # the problems are always feasible; anything else is a solver failure
         raise UnsupportedError(f"BFB: HiGHS could not solve a load-balancing problem "
                                f"({res.message})")
-    return res.x[:nv]
+    y = res.x[:nv]
+    if np.any(const > 0):
+        load = np.bincount(r_row, weights=y, minlength=row_keys.size) + fixed
+        bound = res.x[nv:][row_block]
+        idle = (load <= 1e-12) & (const[row_pair] > 0) & \
+            (const[row_pair] >= bound - 1e-9 * np.maximum(bound, 1e-300))
+        if np.any(idle):
+            keep = ~idle[r_row]
+            y = np.zeros(nv)
+            y[keep] = _solve_lp(cg[keep], cp[keep], cb[keep], demand, cost, fixed_load)
+    return y
 
 
-def _bfb_broadcasts(topology, origins, *, progress=None):
-    """Transfers in which shard s spreads breadth-first from node ``origins[s]`` to every node.
+def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers=1, size=None,
+                    chunks=None):
+    """Transfers in which shard s spreads breadth-first from node ``origins[s]`` to every node
+    (or only the transfers into ``receivers``), ordered by step, receiver and shard.
 
     ``progress(done, total)`` is called after each batch of load-balancing problems."""
     n = topology.num_nodes
@@ -126,15 +195,17 @@ def _bfb_broadcasts(topology, origins, *, progress=None):
         raise NotStronglyConnectedError(
             f"BFB needs every node reachable, but in {topology.name} node {v} cannot be reached "
             f"from node {origins[s]}", pair=(int(origins[s]), int(v)))
-    psrc, pdst, pbw, _ = topology.pairs
-    cap = pbw / pbw.max() if pbw.size else pbw
+    psrc, pdst, _, _ = topology.pairs
+    cost = _link_costs(topology, size)
     # position of each pair among the in-pairs of its destination (for sender-set masks)
     by_dst = np.lexsort((psrc, pdst))
     inpos = np.empty(pdst.size, dtype=np.int64)
     starts_dst = _segments(pdst[by_dst])
     inpos[by_dst] = np.arange(pdst.size) - np.repeat(starts_dst, np.diff(np.r_[starts_dst,
                                                                                pdst.size]))
-    shard, pair, step = _candidates(dist_o, psrc, pdst)
+    into = np.arange(pdst.size) if receivers is None else np.flatnonzero(np.isin(pdst, receivers))
+    shard, pair, step = _candidates(dist_o, psrc[into], pdst[into])
+    pair = into[pair]
     v = pdst[pair]
     order = np.lexsort((inpos[pair], shard, v, step))
     shard, pair, step, v = shard[order], pair[order], step[order], v[order]
@@ -142,7 +213,6 @@ def _bfb_broadcasts(topology, origins, *, progress=None):
     unit_key_change = np.r_[True, (step[1:] != step[:-1]) | (v[1:] != v[:-1]) |
                             (shard[1:] != shard[:-1])]
     unit_start = np.flatnonzero(unit_key_change)
-    unit_of = np.cumsum(unit_key_change) - 1
     num_units = unit_start.size
     senders = np.diff(np.r_[unit_start, shard.size])
     # group interchangeable units: same (step, v) and the same set of possible senders
@@ -172,23 +242,25 @@ def _bfb_broadcasts(topology, origins, *, progress=None):
     cand_block = group_block[cand_group]
     single = rep_len[cand_group] == 1
     y = np.where(single, demand[cand_group], 0.0)
-    fixed_keys = cand_block[single] * cap.size + cand_pair[single]
+    fixed_keys = cand_block[single] * psrc.size + cand_pair[single]
     fk, fk_inv = np.unique(fixed_keys, return_inverse=True)
     fixed_sum = np.bincount(fk_inv, weights=demand[cand_group[single]], minlength=fk.size)
     fixed_load = dict(zip(fk.tolist(), fixed_sum.tolist()))
     free = ~single
     y[free] = _solve_free_groups(group_block, demand, cand_group[free], cand_pair[free],
-                                 cand_block[free], cap, fixed_load, progress)
-    return _intervals(y, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v,
+                                 cand_block[free], cost, fixed_load, progress, workers)
+    share = np.clip(y, 0.0, None) / demand[cand_group]
+    share[share < _DROP] = 0.0
+    share = share / np.bincount(cand_group, weights=share, minlength=demand.size)[cand_group]
+    if chunks is not None:
+        return _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
+                                  psrc, u_step, u_v, shard[unit_start], chunks)
+    return _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v,
                       shard[unit_start])
 
 
-def _intervals(y, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v, u_shard):
+def _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v, u_shard):
     """Turn per-group shares into byte ranges and expand them to every unit of the group."""
-    share = np.clip(y, 0.0, None) / demand[cand_group]
-    share[share < _DROP] = 0.0
-    total = np.bincount(cand_group, weights=share, minlength=demand.size)
-    share = share / total[cand_group]
     keep = share > 0
     cand_group, cand_pair, share = cand_group[keep], cand_pair[keep], share[keep]
     # running sums within each group, position by position, so lo of a piece is exactly hi of
@@ -220,32 +292,172 @@ def _intervals(y, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_
     out["lo"] = lo[piece]
     out["hi"] = hi[piece]
     out["op"] = COPY
-    order = np.lexsort((out["lo"], out["shard"], out["dst"], out["src"], out["step"]))
-    return out[order]
+    return out  # units are in (step, receiver, shard) order already
 
 
-def bfb_allgather(topology, *, progress=None):
-    """BFB allgather on a strongly connected topology; ``steps`` equals the diameter."""
+def _round_to_chunks(unit, link, share, chunks):
+    """Whole chunk counts per (unit, link) candidate: every unit gets exactly ``chunks``, every
+    count is the floor or ceiling of ``share * chunks``, and every link's load is at most the
+    ceiling of its fractional load, so each link carries less than one chunk more than the
+    fractional optimum (appendix D.2). Such a rounding exists by flow integrality; a max-flow
+    finds it."""
+    from scipy.sparse.csgraph import maximum_flow
+
+    want = share * chunks
+    count = np.floor(want + 1e-9).astype(np.int64)
+    frac = want - count
+    deficit = chunks - np.bincount(unit, weights=count, minlength=unit.max(initial=-1) + 1)
+    deficit = np.rint(deficit).astype(np.int64)
+    links, link_id = np.unique(link, return_inverse=True)
+    room = np.ceil(np.bincount(link_id, weights=want) - 1e-9).astype(np.int64) - np.bincount(
+        link_id, weights=count, minlength=links.size).astype(np.int64)
+    open_ = np.flatnonzero(frac > 1e-9)
+    if deficit.sum() == 0:
+        return count
+    num_units = deficit.size
+    source, sink = 0, 1 + num_units + links.size
+    rows = np.r_[np.zeros(num_units, dtype=np.int64), 1 + unit[open_],
+                 1 + num_units + np.arange(links.size)]
+    cols = np.r_[1 + np.arange(num_units), 1 + num_units + link_id[open_],
+                 np.full(links.size, sink)]
+    caps = np.r_[deficit, np.ones(open_.size, dtype=np.int64), np.maximum(room, 0)]
+    graph = sp.csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(sink + 1, sink + 1))
+    result = maximum_flow(graph, source, sink)
+    if result.flow_value != deficit.sum():  # cannot happen for a feasible fractional solution
+        raise UnsupportedError("BFB: rounding to chunks failed")
+    flow = np.asarray(result.flow[1 + unit[open_], 1 + num_units + link_id[open_]]).ravel()
+    count[open_] += np.maximum(flow, 0).astype(np.int64)
+    return count
+
+
+def _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block, psrc, u_step,
+                       u_v, u_shard, chunks):
+    """Like :func:`_intervals`, but every piece is a whole number of ``1/chunks`` of a shard."""
+    per_group = np.bincount(cand_group, minlength=group_block.size)
+    first_of_group = np.r_[0, np.cumsum(per_group)[:-1]]
+    count = per_group[group_of_unit]
+    unit = np.repeat(np.arange(group_of_unit.size), count)
+    cand = np.repeat(first_of_group[group_of_unit], count) + (
+        np.arange(unit.size) - np.repeat(np.cumsum(count) - count, count))
+    link = group_block[group_of_unit[unit]] * psrc.size + cand_pair[cand]
+    pieces = _round_to_chunks(unit, link, share[cand], chunks)
+    keep = pieces > 0
+    unit, cand, pieces = unit[keep], cand[keep], pieces[keep]
+    ends = np.cumsum(pieces)
+    starts = _segments(unit)
+    base = np.repeat(ends[starts] - pieces[starts], np.diff(np.r_[starts, unit.size]))
+    hi_count = ends - base
+    out = np.empty(unit.size, dtype=TRANSFER_DTYPE)
+    out["step"] = u_step[unit]
+    out["src"] = psrc[cand_pair[cand]]
+    out["dst"] = u_v[unit]
+    out["shard"] = u_shard[unit]
+    out["lo"] = (hi_count - pieces) / chunks
+    out["hi"] = hi_count / chunks
+    out["op"] = COPY
+    return out
+
+
+def _workers(workers):
+    if workers is None:
+        return max(1, min(os.cpu_count() or 1, 8))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise UnsupportedError(f"workers must be a positive integer, got {workers!r}")
+    return workers
+
+
+def _translate(t0, group, n):
+    """Map node 0's transfers to every node v by the translation x -> x + v."""
+    t0 = t0[np.argsort(t0["step"], kind="stable")]
+    v = np.tile(np.arange(n, dtype=np.int64), t0.size)
+    out = np.empty(t0.size * n, dtype=TRANSFER_DTYPE)
+    for name in ("step", "lo", "hi", "op"):
+        out[name] = np.repeat(t0[name], n)
+    out["dst"] = v
+    out["src"] = group.add(np.repeat(t0["src"].astype(np.int64), n), v)
+    out["shard"] = group.add(np.repeat(t0["shard"], n), v)
+    return out
+
+
+def _check_options(size, chunks):
+    if size is not None:
+        size = parse_size(size, what="size")
+    if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer))
+                               or chunks < 1):
+        raise UnsupportedError(f"chunks must be a positive integer, got {chunks!r}")
+    return size, (None if chunks is None else int(chunks))
+
+
+def bfb_allgather(topology, *, progress=None, symmetry=True, workers=None, size=None,
+                  chunks=None):
+    """BFB allgather on a strongly connected topology; ``steps`` equals the diameter.
+
+    Parameters
+    ----------
+    topology : Topology
+    symmetry : bool
+        Exploit translation symmetry (tori, hypercubes, circulants, Hamming graphs, ...: see
+        :mod:`topocoll.topology.symmetry`): solve the problems of node 0 and map them to every
+        node. Otherwise problems are solved in batches on ``workers`` processes.
+    workers : int, optional
+        Processes for the load-balancing problems (default: every core).
+    size : float or str, optional
+        Buffer size M. When given, each link's latency joins its load in the per-(node, step)
+        problems (the paper's heterogeneous LP), and links whose latency alone would set the
+        step time are left unused.
+    chunks : int, optional
+        Cut every shard into this many equal chunks: every transfer moves whole chunks. The
+        bandwidth cost against the fractional optimum is in ``meta["chunk_loss"]`` (relative),
+        with its bound ``meta["chunk_loss_bound"]``.
+    progress : callable, optional
+        ``progress(done, total)`` over batches of problems.
+    """
     require_strongly_connected(topology, "BFB allgather")
+    size, chunks = _check_options(size, chunks)
     n = topology.num_nodes
-    transfers = _bfb_broadcasts(topology, np.arange(n), progress=progress)
-    return Schedule(topology, "allgather", transfers, algorithm="bfb")
+    group = translation_group(topology) if symmetry else None
+    options = {"size": size, "progress": progress}
+    if group is None:
+        options.update(workers=_workers(workers))
+    else:
+        options.update(receivers=np.array([0]))
+
+    def solve(k):
+        t = _bfb_broadcasts(topology, np.arange(n), chunks=k, **options)
+        return t if group is None else _translate(t, group, n)
+
+    transfers = solve(chunks)
+    meta = {"symmetry": list(group.dims) if group is not None else None}
+    if size is not None:
+        meta["size"] = size
+    schedule = Schedule(topology, "allgather", transfers, algorithm="bfb", meta=meta)
+    if chunks is not None:
+        exact = Schedule(topology, "allgather", solve(None))
+        rounded, fractional = step_costs(schedule)[2].sum(), step_costs(exact)[2].sum()
+        _, _, pbw, _ = topology.pairs
+        steps = int(transfers["step"].max(initial=0))
+        schedule.meta.update(chunks=chunks, chunk_loss=float(rounded / fractional - 1),
+                             chunk_loss_bound=float(steps / (n * chunks * pbw.min()) / fractional))
+    return schedule
 
 
-def bfb_reduce_scatter(topology, *, progress=None):
-    """BFB reduce-scatter: the BFB allgather of the transposed topology, reversed in time."""
+def bfb_reduce_scatter(topology, **options):
+    """BFB reduce-scatter: the BFB allgather of the transposed topology, reversed in time.
+
+    Takes the options of :func:`bfb_allgather`."""
     require_strongly_connected(topology, "BFB reduce-scatter")
-    ag = bfb_allgather(topology.transpose(), progress=progress)
+    ag = bfb_allgather(topology.transpose(), **options)
     return reverse(ag, "reduce_scatter", topology, algorithm="bfb")
 
 
-def bfb_allreduce(topology, *, progress=None):
-    """BFB allreduce: BFB reduce-scatter, then BFB allgather."""
-    rs = bfb_reduce_scatter(topology, progress=progress)
+def bfb_allreduce(topology, **options):
+    """BFB allreduce: BFB reduce-scatter, then BFB allgather (options of
+    :func:`bfb_allgather`)."""
+    rs = bfb_reduce_scatter(topology, **options)
     if topology.is_bidirectional() and _same_links(topology):
         ag = reverse(rs, "allgather", topology, algorithm="bfb")
     else:
-        ag = bfb_allgather(topology, progress=progress)
+        ag = bfb_allgather(topology, **options)
     return concatenate(rs, ag, "allreduce", algorithm="bfb")
 
 
@@ -257,30 +469,36 @@ def _same_links(topology):
                 and np.array_equal(plat[back], plat))
 
 
-def bfb_broadcast(topology, root, *, progress=None):
+def bfb_broadcast(topology, root, *, progress=None, size=None, chunks=None, **_ignored):
     """BFB broadcast from ``root``: the root's buffer spreads breadth-first, balanced per step."""
-    transfers = _bfb_broadcasts(topology, np.array([root]), progress=progress)
+    size, chunks = _check_options(size, chunks)
+    transfers = _bfb_broadcasts(topology, np.array([root]), progress=progress, size=size,
+                                chunks=chunks)
     return Schedule(topology, "broadcast", transfers, root=root, algorithm="bfb")
 
 
-def bfb_reduce(topology, root, *, progress=None):
+def bfb_reduce(topology, root, **options):
     """BFB reduce to ``root``: the BFB broadcast on the transposed topology, reversed."""
-    bc = bfb_broadcast(topology.transpose(), root, progress=progress)
+    bc = bfb_broadcast(topology.transpose(), root, **options)
     return reverse(bc, "reduce", topology, algorithm="bfb")
 
 
-def bfb_schedule(topology, collective, *, root=None, progress=None):
-    """BFB schedule for ``collective`` (one of :data:`BFB_COLLECTIVES`)."""
+_MAKERS = {"allgather": bfb_allgather, "reduce_scatter": bfb_reduce_scatter,
+           "allreduce": bfb_allreduce}
+
+
+def bfb_schedule(topology, collective, *, root=None, progress=None, symmetry=True, workers=None,
+                 size=None, chunks=None):
+    """BFB schedule for ``collective`` (one of :data:`BFB_COLLECTIVES`); options as in
+    :func:`bfb_allgather`."""
     name = collective if isinstance(collective, str) else collective.name
-    if name == "allgather":
-        return bfb_allgather(topology, progress=progress)
-    if name == "reduce_scatter":
-        return bfb_reduce_scatter(topology, progress=progress)
-    if name == "allreduce":
-        return bfb_allreduce(topology, progress=progress)
+    options = {"progress": progress, "symmetry": symmetry, "workers": workers, "size": size,
+               "chunks": chunks}
+    if name in _MAKERS:
+        return _MAKERS[name](topology, **options)
     if name == "broadcast":
-        return bfb_broadcast(topology, root, progress=progress)
+        return bfb_broadcast(topology, root, **options)
     if name == "reduce":
-        return bfb_reduce(topology, root, progress=progress)
+        return bfb_reduce(topology, root, **options)
     raise UnsupportedError(f"algorithm bfb makes {', '.join(BFB_COLLECTIVES)}; "
                            f"not {name}")
