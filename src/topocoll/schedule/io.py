@@ -19,8 +19,8 @@ True
 import json
 import math
 import os
+import re
 import tempfile
-import warnings
 
 import numpy as np
 
@@ -56,13 +56,11 @@ def _text_table(values):
     return table, index
 
 
-def _rows(t):
-    """The transfer lines of ``t`` as bytes: fixed-width records assembled with numpy, so that
-    millions of transfers format in seconds. Fields are padded with blanks, which JSON allows."""
-    if t.size == 0:
-        return b""
+def _row_chunks(t):
+    """The transfer lines of ``t`` as byte chunks: fixed-width records assembled with numpy, so
+    that millions of transfers format in seconds. Fields are padded with blanks, which JSON
+    allows. Yielded chunk by chunk so that a large file never sits in memory twice."""
     pieces = list(_ROW_PIECES)
-    parts = []
     for start in range(0, t.size, _CHUNK):
         c = t[start:start + _CHUNK]
         columns = [_text_table(np.ascontiguousarray(c[name]))
@@ -81,9 +79,8 @@ def _rows(t):
         out[:, at:at + tail.size] = tail
         at += tail.size
         out[:, at:] = op_table[(c["op"] == REDUCE).astype(np.intp)]
-        parts.append(out.tobytes())
-    data = b"".join(parts)
-    return data[:-2]  # no comma after the last transfer
+        data = out.tobytes()
+        yield data if start + _CHUNK < t.size else data[:-2]  # no comma after the last one
 
 
 def _header(schedule):
@@ -101,26 +98,29 @@ def dumps_schedule(schedule):
     return _dump_bytes(schedule).decode("ascii")
 
 
-def _dump_bytes(schedule):
+def _dump_parts(schedule):
     head = _header(schedule)
-    parts = [b"{\n"]
+    yield b"{\n"
     for key, value in head.items():
-        parts.append(f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n".encode())
-    parts.append(_MARKER)
-    parts.append(_rows(schedule.transfers))
-    parts.append(_END + b"\n")
-    return b"".join(parts)
+        yield f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n".encode()
+    yield _MARKER
+    yield from _row_chunks(schedule.transfers)
+    yield _END + b"\n"
+
+
+def _dump_bytes(schedule):
+    return b"".join(_dump_parts(schedule))
 
 
 def save_schedule(schedule, target):
     """Write a schedule to a path (atomically: a crash never leaves half a file) or a binary or
     text file object."""
-    data = _dump_bytes(schedule)
     if hasattr(target, "write"):
-        try:
-            target.write(data)
-        except TypeError:
-            target.write(data.decode("ascii"))
+        for part in _dump_parts(schedule):
+            try:
+                target.write(part)
+            except TypeError:
+                target.write(part.decode("ascii"))
         return
     path = os.fspath(target)
     directory = os.path.dirname(os.path.abspath(path))
@@ -130,7 +130,8 @@ def save_schedule(schedule, target):
         raise ScheduleFormatError(f"{path}: cannot write: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for part in _dump_parts(schedule):
+                fh.write(part)
         os.replace(tmp, path)
     except OSError as exc:
         os.unlink(tmp)
@@ -172,42 +173,141 @@ def _loads(data, where):
 
 def _fast_parse(data):
     """Parse a file in the canonical layout with numpy; ``None`` if the layout differs."""
-    at = data.rfind(_MARKER)
-    stripped = data.rstrip()
-    if at < 0 or not stripped.endswith(_END):
+    at = data.find(_MARKER)  # a raw newline cannot occur inside a JSON string before it
+    end = len(data)
+    while end and data[end - 1] in b" \t\r\n":
+        end -= 1
+    if at < 0 or data[end - len(_END):end] != _END:
         return None
-    body = stripped[at + len(_MARKER): len(stripped) - len(_END)]
     try:
         head = json.loads(data[:at] + b'"transfers": []}')
     except (UnicodeDecodeError, ValueError):
         return None
     if not isinstance(head, dict):
         return None
-    rows = body.count(b"{")
-    if rows == 0:
-        return (head, np.zeros(0, dtype=TRANSFER_DTYPE)) if not body.strip() else None
-    text = body
-    for piece in _ROW_PIECES:
-        text = text.replace(piece, b"," if piece != _ROW_PIECES[0] else b"")
-    text = text.replace(b', "op": "copy"}', b",0").replace(b', "op": "reduce"}', b",1")
-    if text.translate(None, b"0123456789.-+eE,\n "):
+    start, stop = at + len(_MARKER), end - len(_END)
+    if start >= stop:
+        return head, np.zeros(0, dtype=TRANSFER_DTYPE)
+    buf = np.frombuffer(data, dtype=np.uint8, count=stop - start, offset=start)
+    transfers = _fixed_width_rows(buf)
+    return None if transfers is None else (head, transfers)
+
+
+_KEYS = (b'{"step": ', b', "src": ', b', "dst": ', b', "shard": ', b', "lo": ', b', "hi": ',
+         b', "op": ')
+_OPS = {b'"copy"}': COPY, b'"reduce"}': REDUCE}
+_NUMBER_BYTES = np.zeros(256, dtype=bool)
+_NUMBER_BYTES[np.frombuffer(b"0123456789.eE+-", dtype=np.uint8)] = True
+_JSON_NUMBER = re.compile(rb"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+
+
+def _fixed_width_rows(buf):
+    """Transfers from lines of one transfer each, as this module writes them: runs of lines of
+    equal width are parsed column-wise. ``None`` if any line departs from that layout."""
+    newline = np.flatnonzero(buf == 10)
+    starts = np.r_[0, newline + 1]
+    ends = np.r_[newline, buf.size]
+    if newline.size and np.any(buf[newline - 1] != ord(",")):
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a partial parse is caught by the count below
-        try:
-            values = np.fromstring(text, dtype=np.float64, sep=",")
-        except ValueError:
+    ends[:-1] -= 1  # every line but the last ends with the comma that separates transfers
+    width = ends - starts
+    cuts = np.flatnonzero(np.r_[True, width[1:] != width[:-1], True])
+    out = np.empty(starts.size, dtype=TRANSFER_DTYPE)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        w = int(width[a])
+        for lo in range(a, b, 1 << 20):
+            hi = min(b, lo + (1 << 20))
+            rows = np.ascontiguousarray(np.lib.stride_tricks.as_strided(
+                buf[starts[lo]:], shape=(hi - lo, w), strides=(w + 2, 1)))
+            if not _parse_block(rows, out[lo:hi]):
+                return None
+    return out
+
+
+def _parse_block(rows, out):
+    """Fill ``out`` from a (lines, width) byte block whose lines share one layout."""
+    template = rows[0].tobytes()
+    spans, pos = [], 0
+    for i, key in enumerate(_KEYS):
+        found = template.find(key, pos)
+        if found < 0 or (i == 0 and found != 0):
+            return False
+        if i:
+            spans.append((pos, found))  # the value of the previous key, blanks included
+        if not np.all(rows[:, found:found + len(key)] == rows[0, found:found + len(key)]):
+            return False
+        pos = found + len(key)
+    spans.append((pos, rows.shape[1]))
+    for name, (a, b) in zip(("step", "src", "dst", "shard"), spans[:4]):
+        value = _ints(rows[:, a:b])
+        if value is None:
+            return False
+        out[name] = value
+    for name, (a, b) in zip(("lo", "hi"), spans[4:6]):
+        value = _floats(rows[:, a:b])
+        if value is None:
+            return False
+        out[name] = value
+    a, b = spans[6]
+    ops = _distinct(rows[:, a:b])
+    if ops is None:
+        return False
+    codes = []
+    for text in ops[0]:
+        code = _OPS.get(text.rstrip(b" "))
+        if code is None:
+            return False
+        codes.append(code)
+    out["op"] = np.asarray(codes, dtype=np.int8)[ops[1]]
+    return True
+
+
+def _ints(block):
+    """Non-negative integers written as digits then blanks; ``None`` otherwise."""
+    digit = (block >= 48) & (block <= 57)
+    blank = block == 32
+    if not (np.all(digit | blank) and np.all(digit[:, 0])
+            and np.all(digit[:, 1:] <= digit[:, :-1])):
+        return None
+    if block.shape[1] > 1 and np.any((block[:, 0] == 48) & digit[:, 1]):
+        return None  # leading zeros are not JSON
+    value = np.zeros(block.shape[0], dtype=np.int64)
+    for j in range(block.shape[1]):
+        value = np.where(digit[:, j], value * 10 + (block[:, j].astype(np.int64) - 48), value)
+    return value
+
+
+def _distinct(block):
+    """The distinct lines of a byte block and the index of each line among them, by hashing
+    8-byte words; every line is compared with its representative, so collisions are caught."""
+    width = block.shape[1]
+    padded = np.zeros((block.shape[0], -(-width // 8) * 8), dtype=np.uint8)
+    padded[:, :width] = block
+    words = padded.view(np.uint64)
+    mix = np.zeros(block.shape[0], dtype=np.uint64)
+    for j in range(words.shape[1]):
+        mix = (mix * np.uint64(0x9E3779B97F4A7C15)) ^ words[:, j]
+    keys, first, index = np.unique(mix, return_index=True, return_inverse=True)
+    if not np.array_equal(words, words[first[index]]):
+        return None
+    return [block[i].tobytes() for i in first], index
+
+
+def _floats(block):
+    """JSON numbers, blank-padded on the right; ``None`` otherwise."""
+    if not np.all(_NUMBER_BYTES[block] | (block == 32)):
+        return None
+    found = _distinct(block)
+    if found is None:
+        return None
+    texts, index = found
+    values = []
+    for text in texts:
+        text = text.rstrip(b" ")
+        if not _JSON_NUMBER.match(text):
             return None
-    if values.size != 7 * rows:
-        return None
-    table = values.reshape(rows, 7)
-    ints = table[:, :4]
-    if np.any(ints != np.floor(ints)) or np.any(np.abs(ints) > 2**31 - 1):
-        return None
-    out = np.empty(rows, dtype=TRANSFER_DTYPE)
-    for k, name in enumerate(TRANSFER_DTYPE.names):
-        out[name] = table[:, k]
-    return head, out
+        values.append(float(text))
+    return np.asarray(values, dtype=np.float64)[index]
 
 
 def _need(doc, key, kind, where, *, optional=False, default=None):
