@@ -9,10 +9,13 @@ import sys
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import units
+from ..compare import check_plot_target, compare as _compare, describe_settings, fastest, \
+    plot_comparison
 from ..errors import InvalidScheduleError, TopocollError
 from ..schedule.cost import evaluate as _evaluate
 from ..schedule.io import load_schedule, save_schedule
@@ -116,6 +119,7 @@ def cli():
     topocoll verify s.json                                exit 0 iff valid; says why not
     topocoll evaluate s.json --size 1MiB                  T_L, T_B, time, bounds, flags
     topocoll survey                                       the main job on built-in defaults
+    topocoll compare torus:8x8 ring:64 s.json             schedules side by side, same network
     """
 
 
@@ -313,6 +317,119 @@ def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
         speedup = ring["sizes"][i]["time"] / b["sizes"][i]["time"]
         _out.print(f"{format_size(m)}: fastest is {b['topology']} ({b['algorithm']}), "
                    f"{speedup:.2f}x the classic ring allreduce")
+
+
+@cli.command()
+@click.argument("entries", metavar="TOPO-OR-SCHEDULE...", nargs=-1, required=True)
+@click.option("-c", "--collective", default="allreduce", show_default=True,
+              help="Collective generated for topology entries (schedule files keep their own).")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, default=("bfb",),
+              show_default=True, type=click.Choice(sorted(ALGORITHMS)),
+              help="Generator run on every topology entry (repeatable: one row each).")
+@click.option("--size", "sizes", multiple=True, default=("1KiB", "1MiB", "64MiB", "1GiB"),
+              show_default=True, callback=_unit(units.parse_size, "--size"),
+              help="Buffer size M (repeatable).")
+@click.option("--alpha", default="10us", show_default=True,
+              callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
+@click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              help="Egress bandwidth of each node, split evenly over its out-links "
+                   "[default: 100Gbps unless --link-bandwidth is given].")
+@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+              help="Bandwidth of every link instead of --node-bandwidth.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Also draw time against size (log-log) into this file, e.g. compare.png "
+                   "(needs matplotlib: pip install 'topocoll[plot]').")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
+            as_json):
+    """Verify and price schedules side by side on the same latency and bandwidth.
+
+    Each TOPO-OR-SCHEDULE is a schedule file (.json with "format": "topocoll.schedule") or a
+    topology spec or file, for which a schedule is made with every --algorithm. Prints T_L, T_B,
+    time and time over the lower bound (steps bound x alpha + T_B bound) at each --size, and the
+    fastest entry at each size. Exits 1 if any schedule fails verification (it is listed, not
+    priced), 2 on bad input.
+    """
+    if node_bandwidth is not None and link_bandwidth is not None:
+        raise _Fail("give --node-bandwidth or --link-bandwidth, not both")
+    if plot:
+        check_plot_target(plot)  # fail before the work, not after it
+    update, bar = _progress("compare")
+    with bar:
+        rows = _compare(entries, sizes=sizes, collective=collective, algorithms=algorithms,
+                        alpha=alpha, node_bandwidth=node_bandwidth,
+                        link_bandwidth=link_bandwidth, progress=update)
+    settings = describe_settings(alpha, node_bandwidth, link_bandwidth)
+    if plot:
+        plot_comparison(rows, plot)
+    invalid = [r for r in rows if r.status == "invalid"]
+    if as_json:
+        winners = [fastest(rows, i) for i in range(len(sizes))]
+        _print_json({"collective": collective, "alpha": alpha,
+                     "node_bandwidth": rows[0].node_bandwidth,
+                     "link_bandwidth": link_bandwidth, "sizes": list(sizes),
+                     "valid": not invalid, "rows": [r.to_dict() for r in rows],
+                     "fastest": [{"size": m, "name": w.name if w else None}
+                                 for m, w in zip(sizes, winners)],
+                     "plot": plot})
+    else:
+        _print_comparison(rows, sizes, settings, plot)
+    if invalid:
+        sys.exit(EXIT_INVALID)
+
+
+def _print_comparison(rows, sizes, settings, plot):
+    colls = sorted({r.collective for r in rows})
+    what = colls[0] if len(colls) == 1 else "mixed collectives"
+    table = Table(title=f"{what}, {settings} on every entry; x bound = time / (steps bound x "
+                        "alpha + T_B bound); * fastest at that size")
+    for col in ("entry", "N", "d", "verified", "steps", "T_L"):
+        table.add_column(col, justify="left" if col == "entry" else "right")
+    if len(colls) > 1:
+        table.add_column("collective")
+    for m in sizes:
+        label = format_size(m)
+        table.add_column(f"T_B@{label}", justify="right")
+        table.add_column(f"time@{label}", justify="right")
+        table.add_column("x bound", justify="right")
+    for r in rows:
+        verified = {True: "yes", False: "NO"}.get(r.verified, "-")
+        cells = [escape(r.name), str(r.nodes), str(r.degree), verified,
+                 "-" if r.steps is None else str(r.steps),
+                 "-" if r.T_L is None else format_time(r.T_L)]
+        if len(colls) > 1:
+            cells.append(r.collective)
+        if r.priced:
+            for c in r.sizes:
+                ratio = "-" if c.ratio is None else f"{c.ratio:.2f}"
+                cells += [format_time(c.T_B), format_time(c.time) + (" *" if c.fastest else ""),
+                          ratio]
+        else:
+            cells += [r.status] + ["-"] * (3 * len(sizes) - 1)
+        table.add_row(*cells)
+    _out.print(table)
+    for i, m in enumerate(sizes):
+        best = fastest(rows, i)
+        if best is None:
+            continue
+        c = best.sizes[i]
+        others = sorted((r for r in rows if r.priced and r is not best),
+                        key=lambda r: r.sizes[i].time)
+        line = (f"fastest at {format_size(m)}: {best.name}, {format_time(c.time)}"
+                + ("" if c.ratio is None else f" ({c.ratio:.2f}x its lower bound)"))
+        if others:
+            nxt = others[0]
+            slower = nxt.sizes[i].time / c.time
+            pct = 100 * (slower - 1)
+            by = (f"{pct:.2g}% slower" if pct < 10 else f"{slower:.2f}x slower") \
+                if pct > 1e-7 else "as fast"
+            line += f"; next {nxt.name}, {by}"
+        _out.print(line, markup=False)
+    for r in rows:
+        if not r.priced:
+            _out.print(f"{r.status}: {r.name}: {r.reason}", markup=False)
+    if plot:
+        _out.print(f"plot written to {plot}", markup=False)
 
 
 def main(argv=None):

@@ -1,0 +1,463 @@
+"""Compare schedules side by side: same latency and bandwidth for everyone, verified, priced at
+several buffer sizes next to their lower bounds, and (optionally) drawn as time against size.
+
+Each entry is a schedule (a :class:`~topocoll.schedule.model.Schedule` or a schedule file, told
+apart from topology files by its ``"format"``) or a topology (a spec such as ``"torus:8x8"``, a
+topology file or a :class:`~topocoll.topology.model.Topology`), for which a schedule is generated
+with every one of ``algorithms``. Every entry then gets the same link latency ``alpha`` and the
+same bandwidth (each node's ``node_bandwidth`` split over its out-links, or every link's
+``link_bandwidth``), so that the comparison is fair.
+
+The lower bound of an entry at size M is ``steps_lower_bound * alpha + bw_lower_bound(M)`` (see
+:mod:`topocoll.schedule.cost`), and ``ratio`` is its time over that bound.
+
+>>> rows = compare(["ring:8", "hypercube:3"], sizes=["1KiB", "1MiB"])
+>>> [(r.name, r.steps, r.verified) for r in rows]
+[('ring:8 bfb', 8, True), ('hypercube:3 bfb', 6, True)]
+>>> [r.sizes[1].fastest for r in rows]
+[False, True]
+"""
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .collectives import collective as _collective
+from .errors import InputTypeError, TopocollError, UnsupportedError
+from .schedule.cost import evaluate
+from .schedule.io import FORMAT as _SCHEDULE_FORMAT, load_schedule, schedule_from_dict
+from .schedule.model import Schedule
+from .schedule.verify import verify
+from .synth import generate
+from .topology.model import Topology
+from .topology.registry import topology as _topology
+from .units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, \
+    parse_time
+
+__all__ = ["compare", "plot_comparison", "fastest", "ComparisonRow", "SizeCost",
+           "PlotUnavailableError", "require_matplotlib", "check_plot_target", "describe_settings",
+           "DEFAULT_SIZES", "DEFAULT_ALPHA", "DEFAULT_NODE_BANDWIDTH"]
+
+#: Buffer sizes priced when none are given: 1 KiB, 1 MiB, 64 MiB and 1 GiB.
+DEFAULT_SIZES = (2**10, 2**20, 2**26, 2**30)
+#: Latency of every link unless told otherwise: 10 us.
+DEFAULT_ALPHA = 1e-5
+#: Egress bandwidth of every node unless told otherwise: 100 Gbps (12.5 GB/s).
+DEFAULT_NODE_BANDWIDTH = 12.5e9
+
+_CANONICAL_HEAD = b'{\n"format": "topocoll.schedule"'
+
+
+class PlotUnavailableError(UnsupportedError, ImportError):
+    """Plotting needs matplotlib, which is not installed."""
+
+
+@dataclass
+class SizeCost:
+    """One entry's cost at one buffer size (seconds)."""
+
+    size: float
+    T_B: float
+    time: float
+    time_lower_bound: float
+    ratio: float | None
+    fastest: bool = False
+
+
+@dataclass
+class ComparisonRow:
+    """One compared schedule.
+
+    ``status`` is ``"ok"`` (verified and priced), ``"invalid"`` (failed verification: not
+    priced, ``reason`` says why) or ``"unsupported"`` (the algorithm cannot make this collective
+    on this topology: no schedule, ``reason`` says why). ``sizes`` is empty unless ``ok``.
+    ``latency_lower_bound`` is ``steps_lower_bound * alpha``; ``T_B_per_byte`` and
+    ``bw_lower_bound_per_byte`` give ``T_B`` and its bound for any size M by multiplication.
+    ``alpha`` and ``node_bandwidth`` or ``link_bandwidth`` are what every entry was given.
+    """
+
+    name: str
+    source: str
+    topology: str
+    algorithm: str
+    collective: str
+    nodes: int
+    degree: int
+    status: str
+    verified: bool | None
+    reason: str | None = None
+    steps: int | None = None
+    diameter: int | None = None
+    steps_lower_bound: int | None = None
+    T_L: float | None = None
+    T_B_per_byte: float | None = None
+    latency_lower_bound: float | None = None
+    bw_lower_bound_per_byte: float | None = None
+    sizes: list = field(default_factory=list)
+    alpha: float | None = None
+    node_bandwidth: float | None = None
+    link_bandwidth: float | None = None
+
+    @property
+    def priced(self):
+        return self.status == "ok"
+
+    def time_at(self, size):
+        """Total time for a buffer of ``size`` bytes (any size: the cost is linear in M)."""
+        return self.T_L + self.T_B_per_byte * parse_size(size)
+
+    def lower_bound_at(self, size):
+        """The lower bound on the time for ``size`` bytes on this topology."""
+        return self.latency_lower_bound + self.bw_lower_bound_per_byte * parse_size(size)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class _Entry:
+    source: str
+    label: str | None          # file name shown after the name, for entries read from files
+    schedule: Schedule | None = None
+    topology: Topology | None = None
+
+
+def _file_kind(path):
+    """``"schedule"`` or ``"topology"`` for an existing file, by its ``format``; plus the parsed
+    document when it had to be parsed (None otherwise)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_CANONICAL_HEAD))
+    except OSError:
+        return "topology", None  # the topology reader says what is wrong with it
+    if head == _CANONICAL_HEAD:
+        return "schedule", None
+    if str(path).lower().endswith(".graphml"):
+        return "topology", None
+    try:
+        with open(path, "rb") as fh:
+            doc = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "topology", None
+    if isinstance(doc, dict) and doc.get("format") == _SCHEDULE_FORMAT:
+        return "schedule", doc
+    return "topology", None
+
+
+def _resolve(item):
+    """Turn one argument into an :class:`_Entry` (reading files and parsing specs now, so that
+    bad input fails before any schedule is generated)."""
+    if isinstance(item, Schedule):
+        return _Entry(item.topology.name, None, schedule=item)
+    if isinstance(item, Topology):
+        return _Entry(item.name, None, topology=item)
+    if isinstance(item, os.PathLike):
+        item = os.fspath(item)
+    if not isinstance(item, str):
+        raise InputTypeError("compare takes topology specs, topology or schedule files, "
+                             f"Topologies and Schedules, not {type(item).__name__}")
+    text = item.strip()
+    if os.path.isfile(text):
+        kind, doc = _file_kind(text)
+        label = os.path.basename(text)
+        if kind == "schedule":
+            if doc is None:
+                schedule = load_schedule(text)
+            else:
+                try:
+                    schedule = schedule_from_dict(doc)
+                except TopocollError as exc:
+                    raise type(exc)(f"{text}: {exc}") from None
+            return _Entry(text, label, schedule=schedule)
+        return _Entry(text, label, topology=_topology(text))
+    return _Entry(text, None, topology=_topology(text))
+
+
+def _sizes(sizes):
+    if isinstance(sizes, (str, int, float)):
+        sizes = [sizes]
+    out = [float(parse_size(s)) for s in sizes]
+    if not out:
+        raise UnsupportedError("compare needs at least one buffer size")
+    if any(m <= 0 for m in out):
+        raise UnsupportedError("buffer sizes must be positive")
+    return out
+
+
+def _algorithms(algorithms):
+    if isinstance(algorithms, str):
+        algorithms = [algorithms]
+    out = list(dict.fromkeys(algorithms))
+    if not out:
+        raise UnsupportedError("compare needs at least one algorithm")
+    return out
+
+
+def _fair(topo, alpha, node_bandwidth, link_bandwidth):
+    """The topology with every link's latency ``alpha`` and the chosen bandwidth."""
+    topo = topo.with_links(latency=alpha, bandwidth=link_bandwidth)
+    if link_bandwidth is None:
+        topo = topo.with_node_bandwidth(node_bandwidth)
+    return topo
+
+
+def _row(schedule, name, source, sizes, settings):
+    topo = schedule.topology
+    alpha = settings["alpha"]
+    base = dict(name=name, source=source, topology=topo.name, algorithm=schedule.algorithm,
+                collective=schedule.collective.name, nodes=topo.num_nodes,
+                degree=_degree(topo), **settings)
+    report = verify(schedule)
+    if not report.valid:
+        return ComparisonRow(**base, status="invalid", verified=False, reason=report.summary(),
+                             steps=schedule.num_steps)
+    evals = [evaluate(schedule, m, check=False) for m in sizes]
+    e0 = evals[0]
+    per_byte = e0.T_B / e0.size
+    bound_per_byte = e0.bw_lower_bound / e0.size
+    latency_bound = e0.steps_lower_bound * alpha
+    costs = []
+    for e in evals:
+        bound = latency_bound + e.bw_lower_bound
+        ratio = e.time / bound if bound > 0 else None
+        costs.append(SizeCost(size=e.size, T_B=e.T_B, time=e.time, time_lower_bound=bound,
+                              ratio=ratio))
+    return ComparisonRow(**base, status="ok", verified=True, steps=e0.steps, diameter=e0.diameter,
+                         steps_lower_bound=e0.steps_lower_bound, T_L=e0.T_L,
+                         T_B_per_byte=per_byte, latency_lower_bound=latency_bound,
+                         bw_lower_bound_per_byte=bound_per_byte, sizes=costs)
+
+
+def _degree(topo):
+    return int(topo.out_degree().max()) if topo.num_links else 0
+
+
+def _unique(names):
+    seen = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def compare(entries, sizes=DEFAULT_SIZES, collective="allreduce", algorithms=("bfb",), *,
+            alpha=DEFAULT_ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None):
+    """Verify and price schedules side by side under the same latency and bandwidth.
+
+    Parameters
+    ----------
+    entries : iterable
+        Topology specs (``"torus:8x8"``), topology files, schedule files (``.json`` whose
+        ``"format"`` is ``"topocoll.schedule"``), Topologies and Schedules, in any mix.
+    sizes : iterable of float or str
+        Buffer sizes M (``"1MiB"`` or bytes). Default :data:`DEFAULT_SIZES`.
+    collective : str
+        What to generate for topology entries (schedules keep their own). Default allreduce.
+    algorithms : str or iterable of str
+        Generators run on every topology entry, one row each (schedules keep their own).
+    alpha : float or str
+        Latency of every link (default 10 us).
+    node_bandwidth : float or str, optional
+        Egress bandwidth of each node, split evenly over its out-links. Default 100 Gbps unless
+        ``link_bandwidth`` is given.
+    link_bandwidth : float or str, optional
+        Bandwidth of every link instead (not together with ``node_bandwidth``).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each row.
+
+    Returns
+    -------
+    list of ComparisonRow
+        One per schedule file and one per (topology, algorithm), in argument order. Rows that
+        failed verification are ``status="invalid"`` and not priced; (topology, algorithm) pairs
+        the algorithm cannot handle are ``status="unsupported"``. The fastest priced row at each
+        size has ``sizes[i].fastest`` set.
+
+    Raises
+    ------
+    SpecError, ScheduleFormatError, UnitError
+        A bad spec, an unreadable file or a bad quantity, before anything is generated.
+    UnsupportedError
+        No entries, or nothing could be generated at all (the message gives the first reason).
+    """
+    if isinstance(entries, (str, os.PathLike, Schedule, Topology)):
+        entries = [entries]
+    sizes = _sizes(sizes)
+    algorithms = _algorithms(algorithms)
+    coll = _collective(collective).name
+    alpha = parse_time(alpha, what="alpha")
+    if link_bandwidth is not None and node_bandwidth is not None:
+        raise UnsupportedError("give a node bandwidth or a link bandwidth, not both")
+    if link_bandwidth is not None:
+        link_bandwidth = parse_bandwidth(link_bandwidth, what="link bandwidth")
+    else:
+        node_bandwidth = parse_bandwidth(DEFAULT_NODE_BANDWIDTH if node_bandwidth is None
+                                         else node_bandwidth, what="node bandwidth")
+    settings = {"alpha": alpha, "node_bandwidth": node_bandwidth,
+                "link_bandwidth": link_bandwidth}
+    resolved = [_resolve(item) for item in entries]
+    if not resolved:
+        raise UnsupportedError("nothing to compare: give topology specs or schedule files")
+
+    jobs = []  # (entry, algorithm or None)
+    for entry in resolved:
+        if entry.schedule is not None:
+            jobs.append((entry, None))
+        else:
+            jobs.extend((entry, a) for a in algorithms)
+
+    rows = []
+    for done, (entry, algorithm) in enumerate(jobs, 1):
+        suffix = f" [{entry.label}]" if entry.label else ""
+        if entry.schedule is not None:
+            s = entry.schedule
+            s = s.replace(topology=_fair(s.topology, alpha, node_bandwidth, link_bandwidth))
+            rows.append(_row(s, f"{s.topology.name} {s.algorithm}{suffix}", entry.source, sizes,
+                             settings))
+        else:
+            topo = _fair(entry.topology, alpha, node_bandwidth, link_bandwidth)
+            name = f"{topo.name} {algorithm}{suffix}"
+            try:
+                s = generate(topo, coll, algorithm)
+            except UnsupportedError as exc:
+                rows.append(ComparisonRow(name=name, source=entry.source, topology=topo.name,
+                                          algorithm=algorithm, collective=coll,
+                                          nodes=topo.num_nodes, degree=_degree(topo),
+                                          status="unsupported", verified=None,
+                                          reason=str(exc), **settings))
+            else:
+                rows.append(_row(s, name, entry.source, sizes, settings))
+        if progress:
+            progress(done, len(jobs))
+
+    if all(r.status == "unsupported" for r in rows):
+        raise UnsupportedError(f"nothing to compare: {rows[0].name}: {rows[0].reason}")
+    for row, name in zip(rows, _unique([r.name for r in rows])):
+        row.name = name
+    for i in range(len(sizes)):
+        best = fastest(rows, i)
+        if best is not None:
+            best.sizes[i].fastest = True
+    return rows
+
+
+def fastest(rows, index):
+    """The priced row with the smallest time at ``sizes[index]`` (the first on ties), or None."""
+    priced = [r for r in rows if r.priced]
+    return min(priced, key=lambda r: r.sizes[index].time) if priced else None
+
+
+def _best_overall(priced):
+    """The row fastest at the most sizes; ties go to the one fastest at the largest size."""
+    order = sorted(range(len(priced[0].sizes)), key=lambda i: priced[0].sizes[i].size)
+    wins = [sum(r.sizes[i].fastest for i in order) for r in priced]
+    largest = order[-1]
+    return max(range(len(priced)),
+               key=lambda k: (wins[k], -priced[k].sizes[largest].time))
+
+
+def require_matplotlib():
+    """Import matplotlib or raise :class:`PlotUnavailableError` saying how to install it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlotUnavailableError("plotting needs matplotlib, which is not installed; "
+                                   "pip install 'topocoll[plot]'") from None
+
+
+def check_plot_target(path):
+    """Raise now, before any work, if a plot cannot be written to ``path``: matplotlib missing,
+    a file suffix it cannot write, or a folder that does not exist."""
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = os.fspath(path)
+    suffix = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if suffix and suffix not in formats:
+        raise UnsupportedError(f"cannot write the plot {path!r}: unknown format {suffix!r}; use "
+                               f".png, .svg or .pdf")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UnsupportedError(f"cannot write the plot {path!r}: no folder {folder!r}")
+
+
+def plot_comparison(rows, path, *, title=None):
+    """Draw time against buffer size on log-log axes, one line per priced row, and the lower
+    bound of the best row (fastest at the most sizes) dashed; write it to ``path`` (the suffix
+    picks the format: .png, .svg, .pdf).
+
+    matplotlib is imported here, with the Agg canvas (no display, no global backend change).
+    """
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    priced = [r for r in rows if r.priced]
+    if not priced:
+        raise UnsupportedError("nothing to plot: no schedule was verified and priced")
+    given = sorted({c.size for r in priced for c in r.sizes})
+    lo, hi = given[0], given[-1]
+    if hi <= lo * 4:
+        lo, hi = lo / 8, hi * 8
+    grid = np.geomspace(lo, hi, 200)
+
+    fig = Figure(figsize=(7, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for r in priced:
+        line, = ax.plot(grid, r.T_L + r.T_B_per_byte * grid, linewidth=1.6, label=r.name)
+        ax.plot([c.size for c in r.sizes], [c.time for c in r.sizes], "o",
+                color=line.get_color(), markersize=4)
+    best = priced[_best_overall(priced)]
+    ax.plot(grid, best.latency_lower_bound + best.bw_lower_bound_per_byte * grid, "--",
+            color="black", linewidth=1.2, label=f"lower bound ({best.name})")
+
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ticks = given if len(given) <= 8 else [2.0**k for k in range(0, 61, 10) if lo <= 2.0**k <= hi]
+    if ticks:
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: format_size(x)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: format_time(y)))
+    ax.set_xlabel("buffer size M (bytes, log scale)")
+    ax.set_ylabel("time (s, log scale)")
+    ax.grid(True, which="major", linewidth=0.5, alpha=0.5)
+    ax.set_title(title or _default_title(priced), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", frameon=False)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=100)
+    except ValueError as exc:  # e.g. an unknown file suffix
+        raise UnsupportedError(f"cannot write the plot {os.fspath(path)!r}: "
+                               f"{str(exc).splitlines()[0]}") from None
+    return path
+
+
+def _default_title(priced):
+    colls = sorted({r.collective for r in priced})
+    what = colls[0] if len(colls) == 1 else "mixed collectives"
+    r = priced[0]
+    return (f"{what}: time against buffer size "
+            f"({describe_settings(r.alpha, r.node_bandwidth, r.link_bandwidth)})")
+
+
+def describe_settings(alpha=DEFAULT_ALPHA, node_bandwidth=None, link_bandwidth=None):
+    """One line naming the latency and bandwidth applied to every entry, for titles.
+
+    >>> describe_settings()
+    'alpha 10us, 100Gbps per node'
+    """
+    alpha = parse_time(alpha, what="alpha")
+    if link_bandwidth is not None:
+        bw = f"{format_bandwidth(parse_bandwidth(link_bandwidth))} per link"
+    else:
+        nb = DEFAULT_NODE_BANDWIDTH if node_bandwidth is None else node_bandwidth
+        bw = f"{format_bandwidth(parse_bandwidth(nb))} per node"
+    return f"alpha {format_time(alpha)}, {bw}"
