@@ -189,14 +189,36 @@ def info(topo, link_bandwidth, node_bandwidth, alpha, as_json):
 @click.option("--root", type=int, help="Root node of a rooted collective (default 0).")
 @_topo_options
 @click.option("-o", "--output", help="Write the schedule file here ('-' for stdout).")
+@click.option("--chunks", type=click.IntRange(1), help="bfb: cut every shard into K equal chunks; "
+              "every transfer moves whole chunks (reports the loss against the fractional "
+              "optimum).")
+@click.option("--size", callback=_unit(units.parse_size, "--size"), help="bfb: buffer size M; "
+              "balance latency + load per link for this size (heterogeneous links).")
+@click.option("--workers", type=click.IntRange(1), help="bfb: processes for the load-balancing "
+              "problems (default: every core).")
+@click.option("--no-symmetry", is_flag=True, help="bfb: solve every node's problems even on "
+              "vertex-transitive topologies.")
+@click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
+              help="Another algorithm option, e.g. -O shift=3 for shiftedring (repeatable).")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
-             no_verify):
+             chunks, size, workers, no_symmetry, extra, no_verify):
     """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file)."""
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    options = {}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise _Fail(f"--option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = value.strip()
+    for key, value in (("chunks", chunks), ("size", size), ("workers", workers)):
+        if value is not None:
+            options[key] = value
+    if no_symmetry:
+        options["symmetry"] = False
     update, bar = _progress(f"{algorithm} {collective} on {t.name}")
     with bar:
-        s = generate(t, collective, algorithm, root=root, progress=update)
+        s = generate(t, collective, algorithm, root=root, progress=update, **options)
     status = "not verified"
     if not no_verify:
         report = _verify(s)
@@ -210,8 +232,13 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
     elif output:
         save_schedule(s, output)
     where = f", written to {output}" if output and output != "-" else ""
+    notes = ""
+    if "chunk_loss" in s.meta:
+        notes = (f"; {s.meta['chunks']} chunks per shard cost {100 * s.meta['chunk_loss']:.2f}% "
+                 f"bandwidth time over the fractional optimum (bound "
+                 f"{100 * s.meta['chunk_loss_bound']:.2f}%)")
     click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
-               f"{s.num_transfers} transfers, {status}{where}", err=output == "-")
+               f"{s.num_transfers} transfers, {status}{where}{notes}", err=output == "-")
 
 
 @cli.command()
