@@ -132,7 +132,8 @@ def test_size2_torus_dimension_has_one_link_each_way_unless_doubled():
     assert set(double.out_degree().tolist()) == {3}      # still 3 distinct neighbours
     assert link_multiset(double).count((0, 4)) == 2
     assert link_multiset(double).count((4, 0)) == 2
-    assert double.meta == {"family": "torus", "dims": [2, 4], "double_size2": True}
+    assert double.meta == {"family": "torus", "dims": [2, 4], "double_size2": True,
+                           "symmetry": {"kind": "mixed_radix", "dims": [2, 4]}}
     # the option changes nothing when there is no size-2 dimension, and the name says so
     assert torus_graph([3, 4], double_size2=True).name == "torus:3x4"
     assert torus_graph([3, 4], double_size2=True).num_links == 48

@@ -6,9 +6,13 @@
 (16, 4)
 """
 
-from .families import (circulant_graph, complete_bipartite_graph, complete_graph,
-                       de_bruijn_graph, generalized_kautz_graph, hamming_graph, hypercube_graph,
-                       kautz_graph, mesh_graph, ring_graph, torus_graph, uniring_graph)
+from .families import (DISTANCE_REGULAR_GRAPHS, circulant_graph, complete_bipartite_graph,
+                       complete_graph, de_bruijn_graph, distance_regular_graph,
+                       doubled_odd_graph, generalized_kautz_graph, hamming_graph,
+                       hypercube_graph, johnson_graph, kautz_graph, mesh_graph, odd_graph,
+                       optimal_circulant_graph, paley_graph, random_regular_digraph,
+                       random_regular_graph, ring_graph, torus_graph, twisted_hypercube_graph,
+                       twisted_torus_graph, uniring_graph)
 from .io import load_topology, save_topology, topology_from_dict
 from .metrics import (degree_summary, diameter, distance_matrix, eccentricity,
                       is_strongly_connected, moore_depth, require_strongly_connected,
@@ -23,6 +27,10 @@ __all__ = [
     "torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",
     "complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph",
     "kautz_graph", "generalized_kautz_graph", "de_bruijn_graph",
+    "twisted_torus_graph", "twisted_hypercube_graph", "optimal_circulant_graph",
+    "random_regular_graph", "random_regular_digraph",
+    "distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph", "johnson_graph",
+    "DISTANCE_REGULAR_GRAPHS",
     # registry
     "topology", "describe_families", "parse_spec", "FAMILIES", "Family",
     # files

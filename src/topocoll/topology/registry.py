@@ -1,9 +1,25 @@
 """Topology spec strings: one registry of families and one parser, shared by the CLI and the API.
 
-Grammar: ``FAMILY:ARGS[:OPTION...]``, where ``ARGS`` is one colon-separated field for most
-families (``ring:8``, ``torus:4x6x3``, ``kautz:2,3``) and two for ``circulant:N:A1,A2,...``.
-Options are single words after the arguments (``torus:2x4:double``). A spec naming a ``.json``
-or ``.graphml`` file (or any path with a separator) is read with :mod:`topocoll.topology.io`.
+Grammar: ``FAMILY:ARGS[:OPTIONAL...][:OPTION...]``, where ``ARGS`` is one colon-separated field
+for most families (``ring:8``, ``torus:4x6x3``, ``kautz:2,3``) and two for
+``circulant:N:A1,A2,...``. A few families take optional trailing fields
+(``twistedtorus:4x8:3``, ``randomregular:16,3:7``). Options are single words after the arguments
+(``torus:2x4:double``). A spec naming a ``.json`` or ``.graphml`` file (or any path with a
+separator) is read with :mod:`topocoll.topology.io`.
+
+The families, as ``topocoll topologies`` lists them:
+
+* lattices and classics: ``ring:N``, ``uniring:N``, ``torus:D1xD2x...[:double]``,
+  ``mesh:D1xD2x...``, ``hypercube:K``, ``complete:N``, ``circulant:N:A1,A2,...``,
+  ``bipartite:N``, ``hamming:D,Q``;
+* shift-register digraphs: ``kautz:D,K`` (Kautz), ``genkautz:N,D`` (generalized Kautz,
+  Imase-Itoh), ``debruijn:D,K`` (de Bruijn);
+* generative families: ``twistedtorus:D1xD2x...[:T]`` (TPU v4), ``twistedhypercube:K``
+  (crossed cube), ``optcirculant:N`` (least-diameter C(N,{a,a+1})),
+  ``randomregular:N,D[:SEED]`` and ``randomdigraph:N,D[:SEED]``;
+* distance-regular graphs: ``drg:NAME`` (the paper's Table 7: ``drg:octahedron`` ...
+  ``drg:gh33-incidence``, see :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`),
+  ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``.
 
 >>> topology("torus:4x6x3")
 Topology('torus:4x6x3', nodes=72, links=432)
@@ -11,6 +27,10 @@ Topology('torus:4x6x3', nodes=72, links=432)
 [2e-06, 2e-06]
 >>> [f["name"] for f in describe_families()][:3]
 ['ring', 'uniring', 'torus']
+>>> topology("twistedtorus:4x4x8")
+Topology('twistedtorus:4x4x8', nodes=128, links=768)
+>>> topology("drg:pg23-incidence").meta["intersection_array"]
+[[4, 3, 3], [1, 1, 4]]
 """
 
 import os
@@ -57,6 +77,9 @@ class Family:
         How many colon-separated argument fields follow the name.
     options : tuple of (str, str, object)
         ``(option word, builder keyword, value)`` for each option the family accepts.
+    optional : int
+        How many more argument fields may follow the required ones (``twistedtorus:4x8:3``);
+        a field that is one of the option words is read as the option instead.
     """
 
     name: str
@@ -67,6 +90,7 @@ class Family:
     parse: Callable = field(repr=False)
     fields: int = 1
     options: tuple = ()
+    optional: int = 0
 
 
 def _int(text):
@@ -103,6 +127,30 @@ def _circulant(fields):
     return {"n": _int(fields[0]), "offsets": _ints(fields[1], ",")}
 
 
+def _twisted_torus(fields):
+    kwargs = _dims(fields)
+    if len(fields) > 1:
+        kwargs["twist"] = _int(fields[1])
+    return kwargs
+
+
+def _random(fields):
+    n, d = _ints(fields[0], ",", 2, "N,D")
+    kwargs = {"n": n, "d": d}
+    if len(fields) > 1:
+        kwargs["seed"] = _int(fields[1])
+    return kwargs
+
+
+def _word(key):
+    def parse(fields):
+        word = fields[0].strip().lower()
+        if not re.match(r"^[a-z0-9][a-z0-9-]*$", word):
+            raise _ArgError(f"{fields[0].strip()!r} is not a name")
+        return {key: word}
+    return parse
+
+
 def _families(*items):
     return {f.name: f for f in items}
 
@@ -136,6 +184,41 @@ FAMILIES = _families(
            fam.complete_bipartite_graph, _one("n")),
     Family("hamming", "D,Q", "Hamming graph H(D,Q): Q^D nodes, degree D*(Q-1), diameter D",
            "hamming:3,4", fam.hamming_graph, _pair("d", "q")),
+    Family("twistedtorus", "D1xD2x...[:T]",
+           "twisted torus (TPU v4): wrap-arounds of the shorter dimensions shift by T "
+           "(default longest/2) along the longest; degree 2 per dimension, sizes >= 3",
+           "twistedtorus:4x4x8", fam.twisted_torus_graph, _twisted_torus, optional=1),
+    Family("twistedhypercube", "K",
+           "twisted hypercube (Efe's crossed cube): 2^K nodes, degree K, diameter "
+           "ceil((K+1)/2)", "twistedhypercube:5", fam.twisted_hypercube_graph, _one("k")),
+    Family("optcirculant", "N",
+           "circulant C(N,{a,a+1}) of least diameter ceil((sqrt(2N-1)-1)/2), degree 4, N >= 5",
+           "optcirculant:25", fam.optimal_circulant_graph, _one("n")),
+    Family("randomregular", "N,D[:SEED]",
+           "connected random D-regular bidirectional graph, reproducible by SEED (default 0); "
+           "N*D even", "randomregular:16,3", fam.random_regular_graph, _random, optional=1),
+    Family("randomdigraph", "N,D[:SEED]",
+           "strongly connected random digraph, in- and out-degree D (union of D random "
+           "permutations), reproducible by SEED", "randomdigraph:16,2",
+           fam.random_regular_digraph, _random, optional=1),
+    Family("drg", "NAME",
+           "distance-regular graph by name: the paper's Table 7 (" +
+           ", ".join(list(fam.DISTANCE_REGULAR_GRAPHS)[:-4]) + ") and " +
+           ", ".join(list(fam.DISTANCE_REGULAR_GRAPHS)[-4:]),
+           "drg:odd4", fam.distance_regular_graph, _word("graph")),
+    Family("paley", "Q",
+           "Paley graph over GF(Q), Q a prime power = 1 mod 4: x <-> x + nonzero squares; "
+           "degree (Q-1)/2, diameter 2", "paley:13", fam.paley_graph, _one("q")),
+    Family("odd", "K",
+           "odd graph O_K: (K-1)-subsets of 2K-1 points, adjacent iff disjoint; degree K, "
+           "diameter K-1", "odd:4", fam.odd_graph, _one("k")),
+    Family("doubledodd", "K",
+           "doubled odd graph D(O_K): (K-1)- and K-subsets of 2K-1 points by inclusion; "
+           "degree K, diameter 2K-1", "doubledodd:4", fam.doubled_odd_graph, _one("k")),
+    Family("johnson", "N,K",
+           "Johnson graph J(N,K): K-subsets of N points, adjacent iff they share K-1; "
+           "degree K(N-K), diameter min(K,N-K)", "johnson:6,3", fam.johnson_graph,
+           _pair("n", "k")),
 )
 
 
@@ -165,6 +248,10 @@ def parse_spec(spec):
         raise SpecError(f"unknown topology family {name.strip()!r} in {spec!r}; known families: "
                         f"{', '.join(sorted(FAMILIES))} (or a .json/.graphml file)")
     args, options = rest[:family.fields], rest[family.fields:]
+    words = {word for word, _, _ in family.options}
+    while (options and len(args) < family.fields + family.optional
+           and options[0].strip().lower() not in words):
+        args.append(options.pop(0))
     if len(args) < family.fields or any(not a.strip() for a in args):
         raise SpecError(f"bad topology spec {spec!r}: {family.name} is missing its arguments; "
                         f"{_usage(family)}")

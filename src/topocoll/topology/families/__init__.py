@@ -2,19 +2,34 @@
 
 Every generator takes keyword-only per-link ``bandwidth`` and ``latency`` and returns a
 :class:`~topocoll.topology.model.Topology` whose ``name`` is its canonical spec string and whose
-``meta`` holds the family name and parameters. The spec-string registry is in
-:mod:`topocoll.topology.registry`.
+``meta`` holds the family name and parameters. Families whose node ids are a group under which
+the links are invariant say so in ``meta["symmetry"]``: ``{"kind": "cyclic"}`` (ids are Z_n,
+every link is ``i -> i+s mod n``), ``{"kind": "xor"}`` (ids are bit strings, links
+``i -> i xor m``) or ``{"kind": "mixed_radix", "dims": [...]}`` (ids are mixed-radix
+coordinates, first most significant, links translate them coordinate-wise modulo ``dims``);
+:mod:`topocoll.topology.symmetry` verifies a claim before anything relies on it. The
+spec-string registry is in :mod:`topocoll.topology.registry`.
 
 >>> torus_graph([4, 4]).name
 'torus:4x4'
+>>> torus_graph([4, 4]).meta["symmetry"]
+{'kind': 'mixed_radix', 'dims': [4, 4]}
 """
 
 from .classic import circulant_graph, complete_bipartite_graph, complete_graph, hamming_graph
+from .drg import (DISTANCE_REGULAR_GRAPHS, distance_regular_graph, doubled_odd_graph,
+                  johnson_graph, odd_graph, paley_graph)
+from .generative import optimal_circulant_graph, random_regular_digraph, random_regular_graph
 from .kautz import de_bruijn_graph, generalized_kautz_graph, kautz_graph
 from .lattice import hypercube_graph, mesh_graph, ring_graph, torus_graph, uniring_graph
+from .twisted import twisted_hypercube_graph, twisted_torus_graph
 
 __all__ = [
     "torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",
     "complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph",
     "kautz_graph", "generalized_kautz_graph", "de_bruijn_graph",
+    "twisted_torus_graph", "twisted_hypercube_graph", "optimal_circulant_graph",
+    "random_regular_graph", "random_regular_digraph",
+    "distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph", "johnson_graph",
+    "DISTANCE_REGULAR_GRAPHS",
 ]

@@ -1,6 +1,9 @@
 """Classic families: complete, complete bipartite, circulant and Hamming graphs.
 
-All of them are bidirectional (every link ``u -> v`` has a partner ``v -> u``) and regular.
+All of them are bidirectional (every link ``u -> v`` has a partner ``v -> u``) and regular,
+and all are Cayley graphs of their node labelling, claimed in ``meta["symmetry"]``: complete
+graphs and circulants are cyclic, K(n, n) is ``Z_2 x Z_n`` (side, index) and H(d, q) is
+``Z_q^d``.
 """
 
 import numpy as np
@@ -35,7 +38,8 @@ def complete_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
     ids = np.arange(n, dtype=np.int64)
     others = np.arange(n - 1, dtype=np.int64)[None, :]
     src, dst = rows_to_links(others + (others >= ids[:, None]))
-    return make_topology(name, n, src, dst, bandwidth, latency, {"family": "complete", "n": n})
+    return make_topology(name, n, src, dst, bandwidth, latency,
+                         {"family": "complete", "n": n, "symmetry": {"kind": "cyclic"}})
 
 
 def complete_bipartite_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
@@ -61,7 +65,8 @@ def complete_bipartite_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_
     side = np.arange(n, dtype=np.int64)[None, :]
     src, dst = rows_to_links(np.where(ids[:, None] < n, side + n, side))
     return make_topology(name, 2 * n, src, dst, bandwidth, latency,
-                         {"family": "bipartite", "n": n})
+                         {"family": "bipartite", "n": n,
+                          "symmetry": {"kind": "mixed_radix", "dims": [2, n]}})
 
 
 def circulant_graph(n, offsets, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
@@ -115,7 +120,8 @@ def circulant_graph(n, offsets, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_
             columns.append((ids - a) % n)
     src, dst = rows_to_links(np.stack(columns, axis=1))
     return make_topology(name, n, src, dst, bandwidth, latency,
-                         {"family": "circulant", "n": n, "offsets": offsets})
+                         {"family": "circulant", "n": n, "offsets": offsets,
+                          "symmetry": {"kind": "cyclic"}})
 
 
 def hamming_graph(d, q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
@@ -152,4 +158,5 @@ def hamming_graph(d, q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY)
                for c, stride in zip(digits, strides) for s in range(1, q)]
     src, dst = rows_to_links(np.stack(columns, axis=1))
     return make_topology(name, num_nodes, src, dst, bandwidth, latency,
-                         {"family": "hamming", "d": d, "q": q})
+                         {"family": "hamming", "d": d, "q": q,
+                          "symmetry": {"kind": "mixed_radix", "dims": [q] * d}})

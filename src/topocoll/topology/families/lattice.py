@@ -2,7 +2,8 @@
 
 Node ids are mixed-radix numbers over the dimension sizes, first dimension most significant:
 in ``torus:4x6x3`` node ``(a, b, c)`` is ``a*18 + b*3 + c``. Every link is bidirectional except
-in :func:`uniring_graph`.
+in :func:`uniring_graph`. Tori and rings claim their translation symmetry in
+``meta["symmetry"]`` (mixed radix over the dimensions; cyclic), the hypercube its xor symmetry.
 """
 
 import numpy as np
@@ -90,7 +91,8 @@ def torus_graph(dims, *, double_size2=False, bandwidth=DEFAULT_BANDWIDTH,
     check_size(name, num_nodes, _lattice_link_count(dims, num_nodes, wrap=True,
                                                     double_size2=double_size2))
     src, dst = _lattice_links(dims, num_nodes, wrap=True, double_size2=double_size2)
-    meta = {"family": "torus", "dims": list(dims), "double_size2": double_size2}
+    meta = {"family": "torus", "dims": list(dims), "double_size2": double_size2,
+            "symmetry": {"kind": "mixed_radix", "dims": list(dims)}}
     return make_topology(name, num_nodes, src, dst, bandwidth, latency, meta)
 
 
@@ -145,7 +147,8 @@ def ring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
     name = f"ring:{n}"
     check_size(name, n, 2 * n)
     src, dst = _lattice_links((n,), n, wrap=True)
-    return make_topology(name, n, src, dst, bandwidth, latency, {"family": "ring", "n": n})
+    return make_topology(name, n, src, dst, bandwidth, latency,
+                         {"family": "ring", "n": n, "symmetry": {"kind": "cyclic"}})
 
 
 def uniring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
@@ -169,7 +172,7 @@ def uniring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
     check_size(name, n, n)
     ids = np.arange(n, dtype=np.int64)
     return make_topology(name, n, ids, (ids + 1) % n, bandwidth, latency,
-                         {"family": "uniring", "n": n})
+                         {"family": "uniring", "n": n, "symmetry": {"kind": "cyclic"}})
 
 
 def hypercube_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
@@ -195,4 +198,4 @@ def hypercube_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
     dst = ids[:, None] ^ (np.int64(1) << np.arange(k, dtype=np.int64))[None, :]
     src, dst = rows_to_links(dst)
     return make_topology(name, 2**k, src, dst, bandwidth, latency,
-                         {"family": "hypercube", "k": k})
+                         {"family": "hypercube", "k": k, "symmetry": {"kind": "xor"}})
