@@ -41,45 +41,43 @@ _CHUNK = 1 << 20
 
 # ---------------------------------------------------------------------------------- writing
 def _text_table(values):
-    """Distinct values as a (k, width) byte matrix of their JSON text, space-padded, and the
-    index of each value in it."""
+    """Distinct values as blank-padded JSON text of one width (an ``S{w}`` array) and the index
+    of each value in it."""
     if values.dtype.kind in "iu" and values.size and 0 <= values.min() and values.max() < 1 << 22:
         uniq = np.arange(int(values.max()) + 1)
         index = values
-    else:
-        uniq, index = np.unique(values, return_inverse=True)
+    else:  # few distinct values in practice: hash them, then locate each in the small table
+        uniq = np.unique(values)
+        index = np.searchsorted(uniq, values)
     text = uniq.astype("S")
     width = max(1, int(np.char.str_len(text).max())) if text.size else 1
-    table = np.frombuffer(text.astype(f"S{width}").tobytes(), dtype=np.uint8)
-    table = table.reshape(uniq.size, width).copy()
-    table[table == 0] = ord(" ")  # JSON allows blanks before the comma
-    return table, index
+    return np.char.ljust(text, width), index  # JSON allows the blanks before the comma
+
+
+_OP_TEXT = np.array([b'"copy"}  ,\n', b'"reduce"},\n'])
 
 
 def _row_chunks(t):
-    """The transfer lines of ``t`` as byte chunks: fixed-width records assembled with numpy, so
-    that millions of transfers format in seconds. Fields are padded with blanks, which JSON
-    allows. Yielded chunk by chunk so that a large file never sits in memory twice."""
-    pieces = list(_ROW_PIECES)
+    """The transfer lines of ``t`` as byte chunks. Each chunk is one numpy record array whose
+    fields are the keys and the blank-padded values, so millions of transfers format in about
+    a second; chunks are yielded one by one so that a large file never sits in memory twice."""
+    keys = list(_ROW_PIECES) + [b', "op": ']
     for start in range(0, t.size, _CHUNK):
         c = t[start:start + _CHUNK]
         columns = [_text_table(np.ascontiguousarray(c[name]))
                    for name in ("step", "src", "dst", "shard", "lo", "hi")]
-        op_table = np.frombuffer(b'"copy"}  ,\n"reduce"},\n', dtype=np.uint8).reshape(2, 11)
-        widths = [len(p) for p in pieces] + [tab.shape[1] for tab, _ in columns]
-        width = sum(widths) + len(b', "op": ') + 11
-        out = np.empty((c.size, width), dtype=np.uint8)
-        at = 0
-        for piece, (table, index) in zip(pieces, columns):
-            out[:, at:at + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
-            at += len(piece)
-            out[:, at:at + table.shape[1]] = table[index]
-            at += table.shape[1]
-        tail = np.frombuffer(b', "op": ', dtype=np.uint8)
-        out[:, at:at + tail.size] = tail
-        at += tail.size
-        out[:, at:] = op_table[(c["op"] == REDUCE).astype(np.intp)]
-        data = out.tobytes()
+        fields = []
+        for i, (key, (table, _)) in enumerate(zip(keys, columns)):
+            fields += [(f"k{i}", f"S{len(key)}"), (f"v{i}", table.dtype.str)]
+        fields += [("k6", f"S{len(keys[6])}"), ("op", _OP_TEXT.dtype.str)]
+        template = np.zeros(1, dtype=np.dtype(fields))
+        for i, key in enumerate(keys):
+            template[f"k{i}"] = key
+        rows = np.repeat(template, c.size)  # every key in place with one copy per record
+        for i, (table, index) in enumerate(columns):
+            rows[f"v{i}"] = table[index]
+        rows["op"] = _OP_TEXT[(c["op"] == REDUCE).astype(np.intp)]
+        data = memoryview(rows).cast("B")
         yield data if start + _CHUNK < t.size else data[:-2]  # no comma after the last one
 
 
@@ -109,7 +107,7 @@ def _dump_parts(schedule):
 
 
 def _dump_bytes(schedule):
-    return b"".join(_dump_parts(schedule))
+    return b"".join(bytes(part) for part in _dump_parts(schedule))
 
 
 def save_schedule(schedule, target):
@@ -120,7 +118,7 @@ def save_schedule(schedule, target):
             try:
                 target.write(part)
             except TypeError:
-                target.write(part.decode("ascii"))
+                target.write(bytes(part).decode("ascii"))
         return
     path = os.fspath(target)
     directory = os.path.dirname(os.path.abspath(path))

@@ -181,10 +181,10 @@ def _solve_lp(cg, cp, cb, demand, cost, fixed_load):
     return y
 
 
-def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers=1, size=None,
-                    chunks=None):
-    """Transfers in which shard s spreads breadth-first from node ``origins[s]`` to every node
-    (or only the transfers into ``receivers``), ordered by step, receiver and shard.
+def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers=1, size=None):
+    """Solve the BFB problems in which shard s spreads breadth-first from node ``origins[s]``
+    to every node (or only those of ``receivers``). Returns ``pieces(chunks=None)``, which
+    turns the solution into transfers ordered by step, receiver and shard.
 
     ``progress(done, total)`` is called after each batch of load-balancing problems."""
     n = topology.num_nodes
@@ -252,11 +252,16 @@ def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers
     share = np.clip(y, 0.0, None) / demand[cand_group]
     share[share < _DROP] = 0.0
     share = share / np.bincount(cand_group, weights=share, minlength=demand.size)[cand_group]
-    if chunks is not None:
-        return _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
-                                  psrc, u_step, u_v, shard[unit_start], chunks)
-    return _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v,
-                      shard[unit_start])
+    u_shard = shard[unit_start]
+
+    def pieces(chunks=None):
+        """The solution as transfers: fractional, or in whole ``1/chunks`` of a shard."""
+        if chunks is not None:
+            return _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
+                                      psrc, u_step, u_v, u_shard, chunks)
+        return _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step,
+                          u_v, u_shard)
+    return pieces
 
 
 def _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v, u_shard):
@@ -422,23 +427,44 @@ def bfb_allgather(topology, *, progress=None, symmetry=True, workers=None, size=
     else:
         options.update(receivers=np.array([0]))
 
-    def solve(k):
-        t = _bfb_broadcasts(topology, np.arange(n), chunks=k, **options)
-        return t if group is None else _translate(t, group, n)
-
-    transfers = solve(chunks)
+    pieces = _bfb_broadcasts(topology, np.arange(n), **options)
+    local = pieces(None)
+    beta = _betas(topology, local)
     meta = {"symmetry": list(group.dims) if group is not None else None}
+    if chunks is not None:
+        rounded = pieces(chunks)
+        fractional, whole_chunks = beta.sum(), _betas(topology, rounded).sum()
+        _, _, pbw, _ = topology.pairs
+        meta.update(chunks=chunks, chunk_loss=float(whole_chunks / fractional - 1),
+                    chunk_loss_bound=float(beta.size / (n * chunks * pbw.min()) / fractional))
+        local = rounded
+    elif _has_split_shards(local):
+        # some shards are split: in every step where whole shards do as well (each link's
+        # optimal load is a whole number of shards, as in most steps on tori and hypercubes),
+        # take them: the same cost in fewer transfers
+        whole = pieces(1)
+        steps = np.unique(local["step"])
+        same = steps[np.isclose(_betas(topology, whole), beta, rtol=1e-12, atol=0)]
+        local = np.concatenate([whole[np.isin(whole["step"], same)],
+                                local[~np.isin(local["step"], same)]])
+        local = local[np.argsort(local["step"], kind="stable")]
+    transfers = local if group is None else _translate(local, group, n)
     if size is not None:
         meta["size"] = size
-    schedule = Schedule(topology, "allgather", transfers, algorithm="bfb", meta=meta)
-    if chunks is not None:
-        exact = Schedule(topology, "allgather", solve(None))
-        rounded, fractional = step_costs(schedule)[2].sum(), step_costs(exact)[2].sum()
-        _, _, pbw, _ = topology.pairs
-        steps = int(transfers["step"].max(initial=0))
-        schedule.meta.update(chunks=chunks, chunk_loss=float(rounded / fractional - 1),
-                             chunk_loss_bound=float(steps / (n * chunks * pbw.min()) / fractional))
-    return schedule
+    return Schedule(topology, "allgather", transfers, algorithm="bfb", meta=meta)
+
+
+def _has_split_shards(t):
+    """True if some (step, receiver, shard) has several pieces (rows are grouped by those)."""
+    same = (t["step"][1:] == t["step"][:-1]) & (t["dst"][1:] == t["dst"][:-1]) & \
+        (t["shard"][1:] == t["shard"][:-1])
+    return bool(same.any())
+
+
+def _betas(topology, transfers):
+    """Per-step bandwidth time of some transfers (all of a step's busiest link's, when the
+    transfers are one node's under symmetry)."""
+    return step_costs(Schedule(topology, "allgather", transfers))[2]
 
 
 def bfb_reduce_scatter(topology, **options):
@@ -472,8 +498,7 @@ def _same_links(topology):
 def bfb_broadcast(topology, root, *, progress=None, size=None, chunks=None, **_ignored):
     """BFB broadcast from ``root``: the root's buffer spreads breadth-first, balanced per step."""
     size, chunks = _check_options(size, chunks)
-    transfers = _bfb_broadcasts(topology, np.array([root]), progress=progress, size=size,
-                                chunks=chunks)
+    transfers = _bfb_broadcasts(topology, np.array([root]), progress=progress, size=size)(chunks)
     return Schedule(topology, "broadcast", transfers, root=root, algorithm="bfb")
 
 
