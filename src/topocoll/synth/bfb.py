@@ -495,7 +495,7 @@ def _same_links(topology):
                 and np.array_equal(plat[back], plat))
 
 
-def bfb_broadcast(topology, root, *, progress=None, size=None, chunks=None, **_ignored):
+def bfb_broadcast(topology, root, *, progress=None, size=None, chunks=None):
     """BFB broadcast from ``root``: the root's buffer spreads breadth-first, balanced per step."""
     size, chunks = _check_options(size, chunks)
     transfers = _bfb_broadcasts(topology, np.array([root]), progress=progress, size=size)(chunks)
@@ -521,9 +521,10 @@ def bfb_schedule(topology, collective, *, root=None, progress=None, symmetry=Tru
                "chunks": chunks}
     if name in _MAKERS:
         return _MAKERS[name](topology, **options)
+    rooted = {"progress": progress, "size": size, "chunks": chunks}  # one root: no symmetry
     if name == "broadcast":
-        return bfb_broadcast(topology, root, **options)
+        return bfb_broadcast(topology, root, **rooted)
     if name == "reduce":
-        return bfb_reduce(topology, root, **options)
+        return bfb_reduce(topology, root, **rooted)
     raise UnsupportedError(f"algorithm bfb makes {', '.join(BFB_COLLECTIVES)}; "
                            f"not {name}")
