@@ -17,7 +17,7 @@ from .errors import TopocollError
 from .schedule import (Evaluation, Schedule, VerifyReport, concatenate, dumps_schedule,
                        evaluate, load_schedule, loads_schedule, relabel, reverse, save_schedule,
                        transfer_array, verify)
-from .synth import ALGORITHMS, generate
+from .synth import ALGORITHMS, expand_schedule, generate
 from .topology import (Topology, describe_families, diameter, distance_matrix,
                        is_strongly_connected, load_topology, moore_depth, save_topology, topology)
 
@@ -28,4 +28,4 @@ __all__ = ["errors", "units", "COLLECTIVES", "Collective", "collective", "Topoco
            "distance_matrix", "diameter", "is_strongly_connected", "moore_depth", "Schedule",
            "transfer_array", "load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
            "verify", "VerifyReport", "evaluate", "Evaluation", "reverse", "concatenate", "relabel",
-           "generate", "ALGORITHMS", "__version__"]
+           "generate", "ALGORITHMS", "expand_schedule", "__version__"]

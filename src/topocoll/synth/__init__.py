@@ -18,6 +18,9 @@ from .baselines import (bidirectional_ring_allgather, bidirectional_ring_allredu
                         ring_reduce_scatter)
 from .bfb import (bfb_allgather, bfb_allreduce, bfb_broadcast, bfb_reduce, bfb_reduce_scatter,
                   bfb_schedule)
+from .expansions import (bidirectional_expansion, cartesian_power_expansion,
+                         degree_expansion_schedule, expand_schedule, line_graph_expansion,
+                         product_schedule)
 from .classic import (default_shift, rhd_schedule, shifted_bfb_ring_schedule,
                       shifted_ring_schedule, shifted_ring_topology)
 from .torus_rings import torus_rings_schedule
@@ -29,7 +32,9 @@ __all__ = ["generate", "ALGORITHMS", "bfb_allgather", "bfb_reduce_scatter", "bfb
            "bidirectional_ring_reduce_scatter", "bidirectional_ring_allreduce",
            "shifted_ring_schedule", "shifted_bfb_ring_schedule", "shifted_ring_topology",
            "default_shift", "rhd_schedule", "torus_rings_schedule", "dbt_schedule",
-           "dbt_topology", "dbt_trees"]
+           "dbt_topology", "dbt_trees", "line_graph_expansion", "degree_expansion_schedule",
+           "cartesian_power_expansion", "bidirectional_expansion", "product_schedule",
+           "expand_schedule"]
 
 _RESERVED = ("topology", "collective", "root", "progress")
 
