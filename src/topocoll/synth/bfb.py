@@ -319,18 +319,20 @@ def _round_to_chunks(unit, link, share, chunks):
     open_ = np.flatnonzero(frac > 1e-9)
     if deficit.sum() == 0:
         return count
-    num_units = deficit.size
-    source, sink = 0, 1 + num_units + links.size
-    rows = np.r_[np.zeros(num_units, dtype=np.int64), 1 + unit[open_],
-                 1 + num_units + np.arange(links.size)]
-    cols = np.r_[1 + np.arange(num_units), 1 + num_units + link_id[open_],
-                 np.full(links.size, sink)]
-    caps = np.r_[deficit, np.ones(open_.size, dtype=np.int64), np.maximum(room, 0)]
+    # only units still short of chunks and links with room take part in the flow
+    short, unit_node = np.unique(unit[open_], return_inverse=True)
+    busy, link_node = np.unique(link_id[open_], return_inverse=True)
+    source, sink = 0, 1 + short.size + busy.size
+    rows = np.r_[np.zeros(short.size, dtype=np.int64), 1 + unit_node,
+                 1 + short.size + np.arange(busy.size)]
+    cols = np.r_[1 + np.arange(short.size), 1 + short.size + link_node,
+                 np.full(busy.size, sink)]
+    caps = np.r_[deficit[short], np.ones(open_.size, dtype=np.int64), np.maximum(room[busy], 0)]
     graph = sp.csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(sink + 1, sink + 1))
     result = maximum_flow(graph, source, sink)
     if result.flow_value != deficit.sum():  # cannot happen for a feasible fractional solution
         raise UnsupportedError("BFB: rounding to chunks failed")
-    flow = np.asarray(result.flow[1 + unit[open_], 1 + num_units + link_id[open_]]).ravel()
+    flow = np.asarray(result.flow[1 + unit_node, 1 + short.size + link_node]).ravel()
     count[open_] += np.maximum(flow, 0).astype(np.int64)
     return count
 
