@@ -3,6 +3,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
+# The main job: the best topology and verified allreduce schedule for a default cluster.
+NODES          ?= 1024
+DEGREE         ?= 4
+NODE_BANDWIDTH ?= 100Gbps
+ALPHA          ?= 10us
+SIZE           ?= 1MiB
+OUT            ?= out
+
 .PHONY: run test bench clean
 
 $(BIN)/activate:
@@ -10,7 +18,7 @@ $(BIN)/activate:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
@@ -18,13 +26,15 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
 	touch $@
 
 run: $(VENV)/.installed
-	$(BIN)/topocoll survey
+	$(BIN)/topocoll find --nodes $(NODES) --degree $(DEGREE) --node-bandwidth $(NODE_BANDWIDTH) \
+		--alpha $(ALPHA) --size $(SIZE) -o $(OUT)
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bfb_scale.py
+	$(BIN)/python benchmarks/finder.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis

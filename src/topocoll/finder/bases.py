@@ -1,0 +1,215 @@
+"""The base-topology database: small regular topologies with their best known schedules.
+
+Every entry is a topology spec whose BFB allreduce (reduce-scatter then allgather) is generated
+once, checked once with :func:`topocoll.verify`, measured (steps and T_B of each phase in units
+of M/B, every node's egress bandwidth split evenly over its links) and stored in the results
+cache; a cache hit is never re-verified. Entries are computed lazily, only for the sizes and
+degrees a search visits.
+
+The catalogue (seed 002 Table 9 and appendix E; at most :data:`MAX_BASE_NODES` nodes):
+complete graphs, complete bipartite graphs K(n,n), Hamming graphs H(k,q) and hypercubes,
+bidirectional and unidirectional rings, optimal degree-4 circulants, Kautz digraphs, the
+distance-regular graphs of :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`, and small
+tori. Larger members of the bandwidth-optimal families enter the search through closed forms
+(:mod:`topocoll.finder.search`), which the tests check against these measured entries.
+
+>>> [e.spec for e in catalogue(2) if e.nodes == 6]
+['uniring:6', 'ring:6', 'kautz:2,2']
+"""
+
+import math
+from dataclasses import asdict, dataclass
+
+from ..errors import InvalidScheduleError
+from ..topology.families import DISTANCE_REGULAR_GRAPHS
+
+__all__ = ["BaseEntry", "BaseDatabase", "CatalogueItem", "catalogue", "compute_base",
+           "MAX_BASE_NODES"]
+
+#: Largest base computed with BFB (bigger members of the families use closed forms).
+MAX_BASE_NODES = 256
+_RING_MAX = 32
+_UNIRING_MAX = 16
+_CIRCULANT_MAX = 32
+_TORUS_MAX = 64
+
+
+@dataclass(frozen=True)
+class CatalogueItem:
+    """A base topology known by its spec before it is built."""
+
+    spec: str
+    family: str
+    nodes: int
+    degree: int
+
+
+@dataclass(frozen=True)
+class BaseEntry:
+    """A measured base: its verified BFB allreduce's phases, T_B in units of M/B.
+
+    ``steps`` is the number of steps of each phase (both equal the diameter); ``t_b_rs`` and
+    ``t_b_ag`` are the reduce-scatter's and the allgather's bandwidth times; ``t_b`` is their
+    mean (what one phase costs on average); ``bw_optimal``: both phases meet (N-1)/N.
+    """
+
+    spec: str
+    family: str
+    nodes: int
+    degree: int
+    steps: int
+    t_b_rs: float
+    t_b_ag: float
+    bw_optimal: bool
+    transfers: int = 0
+
+    @property
+    def t_b(self):
+        return 0.5 * (self.t_b_rs + self.t_b_ag)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _hamming(k, q):
+    return f"hypercube:{k}" if q == 2 else f"hamming:{k},{q}"
+
+
+def catalogue(max_degree, max_nodes=MAX_BASE_NODES):
+    """Every base of degree at most ``max_degree`` and at most ``max_nodes`` nodes, in a fixed
+    order (simplest families first)."""
+    items = []
+    seen = set()
+
+    def add(spec, family, nodes, degree):
+        if degree <= max_degree and 2 <= nodes <= max_nodes and spec not in seen:
+            seen.add(spec)
+            items.append(CatalogueItem(spec, family, nodes, degree))
+
+    for n in range(2, max_degree + 2):
+        add(f"complete:{n}", "complete", n, n - 1)
+    for n in range(2, max_degree + 1):
+        add(f"bipartite:{n}", "bipartite", 2 * n, n)
+    for q in range(2, max_degree + 2):
+        k = 2
+        while k * (q - 1) <= max_degree and q**k <= max_nodes:
+            add(_hamming(k, q), "hamming", q**k, k * (q - 1))
+            k += 1
+    for n in range(3, _RING_MAX + 1):
+        add(f"ring:{n}", "ring", n, 2)
+    for n in range(3, _UNIRING_MAX + 1):
+        add(f"uniring:{n}", "uniring", n, 1)
+    for n in range(6, _CIRCULANT_MAX + 1):
+        add(f"optcirculant:{n}", "optcirculant", n, 4)
+    for d in range(2, max_degree + 1):
+        k = 2
+        while (d + 1) * d ** (k - 1) <= max_nodes:
+            add(f"kautz:{d},{k}", "kautz", (d + 1) * d ** (k - 1), d)
+            k += 1
+    for name, facts in DISTANCE_REGULAR_GRAPHS.items():
+        add(f"drg:{name}", "drg", facts["nodes"], facts["degree"])
+    for dims in _small_tori(max_degree):
+        add("torus:" + "x".join(map(str, dims)), "torus", math.prod(dims), 2 * len(dims))
+    items.sort(key=lambda it: (it.nodes, it.degree))
+    return items
+
+
+def _small_tori(max_degree):
+    out = []
+
+    def rec(prefix, lo, prod):
+        if len(prefix) >= 2:
+            out.append(tuple(prefix))
+        if 2 * (len(prefix) + 1) > max_degree:
+            return
+        a = lo
+        while prod * a <= _TORUS_MAX:
+            rec(prefix + [a], a, prod * a)
+            a += 1
+    rec([], 3, 1)
+    return out
+
+
+def compute_base(spec, family=None):
+    """Generate, verify and measure one base (the expensive part of a cache miss).
+
+    Raises :class:`~topocoll.errors.InvalidScheduleError` if the schedule fails verification
+    (a generator bug: never stored).
+    """
+    from ..schedule.cost import step_costs
+    from ..schedule.verify import verify
+    from ..synth.bfb import bfb_allreduce
+    from ..topology.metrics import degree_summary, diameter
+    from ..topology.registry import topology
+
+    topo = topology(spec).with_node_bandwidth(1.0)
+    deg = degree_summary(topo)
+    if not deg["regular"]:
+        raise InvalidScheduleError(f"base {spec} is not regular")
+    schedule = bfb_allreduce(topo)
+    report = verify(schedule)
+    if not report.valid:
+        raise InvalidScheduleError(f"BFB allreduce on base {spec} failed verification: "
+                                   f"{report.summary()}", report=report)
+    steps, _, beta = step_costs(schedule)
+    d = diameter(topo)
+    rs = float(beta[steps <= d].sum())
+    ag = float(beta[steps > d].sum())
+    n = topo.num_nodes
+    bound = (n - 1) / n
+    return BaseEntry(spec=spec, family=family or spec.split(":")[0], nodes=n,
+                     degree=deg["out_max"], steps=d, t_b_rs=rs, t_b_ag=ag,
+                     bw_optimal=bool(max(rs, ag) <= bound * (1 + 1e-9)),
+                     transfers=schedule.num_transfers)
+
+
+class BaseDatabase:
+    """Measured bases by ``(nodes, degree)``, computed on first use and kept in ``cache``.
+
+    Parameters
+    ----------
+    cache : Cache
+        Where entries are stored (kind ``"base"``, key the spec).
+    max_degree : int
+        Only bases of at most this degree.
+    progress : callable, optional
+        ``progress(stage, done, total)`` while bases are computed.
+    """
+
+    def __init__(self, cache, max_degree, *, progress=None):
+        self.cache = cache
+        self.max_degree = int(max_degree)
+        self.progress = progress
+        self.computed = 0
+        self._index = {}
+        for item in catalogue(self.max_degree):
+            self._index.setdefault((item.nodes, item.degree), []).append(item)
+        self._entries = {}
+
+    def items(self, nodes, degree):
+        """Catalogue items at ``(nodes, degree)`` (nothing computed)."""
+        return list(self._index.get((nodes, degree), ()))
+
+    def entry(self, item):
+        """The measured entry of one catalogue item (cached)."""
+        if item.spec in self._entries:
+            return self._entries[item.spec]
+        doc = self.cache.get("base", item.spec)
+        if doc is None:
+            if self.progress:
+                self.progress(f"measuring base {item.spec}", self.computed, None)
+            entry = compute_base(item.spec, item.family)
+            self.cache.put("base", item.spec, entry.to_dict())
+            self.computed += 1
+        else:
+            entry = BaseEntry(**doc)
+        self._entries[item.spec] = entry
+        return entry
+
+    def entries(self, nodes, degree):
+        """Measured bases at ``(nodes, degree)``, computing the missing ones."""
+        return [self.entry(item) for item in self.items(nodes, degree)]
+
+    def all(self):
+        """Every base of the catalogue, measured."""
+        return [self.entry(item) for items in self._index.values() for item in items]

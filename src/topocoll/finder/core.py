@@ -1,0 +1,401 @@
+"""The topology finder: "N nodes with d ports, this latency and bandwidth, these allreduces:
+which topology, which schedule, how far from optimal?"
+
+:func:`find` runs the search (:class:`~topocoll.finder.search.Search`, predictions only),
+prices every frontier candidate for the workload, chooses the fastest, then builds its
+allreduce schedule, verifies it with :func:`topocoll.verify` and prices it with
+:func:`topocoll.evaluate` at the cluster's latency and node bandwidth: the *evaluated* time is
+the truth the prediction is compared with. :func:`find_range` gives frontiers for many sizes
+(predictions only). Both keep their answers in the results cache
+(:mod:`~topocoll.finder.cache`), so a repeated query is instant.
+
+>>> r = find(16, 4, "1MiB", cache=False)
+>>> r.success, r.best.name, r.evaluation["verified"]
+(True, 'optcirculant:16', True)
+>>> round(r.evaluated_time / r.predicted_time, 12)
+1.0
+"""
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..units import format_time, parse_bandwidth, parse_time
+from .build import build_allreduce, priced
+from .cache import Cache
+from .search import Candidate, Search
+from .workload import Workload
+
+__all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "STATUS"]
+
+#: ``status`` codes of :class:`FindResult` and what they mean.
+STATUS = {
+    0: "the chosen candidate was built, verified and evaluated",
+    1: "the choice was not evaluated (evaluate=False)",
+    2: "the best candidate could not be built or verified; the next best one was",
+    3: "no frontier candidate could be built and verified",
+}
+
+
+@dataclass
+class FindResult:
+    """What :func:`find` found (in the manner of ``scipy.optimize.OptimizeResult``).
+
+    Attributes
+    ----------
+    status : int
+        See :data:`STATUS`; ``success`` is true for 0, 1 and 2.
+    message : str
+        One line saying what happened.
+    frontier : list of Candidate
+        The Pareto frontier over (steps, T_B), fewest steps first.
+    times : list of float
+        Predicted workload time (s) of each frontier candidate.
+    best : Candidate
+        The chosen candidate (the evaluated one when ``status`` is 2).
+    predicted_time, lower_bound : float
+        Its predicted workload time and the lower bound ``sum 2*(moore_steps*alpha +
+        (N-1)/N*M/B)`` (seconds).
+    evaluated_time : float or None
+        The workload's time from :func:`topocoll.evaluate` on the built, verified schedule.
+    ratio : float or None
+        ``evaluated_time / lower_bound`` (``predicted_ratio``: the prediction's).
+    evaluation : dict or None
+        ``steps``, ``T_L``, ``T_B`` and ``time`` of the verified allreduce for each workload
+        size, ``verified``, ``transfers`` and where it came from (``"fresh"`` or ``"cache"``).
+    schedule : Schedule or None
+        The verified allreduce (at the cluster's latency and bandwidth) when it was built in
+        this call (a cached evaluation rebuilds nothing unless ``keep_schedule``).
+    """
+
+    status: int
+    message: str
+    nodes: int
+    degree: int
+    alpha: float
+    node_bandwidth: float
+    workload: Workload
+    frontier: list
+    times: list
+    best: Candidate | None
+    predicted_time: float | None
+    lower_bound: float
+    evaluated_time: float | None = None
+    ratio: float | None = None
+    predicted_ratio: float | None = None
+    evaluation: dict | None = None
+    schedule: object = field(default=None, repr=False)
+    warnings: list = field(default_factory=list)
+    from_cache: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def success(self):
+        return self.status in (0, 1, 2)
+
+    @property
+    def topology(self):
+        return None if self.schedule is None else self.schedule.topology
+
+    def entry(self, candidate, time_):
+        return {"name": candidate.name, "nodes": candidate.nodes, "degree": candidate.degree,
+                "steps": candidate.steps, "T_B": candidate.t_b, "time": time_,
+                "allreduce_steps": candidate.allreduce_steps, "kind": candidate.kind,
+                "exact": candidate.exact, "bw_optimal": candidate.bw_optimal}
+
+    def to_dict(self):
+        """The ``--json`` document: ``frontier`` and ``best`` plus the settings."""
+        best = None
+        if self.best is not None:
+            best = self.entry(self.best, self.predicted_time)
+            best.update(lower_bound=self.lower_bound, ratio=self.ratio,
+                        predicted_ratio=self.predicted_ratio,
+                        evaluated_time=self.evaluated_time, evaluation=self.evaluation)
+        return {"status": self.status, "success": self.success, "message": self.message,
+                "nodes": self.nodes, "degree": self.degree, "alpha": self.alpha,
+                "node_bandwidth": self.node_bandwidth, "workload": self.workload.to_dict(),
+                "frontier": [self.entry(c, t) for c, t in zip(self.frontier, self.times)],
+                "best": best, "warnings": list(self.warnings),
+                "from_cache": dict(self.from_cache), "seconds": dict(self.seconds)}
+
+
+# ---------------------------------------------------------------------- inputs
+def as_workload(workload):
+    """A :class:`Workload` from a Workload, a size (``"1MiB"`` or bytes) or a list of sizes or
+    ``(size, weight)`` pairs."""
+    if isinstance(workload, Workload):
+        return workload
+    if isinstance(workload, (str, int, float)) and not isinstance(workload, bool):
+        return Workload.single(workload)
+    if isinstance(workload, (list, tuple, dict)):
+        return Workload.weighted(workload)
+    raise InputTypeError(f"a workload is a Workload, a size or a list of sizes, not "
+                         f"{type(workload).__name__}")
+
+
+def _int(value, what, low):
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            import numpy as np
+
+            if isinstance(value, np.integer):
+                value = int(value)
+            else:
+                raise TypeError
+        except TypeError:
+            raise InputTypeError(f"{what} must be an integer, got {value!r}") from None
+    if value < low:
+        raise UnsupportedError(f"{what} must be >= {low}, got {value}")
+    return value
+
+
+def _cache(cache):
+    if isinstance(cache, Cache):
+        return cache
+    if cache is True or cache is None:
+        return Cache()
+    if cache is False:
+        return Cache(enabled=False)
+    if isinstance(cache, (str, os.PathLike)):
+        return Cache(cache)
+    raise InputTypeError(f"cache must be True, False, a path or a Cache, not {cache!r}")
+
+
+def _frontier_key(nodes, degree, products):
+    return f"nodes={nodes};degree={degree};products={int(bool(products))}"
+
+
+# ---------------------------------------------------------------------- frontiers
+def frontier(nodes, degree, *, cache=False, products=True, progress=None, search=None):
+    """The Pareto frontier at ``nodes`` nodes of degree at most ``degree`` (predictions only),
+    from the cache when it is there. Returns ``(candidates, from_cache)``.
+
+    >>> [(c.name, c.steps, round(c.t_b, 4)) for c in frontier(8, 3)[0]]
+    [('genkautz:8,3', 2, 1.125), ('hypercube:3', 3, 0.875)]
+    """
+    nodes = _int(nodes, "nodes", 2)
+    degree = _int(degree, "degree", 1)
+    store = _cache(cache)
+    key = _frontier_key(nodes, degree, products)
+    doc = store.get("frontier", key)
+    if doc is not None:
+        return [Candidate.from_dict(c) for c in doc], True
+    search = search or Search(degree, store, products=products, progress=progress)
+    found = search.target(nodes)
+    store.put("frontier", key, [c.to_dict() for c in found])
+    return found, False
+
+
+def find_range(nodes, degree, *, cache=True, products=True, progress=None, workers=None):
+    """Frontiers for every size in ``nodes`` (an iterable, e.g. ``range(2, 2001)``) at degree
+    ``degree``: ``{N: [Candidate, ...]}``. Predictions only; every frontier is cached.
+
+    The generalized Kautz digraph's BFB cost (the one part that is not a closed form) is
+    computed exactly once per size and kept in the cache; ``workers`` processes compute the
+    missing ones in parallel first (default: one).
+    """
+    degree = _int(degree, "degree", 1)
+    sizes = [_int(n, "nodes", 2) for n in nodes]
+    store = _cache(cache)
+    search = Search(degree, store, products=products, progress=progress)
+    missing = [n for n in sizes
+               if store.get("frontier", _frontier_key(n, degree, products)) is None]
+    if workers and workers > 1 and degree >= 2 and missing:
+        _fill_genkautz(store, missing, degree, workers, progress)
+    out = {}
+    with store.batch():
+        for i, n in enumerate(sizes):
+            out[n] = frontier(n, degree, cache=store, products=products, search=search)[0]
+            if progress:
+                progress("frontiers", i + 1, len(sizes))
+    return out
+
+
+def _genkautz_job(args):
+    from .bfbcost import genkautz_cost
+
+    n, d = args
+    return n, genkautz_cost(n, d)
+
+
+def _fill_genkautz(store, sizes, degree, workers, progress):
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    todo = [n for n in sizes if store.get("cost", f"genkautz:{n},{degree}") is None]
+    if not todo:
+        return
+    todo.sort(reverse=True)                       # big ones first: better balance
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        for i, (n, cost) in enumerate(pool.map(_genkautz_job, [(n, degree) for n in todo],
+                                               chunksize=8)):
+            store.put("cost", f"genkautz:{n},{degree}", cost)
+            if progress:
+                progress("generalized Kautz costs", i + 1, len(todo))
+
+
+# ---------------------------------------------------------------------- find
+def _choose(candidates, workload, alpha, bandwidth):
+    times = [c.time(workload, alpha=alpha, bandwidth=bandwidth) for c in candidates]
+    order = sorted(range(len(candidates)),
+                   key=lambda i: (times[i], candidates[i].steps, candidates[i].t_b,
+                                  candidates[i].name))
+    return times, order
+
+
+def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress):
+    """Build, verify and evaluate one candidate; the evaluation dict and the schedule."""
+    from ..schedule.cost import evaluate
+    from ..schedule.verify import verify
+
+    key = candidate.name
+    doc = store.get("evaluation", key)
+    if doc is not None and not keep_schedule:
+        return _evaluation_from(doc, workload, alpha, bandwidth, "cache"), None, {}
+    seconds = {}
+    start = time.perf_counter()
+    if progress:
+        progress(f"building the allreduce on {candidate.name}", 0, None)
+    schedule = build_allreduce(candidate)
+    schedule = priced(schedule, alpha=alpha, node_bandwidth=bandwidth)
+    seconds["build"] = time.perf_counter() - start
+    if progress:
+        progress(f"verifying {schedule.num_transfers} transfers", 0, None)
+    start = time.perf_counter()
+    report = verify(schedule)
+    seconds["verify"] = time.perf_counter() - start
+    if not report.valid:
+        raise UnsupportedError(f"the allreduce built for {candidate.name} failed verification: "
+                               f"{report.summary()}")
+    start = time.perf_counter()
+    first = evaluate(schedule, workload.sizes[0], check=False)
+    seconds["evaluate"] = time.perf_counter() - start
+    # every link has latency alpha, so T_L = steps * alpha; T_B is linear in M/B
+    doc = {"steps": first.steps, "t_b": first.T_B / first.size * bandwidth / 2.0,
+           "transfers": schedule.num_transfers, "verified": True,
+           "topology": schedule.topology.name}
+    store.put("evaluation", key, doc)
+    per_size = []
+    total = 0.0
+    for m, w in zip(workload.sizes, workload.weights):
+        e = first if m == first.size else evaluate(schedule, m, check=False)
+        per_size.append({"size": m, "weight": w, "steps": e.steps, "T_L": e.T_L, "T_B": e.T_B,
+                         "time": e.time})
+        total += w * e.time
+    evaluation = {"source": "fresh", "verified": True, "steps": first.steps,
+                  "transfers": schedule.num_transfers, "T_B_per_phase": doc["t_b"],
+                  "time": total, "sizes": per_size}
+    return evaluation, schedule, seconds
+
+
+def _evaluation_from(doc, workload, alpha, bandwidth, source):
+    """Evaluated costs from a cached measurement: T_L = (latency steps) * alpha and T_B linear
+    in M/B (exact for a network whose links all have latency alpha and whose nodes all have
+    egress bandwidth B)."""
+    per_size = []
+    total = 0.0
+    for m, w in zip(workload.sizes, workload.weights):
+        t_l = doc["steps"] * alpha
+        t_b = 2.0 * doc["t_b"] * m / bandwidth
+        per_size.append({"size": m, "weight": w, "steps": doc["steps"], "T_L": t_l, "T_B": t_b,
+                         "time": t_l + t_b})
+        total += w * (t_l + t_b)
+    return {"source": source, "verified": bool(doc["verified"]), "steps": doc["steps"],
+            "transfers": doc["transfers"], "T_B_per_phase": doc["t_b"], "time": total,
+            "sizes": per_size}
+
+
+def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps",
+         evaluate=True, keep_schedule=False, cache=True, products=True, progress=None):
+    """The best topology and allreduce schedule for a cluster and a workload.
+
+    Parameters
+    ----------
+    nodes : int
+        Cluster size N (>= 2).
+    degree : int
+        Links (ports) per node d (>= 1); candidates use at most d distinct out-neighbours.
+    workload : Workload, size or list
+        One buffer size (``"1MiB"``), a list of sizes or ``(size, weight)`` pairs, or a
+        :class:`~topocoll.finder.workload.Workload` (e.g. from a model's layer sizes).
+    alpha : float or str
+        Latency of every link (one per step), default 10 us.
+    node_bandwidth : float or str
+        Egress bandwidth B of every node, split evenly over its links; default 100 Gbps.
+    evaluate : bool
+        Build, verify and evaluate the choice (default). Otherwise only predictions.
+    keep_schedule : bool
+        Build the schedule even when its evaluation is cached (to write it out).
+    cache : bool, path or Cache
+        The results cache (default: the user's; False: none).
+    products : bool
+        Include Cartesian products of different bandwidth-optimal graphs (tori among them).
+    progress : callable, optional
+        ``progress(stage, done, total)`` during long work (``total`` None when unknown).
+
+    Returns
+    -------
+    FindResult
+    """
+    started = time.perf_counter()
+    nodes = _int(nodes, "nodes", 2)
+    degree = _int(degree, "degree", 1)
+    alpha = parse_time(alpha, what="alpha")
+    bandwidth = parse_bandwidth(node_bandwidth, what="node bandwidth")
+    workload = as_workload(workload)
+    store = _cache(cache)
+    try:
+        candidates, cached = frontier(nodes, degree, cache=store, products=products,
+                                      progress=progress)
+        searched = time.perf_counter()
+        times, order = _choose(candidates, workload, alpha, bandwidth)
+        lower = workload.lower_bound(nodes, degree, alpha=alpha, bandwidth=bandwidth)
+        result = FindResult(status=1, message="", nodes=nodes, degree=degree, alpha=alpha,
+                            node_bandwidth=bandwidth, workload=workload, frontier=candidates,
+                            times=times, best=candidates[order[0]],
+                            predicted_time=times[order[0]], lower_bound=lower,
+                            predicted_ratio=times[order[0]] / lower)
+        result.from_cache["frontier"] = cached
+        result.seconds["search"] = searched - started
+        if not evaluate:
+            result.message = (f"chose {result.best.name}: predicted {format_time(times[order[0]])}"
+                              f", {result.predicted_ratio:.3f}x the lower bound (not evaluated)")
+            return result
+        failures = []
+        for rank, i in enumerate(order):
+            c = candidates[i]
+            try:
+                evaluation, schedule, seconds = _evaluate(c, workload, alpha, bandwidth, store,
+                                                          keep_schedule, progress)
+            except (TopocollError, MemoryError) as exc:
+                failures.append(f"{c.name}: {exc}")
+                continue
+            result.best, result.predicted_time = c, times[i]
+            result.predicted_ratio = times[i] / lower
+            result.evaluation = evaluation
+            result.evaluated_time = evaluation["time"]
+            result.ratio = evaluation["time"] / lower
+            result.schedule = schedule
+            result.from_cache["evaluation"] = evaluation["source"] == "cache"
+            result.seconds.update(seconds)
+            result.status = 0 if rank == 0 else 2
+            result.message = (f"chose {c.name}: evaluated {format_time(result.evaluated_time)} "
+                              f"(predicted {format_time(times[i])}), {result.ratio:.3f}x the "
+                              f"lower bound {format_time(lower)}")
+            if failures:
+                result.message += f"; skipped {len(failures)} better-predicted candidate(s): " \
+                                  + "; ".join(failures)
+            break
+        else:
+            result.status = 3
+            result.message = "no frontier candidate could be built and verified: " + \
+                "; ".join(failures)
+        return result
+    finally:
+        if "result" in locals():
+            result.warnings.extend(store.warnings)
+            result.seconds["total"] = time.perf_counter() - started
+        if not isinstance(cache, Cache):
+            store.close()

@@ -1,0 +1,531 @@
+"""The bottom-up search: candidates, their predicted costs, and the Pareto frontier.
+
+A candidate is a topology of N nodes and degree d (distinct out-neighbours) with an allreduce
+schedule, described by a *recipe*:
+
+* ``("spec", S)``: a topology spec whose schedule is BFB. Bases of the database
+  (:mod:`~topocoll.finder.bases`, measured), bandwidth-optimal families through closed forms
+  (complete and complete bipartite graphs, Hamming graphs and hypercubes, rings, optimal
+  degree-4 circulants, large distance-regular graphs: BFB takes
+  ``diameter`` steps and T_B = (N-1)/N, proven in seed 002 appendix E), tori, and, at the target
+  only, the generalized Kautz digraph (its BFB cost computed by :mod:`~topocoll.finder.bfbcost`,
+  up to degree 10),
+  for even degrees of 6 or more a circulant with geometric offsets, and at degree 6 the best 3D
+  twisted torus (TPU v4);
+* ``("line", R)``, ``("degree", R, m)``, ``("power", R, n)``: an expansion of recipe R
+  (:mod:`topocoll.synth.expansions`), predicted by MATH.md section 4:
+
+  ======  ========  =====  ============  =====================================
+  kind    nodes     degree steps         T_B (units of M/B)
+  ======  ========  =====  ============  =====================================
+  line    d*N       d      s + 1         t + 1/N (an upper bound)
+  degree  m*N       m*d    s + 1         t + (m-1)/(m*N)
+  power   N^n       n*d    n*s           t * N/(N-1) * (N^n-1)/N^n
+  ======  ========  =====  ============  =====================================
+
+* ``("product", (R1, R2, ...))``: the Cartesian product of bandwidth-optimal BFB atoms with BFB
+  on the product, which is bandwidth-optimal with the sum of the factors' steps (seed Theorem
+  13). Products of rings are named as tori.
+
+``steps`` and ``t_b`` are per phase: an allreduce is a reduce-scatter then an allgather, and
+costs ``2 * steps`` steps and ``2 * t_b`` (the mean of the two phases, equal on every
+reverse-symmetric topology; they differ only for generalized Kautz digraphs).
+
+The search keeps, for every (nodes, degree) it visits, only the Pareto frontier over
+(steps, t_b): the predictions are monotone in both, so a dominated candidate never expands into
+a non-dominated one, and pruning early loses nothing. Candidates with fewer than d links per
+node are allowed at the target (each link then gets B/d' of the node bandwidth: d/d' parallel
+links in hardware).
+
+>>> pareto_frontier([(3, 1.0), (2, 2.0), (3, 0.5), (2, 2.0), (4, 0.5)])
+[(2, 2.0), (2, 2.0), (3, 0.5)]
+>>> s = Search(4)
+>>> [(c.name, c.steps) for c in s.target(16)][:3]
+[('genkautz:16,4', 2), ('optcirculant:16', 3)]
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..topology.families import DISTANCE_REGULAR_GRAPHS
+from .bases import MAX_BASE_NODES, BaseDatabase
+from .bfbcost import MAX_IN_DEGREE, genkautz_cost
+from .cache import Cache
+
+__all__ = ["Candidate", "Search", "pareto_frontier", "predict", "optcirculant_diameter",
+           "twisted_torus_diameter", "twisted_torus_3d", "circulant_rule", "TOL"]
+
+#: Relative tolerance of T_B comparisons inside the search (equal within it: a tie).
+TOL = 1e-9
+
+
+# ---------------------------------------------------------------------- Pareto frontier
+def pareto_frontier(points, key=None, *, tol=0.0, keep_ties=True):
+    """The points no other point dominates, in order of increasing first coordinate.
+
+    ``q`` dominates ``p`` if ``q`` is no worse in both coordinates and better in one (smaller
+    is better). ``key(point) -> (a, b)`` extracts the coordinates (default: the point itself).
+    ``tol``: relative tolerance on the second coordinate. ``keep_ties``: keep every point of a
+    group of equal points (they do not dominate each other); otherwise only the first.
+    """
+    key = key or (lambda p: p)
+    items = sorted(enumerate(points), key=lambda ip: (key(ip[1])[0], key(ip[1])[1], ip[0]))
+    out = []
+    best_before = math.inf          # smallest b among strictly smaller a
+    i = 0
+    while i < len(items):
+        a = key(items[i][1])[0]
+        j = i
+        while j < len(items) and key(items[j][1])[0] == a:
+            j += 1
+        group = items[i:j]
+        low = key(group[0][1])[1]
+        for _, p in group:
+            b = key(p)[1]
+            slack = tol * max(abs(b), 1.0)
+            if b > low + slack:                          # a point with equal a and smaller b
+                continue
+            if best_before <= b + slack:                 # a point with smaller a, b no worse
+                continue
+            if not keep_ties and out and key(out[-1])[0] == a:
+                continue
+            out.append(p)
+        best_before = min(best_before, low)
+        i = j
+    return out
+
+
+# ---------------------------------------------------------------------- predictions
+def predict(kind, steps, t_b, nodes, **params):
+    """``(steps, t_b)`` after one expansion of a base with ``nodes`` nodes (MATH.md table).
+
+    >>> predict("line", 3, 15/16, 16)
+    (4, 1.0)
+    >>> predict("degree", 1, 0.75, 4, m=2)
+    (2, 0.875)
+    """
+    if kind == "line":
+        return steps + 1, t_b + 1.0 / nodes
+    if kind == "degree":
+        m = params["m"]
+        return steps + 1, t_b + (m - 1) / (m * nodes)
+    if kind == "power":
+        n = params["n"]
+        return n * steps, t_b * nodes / (nodes - 1) * (1.0 - float(nodes) ** -n)
+    raise UnsupportedError(f"unknown expansion {kind!r}")
+
+
+# ---------------------------------------------------------------------- candidates
+@dataclass(frozen=True)
+class Candidate:
+    """One topology with its predicted allreduce cost per phase.
+
+    Attributes
+    ----------
+    name : str
+        The name of the topology it builds (``"line(line(optcirculant:16))"``,
+        ``"torus:32x32"``, ``"genkautz:1024,4"``).
+    nodes, degree : int
+        Size and distinct out-neighbours per node.
+    steps : int
+        Steps of each phase (the allreduce takes twice as many).
+    t_b : float
+        Bandwidth time of each phase in units of M/B (the allreduce takes twice as much).
+    recipe : tuple
+        How to build it (see the module docstring).
+    kind : str
+        ``"base"`` (measured in the database), ``"family"`` (closed form), ``"computed"``
+        (BFB cost computed without a schedule), ``"product"`` or ``"expanded"``.
+    exact : bool
+        False when the prediction is only an upper bound (line graphs) or rests on a conjecture.
+    bw_optimal : bool
+        T_B equals the bound (N-1)/N.
+    """
+
+    name: str
+    nodes: int
+    degree: int
+    steps: int
+    t_b: float
+    recipe: tuple = field(repr=False)
+    kind: str = "family"
+    exact: bool = True
+    bw_optimal: bool = False
+
+    @property
+    def allreduce_steps(self):
+        return 2 * self.steps
+
+    def time(self, workload, *, alpha, bandwidth):
+        """Predicted allreduce time of ``workload`` (a :class:`~.workload.Workload`)."""
+        return workload.time(self.steps, self.t_b, alpha=alpha, bandwidth=bandwidth)
+
+    def to_dict(self):
+        return {"name": self.name, "nodes": self.nodes, "degree": self.degree,
+                "steps": self.steps, "T_B": self.t_b, "recipe": _recipe_json(self.recipe),
+                "kind": self.kind, "exact": self.exact, "bw_optimal": self.bw_optimal}
+
+    @classmethod
+    def from_dict(cls, doc):
+        return cls(name=doc["name"], nodes=doc["nodes"], degree=doc["degree"],
+                   steps=doc["steps"], t_b=doc["T_B"], recipe=_recipe_tuple(doc["recipe"]),
+                   kind=doc["kind"], exact=doc["exact"], bw_optimal=doc["bw_optimal"])
+
+
+def _recipe_json(recipe):
+    if recipe[0] == "product":
+        return ["product", [_recipe_json(r) for r in recipe[1]]]
+    if recipe[0] == "spec":
+        return list(recipe)
+    return [recipe[0], _recipe_json(recipe[1]), *recipe[2:]]
+
+
+def _recipe_tuple(doc):
+    if doc[0] == "product":
+        return ("product", tuple(_recipe_tuple(r) for r in doc[1]))
+    if doc[0] == "spec":
+        return tuple(doc)
+    return (doc[0], _recipe_tuple(doc[1]), *doc[2:])
+
+
+def _bound(nodes):
+    return (nodes - 1) / nodes
+
+
+def _family(spec, nodes, degree, steps, *, exact=True):
+    return Candidate(spec, nodes, degree, int(steps), _bound(nodes), ("spec", spec), "family",
+                     exact, True)
+
+
+# ---------------------------------------------------------------------- closed forms
+def optcirculant_diameter(n):
+    """Diameter of ``optcirculant:N``: the least D with ``2D^2 + 2D + 1 >= N``.
+
+    >>> optcirculant_diameter(16), optcirculant_diameter(25), optcirculant_diameter(1024)
+    (3, 3, 23)
+    """
+    d = max(0, (math.isqrt(2 * n - 1) - 1) // 2)
+    while 2 * d * d + 2 * d + 1 < n:
+        d += 1
+    return d
+
+
+def twisted_torus_diameter(a, b, twist=None):
+    """Diameter of the 2D twisted torus ``twistedtorus:AxB`` (``a < b``, twist ``b // 2``):
+    the Cayley graph of Z^2 / <(a, -twist), (0, b)>, so the distance of (x, y) is the least
+    ``|x + i*a| + |y - i*twist|_b`` over integers i.
+
+    >>> twisted_torus_diameter(4, 8), twisted_torus_diameter(6, 12)
+    (4, 6)
+    """
+    t = b // 2 if twist is None else twist
+    x = np.arange(a)[:, None, None]
+    y = np.arange(b)[None, :, None]
+    reach = b // (2 * a) + 2
+    i = np.arange(-reach - 1, reach + 1)[None, None, :]
+    dy = (y - i * t) % b
+    dist = np.abs(x + i * a) + np.minimum(dy, b - dy)
+    return int(dist.min(axis=2).max())
+
+
+def twisted_torus_3d(n):
+    """The 3D twisted torus ``twistedtorus:AxBxC`` (sizes >= 3, not all equal, default twist)
+    of least diameter on ``n`` nodes, as ``(spec, diameter)``, or None. It is a Cayley graph,
+    so the eccentricity of node 0 is its diameter.
+
+    >>> twisted_torus_3d(128)
+    ('twistedtorus:4x4x8', 6)
+    """
+    from ..topology.metrics import eccentricity
+    from ..topology.registry import topology
+
+    best = None
+    for a in range(3, round(n ** (1 / 3)) + 2):
+        if n % a:
+            continue
+        for b in range(a, math.isqrt(n // a) + 1):
+            if (n // a) % b:
+                continue
+            c = n // (a * b)
+            if c < b or a == c:
+                continue
+            spec = f"twistedtorus:{a}x{b}x{c}"
+            diam = eccentricity(topology(spec), 0)
+            if best is None or diam < best[1]:
+                best = (spec, diam)
+    return best
+
+
+def _circulant_diameter(n, offsets):
+    """Eccentricity of node 0 in C(n, offsets) (vertex-transitive: the diameter)."""
+    steps = np.unique(np.concatenate([np.asarray(offsets), -np.asarray(offsets)]) % n)
+    seen = np.zeros(n, dtype=bool)
+    seen[0] = True
+    frontier = np.array([0])
+    depth = 0
+    while not seen.all():
+        nxt = np.unique((frontier[:, None] + steps[None, :]) % n)
+        nxt = nxt[~seen[nxt]]
+        if nxt.size == 0:
+            return None
+        seen[nxt] = True
+        frontier = nxt
+        depth += 1
+    return depth
+
+
+def circulant_rule(n, degree):
+    """A circulant of even ``degree`` >= 6 on ``n`` nodes: offsets ``1, s, s^2, ...`` (degree/2
+    of them) with the s of least diameter among ``2 .. 2 n^(2/degree)``. Returns
+    ``(spec, diameter)`` or None. Its BFB is bandwidth-optimal by the seed's Conjecture 1
+    (proven for degree 4 only).
+
+    >>> circulant_rule(100, 6)
+    ('circulant:100:1,6,36', 5)
+    """
+    k = degree // 2
+    if degree % 2 or k < 3 or n <= degree:
+        return None
+    best = None
+    top = max(3, int(2 * n ** (1.0 / k)) + 1)
+    for s in range(2, top + 1):
+        offsets = [pow(s, i, n) for i in range(k)]
+        residues = {o % n for o in offsets} | {(-o) % n for o in offsets}
+        if len(residues) != degree or 0 in residues:
+            continue
+        diam = _circulant_diameter(n, offsets)
+        if diam is not None and (best is None or diam < best[1]):
+            best = ("circulant:%d:%s" % (n, ",".join(map(str, offsets))), diam)
+    return best
+
+
+def _divisors(n):
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _integer_root(n, p):
+    r = round(n ** (1.0 / p))
+    for c in (r - 1, r, r + 1):
+        if c >= 2 and c**p == n:
+            return c
+    return None
+
+
+# ---------------------------------------------------------------------- the search
+class Search:
+    """Memoized bottom-up search for one maximum degree.
+
+    Parameters
+    ----------
+    degree : int
+        The cluster's degree d: intermediate candidates and final ones have at most d.
+    cache : Cache, optional
+        Results cache for the base database and computed costs (default: memory only).
+    products : bool
+        Include Cartesian products of bandwidth-optimal atoms (tori among them).
+    progress : callable, optional
+        ``progress(stage, done, total)`` during expensive work.
+    """
+
+    def __init__(self, degree, cache=None, *, products=True, progress=None):
+        self.degree = int(degree)
+        if self.degree < 1:
+            raise UnsupportedError(f"the degree must be >= 1, got {self.degree}")
+        self.cache = cache if cache is not None else Cache(enabled=False)
+        self.products = bool(products)
+        self.progress = progress
+        self.bases = BaseDatabase(self.cache, self.degree, progress=progress)
+        self._cells = {}
+        self._bw = {}
+        self._atoms = {}
+
+    # ------------------------------------------------------------------ atoms
+    def atoms(self, n, d):
+        """Bases and closed-form family members at exactly ``(n, d)``, simplest first."""
+        key = (n, d)
+        if key in self._atoms:
+            return self._atoms[key]
+        out = []
+        specs = set()
+        for e in self.bases.entries(n, d):
+            out.append(Candidate(e.spec, n, d, e.steps, e.t_b, ("spec", e.spec), "base", True,
+                                 e.bw_optimal))
+            specs.add(e.spec)
+
+        def family(spec, steps, exact=True):
+            if spec not in specs:
+                specs.add(spec)
+                out.append(_family(spec, n, d, steps, exact=exact))
+
+        if d == n - 1 and n >= 2:
+            family(f"complete:{n}", 1)
+        if n % 2 == 0 and d == n // 2 and d >= 2:
+            family(f"bipartite:{d}", 2)
+        if d == 2 and n >= 3:
+            family(f"ring:{n}", n // 2)
+        if d == 1 and n >= 3:
+            family(f"uniring:{n}", n - 1)
+        if d == 4 and n >= 6:
+            family(f"optcirculant:{n}", optcirculant_diameter(n))
+        for q in range(2, d + 2):
+            if d % (q - 1) == 0:
+                k = d // (q - 1)
+                if k >= 2 and q**k == n:
+                    family(f"hypercube:{k}" if q == 2 else f"hamming:{k},{q}", k)
+        # 2D twisted tori (and tori) are abelian Cayley graphs of degree 4: at most
+        # 2D^2 + 2D + 1 nodes lie within D steps, and optcirculant:N (N >= 6) reaches that
+        # bound, so at degree 4 they can only tie with it; they are not listed. Twisted tori of
+        # three dimensions compete at degree 6 (see generative).
+        if n > MAX_BASE_NODES:
+            for name, facts in DISTANCE_REGULAR_GRAPHS.items():
+                if facts["nodes"] == n and facts["degree"] == d:
+                    family(f"drg:{name}", facts["diameter"])
+        self._atoms[key] = out
+        return out
+
+    # ------------------------------------------------------------------ products
+    def bw_best(self, n, d):
+        """The bandwidth-optimal atom or product of such atoms with the fewest steps at
+        ``(n, d)``, or None. Only atoms whose BFB schedule is bandwidth-optimal qualify, so a
+        product's BFB is bandwidth-optimal too (seed Theorem 13)."""
+        key = (n, d)
+        if key in self._bw:
+            return self._bw[key]
+        best = None
+        for c in self.atoms(n, d):
+            if c.bw_optimal and c.recipe[0] == "spec" and (best is None or c.steps < best.steps):
+                best = c
+        if self.products:
+            for a in _divisors(n):
+                b = n // a
+                if a < 2 or b < a:
+                    continue
+                for d1 in range(1, d):
+                    left, right = self.bw_best(a, d1), self.bw_best(b, d - d1)
+                    if left is None or right is None:
+                        continue
+                    steps = left.steps + right.steps
+                    if best is None or steps < best.steps:
+                        best = _product(left, right, n, d, steps)
+        self._bw[key] = best
+        return best
+
+    # ------------------------------------------------------------------ cells
+    def cell(self, n, d):
+        """The Pareto frontier of everything at exactly ``(n, d)``: atoms, the best product
+        and expansions of smaller cells."""
+        key = (n, d)
+        if key in self._cells:
+            return self._cells[key]
+        found = list(self.atoms(n, d))
+        if self.products:
+            p = self.bw_best(n, d)
+            if p is not None and p.recipe[0] == "product":
+                found.append(p)
+        if d >= 2 and n % d == 0 and n // d >= 2:
+            for c in self.cell(n // d, d):
+                found.append(_expand(c, "line"))
+        for m in _divisors(d):
+            if m >= 2 and n % m == 0 and n // m >= 2:
+                for c in self.cell(n // m, d // m):
+                    found.append(_expand(c, "degree", m=m))
+        for p in _divisors(d):
+            if p >= 2:
+                r = _integer_root(n, p)
+                if r is not None:
+                    for c in self.cell(r, d // p):
+                        found.append(_expand(c, "power", n=p))
+        frontier = pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL,
+                                   keep_ties=False)
+        self._cells[key] = frontier
+        return frontier
+
+    # ------------------------------------------------------------------ targets
+    def generative(self, n):
+        """Candidates built directly at the target ``(n, degree)`` that are not cells of the
+        recursion: the generalized Kautz digraph and, for even degrees >= 6, a circulant."""
+        d = self.degree
+        out = []
+        if 2 <= d and min(d, n - 1) <= MAX_IN_DEGREE:       # 2^d subsets per receiver
+            cost = self.genkautz(n, d)
+            t_b = 0.5 * (cost["t_b_ag"] + cost["t_b_rs"])
+            out.append(Candidate(f"genkautz:{n},{d}", n, d, cost["steps"], t_b,
+                                 ("spec", f"genkautz:{n},{d}"), "computed", cost["exact"],
+                                 t_b <= _bound(n) * (1 + TOL)))
+        rule = circulant_rule(n, d)
+        if rule is not None:
+            out.append(_family(rule[0], n, d, rule[1], exact=False))
+        if d == 6:
+            twisted = twisted_torus_3d(n)
+            if twisted is not None:
+                out.append(_family(twisted[0], n, d, twisted[1]))
+        return out
+
+    def genkautz(self, n, d):
+        """The generalized Kautz digraph's BFB costs (cached)."""
+        key = f"genkautz:{n},{d}"
+        doc = self.cache.get("cost", key)
+        if doc is None:
+            if self.progress:
+                self.progress(f"BFB cost of {key}", 0, None)
+            doc = genkautz_cost(n, d)
+            self.cache.put("cost", key, doc)
+        return doc
+
+    def target(self, n):
+        """The Pareto frontier at ``n`` nodes over every degree up to ``degree``."""
+        n = int(n)
+        if n < 2:
+            raise UnsupportedError(f"the finder needs at least 2 nodes, got {n}")
+        found = []
+        for d in range(self.degree, 0, -1):
+            found.extend(self.cell(n, d))
+        found.extend(self.generative(n))
+        return pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL, keep_ties=False)
+
+
+def _expand(c, kind, **params):
+    steps, t_b = predict(kind, c.steps, c.t_b, c.nodes, **params)
+    if kind == "line":
+        nodes, degree, name = c.nodes * c.degree, c.degree, f"line({c.name})"
+        recipe, exact = ("line", c.recipe), False
+    elif kind == "degree":
+        m = params["m"]
+        nodes, degree, name = c.nodes * m, c.degree * m, f"degree({c.name},m={m})"
+        recipe, exact = ("degree", c.recipe, m), c.exact
+    else:
+        p = params["n"]
+        nodes, degree, name = c.nodes**p, c.degree * p, f"power({c.name},n={p})"
+        recipe, exact = ("power", c.recipe, p), c.exact
+    optimal = c.bw_optimal and kind != "line"
+    return Candidate(name, nodes, degree, steps, _bound(nodes) if optimal else t_b, recipe,
+                     "expanded", exact, optimal)
+
+
+def _factors(c):
+    return list(c.recipe[1]) if c.recipe[0] == "product" else [c.recipe]
+
+
+def _product(left, right, n, d, steps):
+    factors = _factors(left) + _factors(right)
+    specs = [f[1] for f in factors]
+    dims = []
+    for spec in specs:
+        family, _, arg = spec.partition(":")
+        if family == "ring":
+            dims.append(int(arg))
+        elif spec == "complete:2":
+            dims.append(2)
+        else:
+            dims = None
+            break
+    if dims and any(x >= 3 for x in dims):
+        name = "torus:" + "x".join(map(str, dims))
+        return Candidate(name, n, d, steps, _bound(n), ("spec", name), "product", True, True)
+    name = "product(" + ",".join(specs) + ")"
+    return Candidate(name, n, d, steps, _bound(n), ("product", tuple(factors)), "product",
+                     True, True)
