@@ -2,6 +2,7 @@
 that names the offending field."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -137,3 +138,6 @@ def test_write_is_atomic(tmp_path, allreduce):
     save_schedule(allreduce, path)
     assert load_schedule(path).num_transfers == allreduce.num_transfers
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's private 0600

@@ -130,10 +130,17 @@ def save_schedule(schedule, target):
         with os.fdopen(fd, "wb") as fh:
             for part in _dump_parts(schedule):
                 fh.write(part)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file is an ordinary one
         os.replace(tmp, path)
     except OSError as exc:
         os.unlink(tmp)
         raise ScheduleFormatError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # ---------------------------------------------------------------------------------- reading
