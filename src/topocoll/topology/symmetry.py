@@ -33,23 +33,21 @@ class TranslationGroup:
             strides[i] = strides[i + 1] * self.dims[i + 1]
         return strides
 
+    def _combine(self, a, b, sign):
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.int64)
+        for d, s in zip(self.dims, self._strides()):
+            out += ((a // s + sign * (b // s)) % d) * s
+        return out
+
     def add(self, x, v):
         """``x + v`` for node-id arrays (broadcasting)."""
-        x = np.asarray(x, dtype=np.int64)
-        v = np.asarray(v, dtype=np.int64)
-        out = np.zeros(np.broadcast_shapes(x.shape, v.shape), dtype=np.int64)
-        for d, s in zip(self.dims, self._strides()):
-            out += ((x // s + v // s) % d) * s
-        return out
+        return self._combine(x, v, 1)
 
     def subtract(self, y, x):
         """``y - x`` for node-id arrays: the label of the link ``x -> y``."""
-        y = np.asarray(y, dtype=np.int64)
-        x = np.asarray(x, dtype=np.int64)
-        out = np.zeros(np.broadcast_shapes(x.shape, y.shape), dtype=np.int64)
-        for d, s in zip(self.dims, self._strides()):
-            out += ((y // s - x // s) % d) * s
-        return out
+        return self._combine(y, x, -1)
 
 
 def _invariant(topology, group):
