@@ -8,7 +8,6 @@ to the lower bounds and the classic ring allreduce.
 
 import math
 
-import numpy as np
 
 from .errors import SpecError
 from .schedule.cost import evaluate
@@ -40,18 +39,6 @@ def _torus_dims(n, k):
     return best
 
 
-def _best_circulant(n):
-    """The offset a for which C(n, {a, a+1}) has the smallest diameter."""
-    best = None
-    for a in range(1, max(2, n // 2)):
-        if a + 1 >= n - a - 1 and 2 * (a + 1) != n:
-            break
-        d = diameter(topology(f"circulant:{n}:{a},{a + 1}"))
-        if best is None or d < best[0]:
-            best = (d, a)
-    return best[1]
-
-
 def default_specs(num_nodes, degree=4):
     """A handful of topologies with ``num_nodes`` nodes: tori, hypercube, circulant,
     generalized Kautz and the bidirectional ring (those that exist at that size)."""
@@ -66,8 +53,7 @@ def default_specs(num_nodes, degree=4):
     if n & (n - 1) == 0:
         specs.append(f"hypercube:{int(math.log2(n))}")
     if n >= 6:
-        a = _best_circulant(n)
-        specs.append(f"circulant:{n}:{a},{a + 1}")
+        specs.append(f"optcirculant:{n}")  # C(n, {a, a+1}) of smallest diameter
     specs.append(f"genkautz:{n},{degree}")
     specs.append(f"ring:{n}")
     return specs
