@@ -4,12 +4,10 @@ Bad input ends with a one-line ``error: ...`` on stderr and exit status 2; ``ver
 for a schedule that is invalid. Tables go to stdout, progress to stderr, ``--json`` prints JSON.
 """
 
-import json
 import os
 import sys
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -17,7 +15,6 @@ from rich.table import Table
 from .. import units
 from ..compare import check_plot_target, compare as _compare, describe_settings, fastest, \
     plot_comparison
-from ..errors import InvalidScheduleError, TopocollError
 from ..finder import Workload, find as _find, load_workload, plot_frontier
 from ..schedule.cost import evaluate as _evaluate
 from ..schedule.io import load_schedule, save_schedule
@@ -25,89 +22,11 @@ from ..schedule.verify import verify as _verify
 from ..survey import survey as _survey
 from ..synth import ALGORITHMS, generate
 from ..topology import (degree_summary, describe_families, diameter, moore_depth,
-                        save_topology, topology)
+                        save_topology)
 from ..topology.metrics import unreachable_pair
 from ..units import format_size, format_time
-
-EXIT_INVALID = 1
-EXIT_BAD_INPUT = 2
-
-_out = Console(highlight=False, soft_wrap=True)
-if not _out.is_terminal:  # pipes and files get whole tables, not an 80-column squeeze
-    _out.width = 220
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class _Fail(click.ClickException):
-    """A one-line error with a chosen exit code, printed without a traceback."""
-
-    def __init__(self, message, code=EXIT_BAD_INPUT):
-        super().__init__(message)
-        self.exit_code = code
-
-    def show(self, file=None):
-        click.echo(f"error: {self.message}", err=True)
-
-
-class _Group(click.Group):
-    """Turns topocoll's own errors and OS errors into one-line messages."""
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except InvalidScheduleError as exc:
-            raise _Fail(str(exc), EXIT_INVALID) from None
-        except TopocollError as exc:
-            raise _Fail(str(exc)) from None
-        except OSError as exc:
-            raise _Fail(f"{exc.filename or ''}: {exc.strerror}".lstrip(": ")) from None
-        except MemoryError:
-            raise _Fail("out of memory") from None
-
-
-def _unit(parser, what):
-    def convert(ctx, param, value):
-        if value is None:
-            return None
-        if isinstance(value, tuple):
-            return tuple(convert(ctx, param, v) for v in value)
-        try:
-            return parser(value, what=what)
-        except TopocollError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return convert
-
-
-def _progress(label):
-    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
-    if not _err.is_terminal:
-        return None, _NullContext()
-    bar = Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                   TimeElapsedColumn(), console=_err, transient=True)
-    task = bar.add_task(label, total=None)
-
-    def update(done, total):
-        bar.update(task, completed=done, total=total)
-    return update, bar
-
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _print_json(obj):
-    click.echo(json.dumps(obj, indent=2, allow_nan=False, default=float))
-
-
-def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
-    topo = topology(spec, bandwidth=bandwidth, latency=latency)
-    if node_bandwidth is not None:
-        topo = topo.with_node_bandwidth(node_bandwidth)
-    return topo
+from .common import (EXIT_INVALID, _Fail, _Group, _NullContext, _err, _load_topology, _out,
+                     _print_json, _progress, _topo_options, _unit)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -141,22 +60,6 @@ def topologies(as_json):
     for r in rows:
         table.add_row(r["name"], r["params"], r["example"], r["summary"])
     _out.print(table)
-
-
-_TOPO_OPTIONS = [
-    click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
-                 help="Set every link's bandwidth, e.g. 25Gbps or 3.125GB/s."),
-    click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
-                 help="Split each node's egress bandwidth evenly over its out-links."),
-    click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
-                 help="Set every link's latency, e.g. 10us."),
-]
-
-
-def _topo_options(func):
-    for option in reversed(_TOPO_OPTIONS):
-        func = option(func)
-    return func
 
 
 @cli.command()
@@ -597,6 +500,12 @@ def _print_find(result, files):
         _out.print(result.message, markup=False)
     if files:
         _out.print("wrote " + ", ".join(files.values()), markup=False)
+
+
+# Sub-commands of the later jobs live in their own modules (cli/<job>.py), each defining one
+# click command or group; they register here, one line each.
+# -- job sub-commands: begin --
+# -- job sub-commands: end --
 
 
 def main(argv=None):

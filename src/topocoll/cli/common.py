@@ -1,0 +1,108 @@
+"""Plumbing shared by every ``topocoll`` sub-command: one-line errors, unit options, progress
+bars, consoles and JSON output. Sub-commands of a job live in their own module and import these."""
+
+import json
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import units
+from ..errors import InvalidScheduleError, TopocollError
+from ..topology import topology
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+_out = Console(highlight=False, soft_wrap=True)
+if not _out.is_terminal:  # pipes and files get whole tables, not an 80-column squeeze
+    _out.width = 220
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _Fail(click.ClickException):
+    """A one-line error with a chosen exit code, printed without a traceback."""
+
+    def __init__(self, message, code=EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file=None):
+        click.echo(f"error: {self.message}", err=True)
+
+
+class _Group(click.Group):
+    """Turns topocoll's own errors and OS errors into one-line messages."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except InvalidScheduleError as exc:
+            raise _Fail(str(exc), EXIT_INVALID) from None
+        except TopocollError as exc:
+            raise _Fail(str(exc)) from None
+        except OSError as exc:
+            raise _Fail(f"{exc.filename or ''}: {exc.strerror}".lstrip(": ")) from None
+        except MemoryError:
+            raise _Fail("out of memory") from None
+
+
+def _unit(parser, what):
+    def convert(ctx, param, value):
+        if value is None:
+            return None
+        if isinstance(value, tuple):
+            return tuple(convert(ctx, param, v) for v in value)
+        try:
+            return parser(value, what=what)
+        except TopocollError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return convert
+
+
+def _progress(label):
+    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    if not _err.is_terminal:
+        return None, _NullContext()
+    bar = Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn(), console=_err, transient=True)
+    task = bar.add_task(label, total=None)
+
+    def update(done, total):
+        bar.update(task, completed=done, total=total)
+    return update, bar
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _print_json(obj):
+    click.echo(json.dumps(obj, indent=2, allow_nan=False, default=float))
+
+
+def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
+    topo = topology(spec, bandwidth=bandwidth, latency=latency)
+    if node_bandwidth is not None:
+        topo = topo.with_node_bandwidth(node_bandwidth)
+    return topo
+
+
+_TOPO_OPTIONS = [
+    click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+                 help="Set every link's bandwidth, e.g. 25Gbps or 3.125GB/s."),
+    click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+                 help="Split each node's egress bandwidth evenly over its out-links."),
+    click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+                 help="Set every link's latency, e.g. 10us."),
+]
+
+
+def _topo_options(func):
+    for option in reversed(_TOPO_OPTIONS):
+        func = option(func)
+    return func
