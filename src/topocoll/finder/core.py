@@ -223,7 +223,10 @@ def _fill_genkautz(store, sizes, degree, workers, progress):
     import concurrent.futures as cf
     import multiprocessing as mp
 
-    todo = [n for n in sizes if store.get("cost", f"genkautz:{n},{degree}") is None]
+    from .gktable import lookup
+
+    todo = [n for n in sizes if lookup(n, degree) is None
+            and store.get("cost", f"genkautz:{n},{degree}") is None]
     if not todo:
         return
     todo.sort(reverse=True)                       # big ones first: better balance

@@ -53,6 +53,7 @@ from ..errors import UnsupportedError
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
 from .bases import MAX_BASE_NODES, BaseDatabase
 from .bfbcost import MAX_IN_DEGREE, genkautz_cost
+from .gktable import lookup as lookup_genkautz
 from .cache import Cache
 
 __all__ = ["Candidate", "Search", "pareto_frontier", "predict", "optcirculant_diameter",
@@ -468,7 +469,7 @@ class Search:
     def genkautz(self, n, d):
         """The generalized Kautz digraph's BFB costs (cached)."""
         key = f"genkautz:{n},{d}"
-        doc = self.cache.get("cost", key)
+        doc = lookup_genkautz(n, d) or self.cache.get("cost", key)
         if doc is None:
             if self.progress:
                 self.progress(f"BFB cost of {key}", 0, None)

@@ -1,0 +1,132 @@
+"""The shipped table of exact BFB costs of the generalized Kautz digraph GK(n, d).
+
+The finder offers ``genkautz:N,d`` at every target size. Its exact BFB cost
+(:func:`topocoll.finder.bfbcost.genkautz_cost`) takes O(N^2) work per N, about 0.2 s at
+N = 2000, and a sweep over every N up to 2000 would spend minutes on it alone. The costs depend
+on nothing but ``(n, d)``, so, as the paper suggests for its search ("results can be saved for
+future use"), they are computed once by this module and shipped with the package: a sweep then
+reads them instead of recomputing them. Sizes outside the table are computed on demand (and
+cached by the finder). The tests recompute a random sample of the rows with the live code and
+require equality, so the table cannot drift from :mod:`topocoll.finder.bfbcost`.
+
+Regenerate (minutes; uses every core)::
+
+    python -m topocoll.finder.gktable --max-nodes 2048 --degrees 2-6
+
+>>> row = lookup(37, 4)
+>>> row["steps"], round(row["t_b_ag"], 6), row["exact"]
+(3, 1.297297, True)
+>>> lookup(10**6, 4) is None
+True
+"""
+
+import argparse
+import concurrent.futures as cf
+import csv
+import functools
+import io
+import multiprocessing as mp
+import os
+import sys
+from importlib import resources
+
+from .bfbcost import genkautz_cost
+
+__all__ = ["TABLE_VERSION", "lookup", "table", "parse_table", "compute_rows", "write_table"]
+
+#: Bump when :func:`genkautz_cost` changes what it computes: rows of another version are ignored.
+TABLE_VERSION = "genkautz-bfb-1"
+_FILE = "genkautz_bfb.csv"
+_FIELDS = ("n", "d", "steps", "t_b_ag", "t_b_rs")
+
+
+@functools.cache
+def table():
+    """``{(n, d): {"steps", "t_b_ag", "t_b_rs", "exact"}}`` from the shipped file (empty if the
+    file is missing or of another :data:`TABLE_VERSION`)."""
+    try:
+        text = resources.files(__package__).joinpath("data", _FILE).read_text()
+    except (FileNotFoundError, OSError):
+        return {}
+    return parse_table(text)
+
+
+def parse_table(text):
+    """The rows of a table file's ``text`` keyed by ``(n, d)``; ``{}`` when its version line is
+    not :data:`TABLE_VERSION` (a table of an older cost algorithm is never read)."""
+    lines = text.splitlines()
+    if not lines or lines[0] != f"# {TABLE_VERSION}":
+        return {}
+    out = {}
+    for row in csv.DictReader(line for line in lines[1:] if not line.startswith("#")):
+        n, d = int(row["n"]), int(row["d"])
+        out[n, d] = {"steps": int(row["steps"]), "t_b_ag": float(row["t_b_ag"]),
+                     "t_b_rs": float(row["t_b_rs"]), "exact": True}
+    return out
+
+
+def lookup(n, d):
+    """The shipped exact cost of GK(n, d) (a fresh dict), or None when the table lacks it."""
+    row = table().get((int(n), int(d)))
+    return None if row is None else dict(row)
+
+
+def _job(args):
+    n, d = args
+    return n, d, genkautz_cost(n, d)
+
+
+def compute_rows(sizes, degrees, *, workers=None, progress=None):
+    """Exact costs for every ``n`` in ``sizes`` and ``d`` in ``degrees``, as table rows."""
+    todo = sorted(((n, d) for d in degrees for n in sizes), key=lambda p: -p[0] * (1 << p[1]))
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    rows = []
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        for i, (n, d, cost) in enumerate(pool.map(_job, todo, chunksize=4)):
+            rows.append((n, d, cost["steps"], cost["t_b_ag"], cost["t_b_rs"]))
+            if progress:
+                progress(i + 1, len(todo))
+    return sorted(rows, key=lambda r: (r[1], r[0]))
+
+
+def write_table(rows, path):
+    """Write ``rows`` (from :func:`compute_rows`) as the shipped CSV, atomically."""
+    buf = io.StringIO()
+    buf.write(f"# {TABLE_VERSION}\n")
+    buf.write("# exact BFB costs of GK(n, d) with self-loops dropped, T_B in units of M/B; "
+              "written by python -m topocoll.finder.gktable\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(_FIELDS)
+    for n, d, steps, ag, rs in rows:
+        writer.writerow((n, d, steps, repr(float(ag)), repr(float(rs))))
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(buf.getvalue())
+    os.replace(tmp, path)
+
+
+def _range(text):
+    lo, _, hi = text.partition("-")
+    return range(int(lo), int(hi or lo) + 1)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Regenerate the shipped GK(n, d) BFB cost table.")
+    parser.add_argument("--max-nodes", type=int, default=2048)
+    parser.add_argument("--degrees", type=_range, default=_range("2-6"), help="e.g. 2-6")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--out", default=str(resources.files(__package__).joinpath("data", _FILE)))
+    args = parser.parse_args(argv)
+
+    def report(done, total):
+        if done % 200 == 0 or done == total:
+            print(f"{done}/{total}", file=sys.stderr, flush=True)
+
+    rows = compute_rows(range(2, args.max_nodes + 1), args.degrees, workers=args.workers,
+                        progress=report)
+    write_table(rows, args.out)
+    print(f"wrote {len(rows)} rows to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
