@@ -9,7 +9,7 @@ False
 
 import inspect
 
-from ..collectives import collective as _collective
+from ..collectives import COLLECTIVES, collective as _collective
 from ..errors import UnsupportedError
 from ..topology import topology as _topology
 from . import baselines, bfb, classic, torus_rings, trees
@@ -65,6 +65,17 @@ def _plain(schedule):
     return lambda topology, coll, root, progress, **options: schedule(topology, coll, **options)
 
 
+def _ten(topology, coll, root, progress, **options):
+    """TEN synthesis (TACOS greedy, or ``method=ilp``) with its options."""
+    from .ten import synthesize  # imported when used: the TEN code is not needed for BFB
+
+    params = inspect.signature(synthesize).parameters
+    for name in options:
+        if name in _RESERVED or name not in params:
+            raise UnsupportedError(f"algorithm ten has no option {name}")
+    return synthesize(topology, coll.name, root=root, progress=progress, **options)
+
+
 #: algorithm name -> (collectives it makes, summary,
 #: maker(topology, collective, root, progress, **options))
 ALGORITHMS = {
@@ -91,6 +102,8 @@ ALGORITHMS = {
     "rhd": (classic.RHD_COLLECTIVES,
             "recursive halving-doubling on hypercube:k, one link per step",
             _plain(rhd_schedule)),
+    "ten": (tuple(COLLECTIVES), "time-expanded-network synthesis (TACOS greedy; options "
+            "method=ilp, chunks, seed, restarts, size ...); also `topocoll synth`", _ten),
     "torusrings": (torus_rings.TORUS_RINGS_COLLECTIVES,
                    "traditional torus schedule: ring collectives dimension after dimension "
                    "(options multiport, dims)",

@@ -1,0 +1,92 @@
+"""TEN (TACOS) synthesis: quality and speed against the TACOS paper and code.
+
+All cases: 50 GiB/s links, 0.5 us latency, a 1 GiB all-gather buffer, one chunk per node.
+Times are the independent link-model simulation of the synthesized, verified schedule.
+"synth s" is wall time of the greedy plus building the schedule (median over seeds); "cpu s"
+the process CPU time of the same (the machine is shared, so wall time is noisy).
+
+    .venv/bin/python benchmarks/ten_synthesis.py [--runs 3] [--quick]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from topocoll.schedule import verify
+from topocoll.sim import simulate
+from topocoll.synth.greedy import greedy_events
+from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, ten_problem
+from topocoll.topology import topology
+
+GIB = 2 ** 30
+
+# case, spec, anchor time (us) or None, anchor label, synth-time anchor (s) or None
+CASES = [
+    ("5x5 mesh", "mesh:5x5", 9606.0, "TACOS regression value", None),
+    ("8x8 torus", "torus:8x8", 5321.0, "TACOS 5321 (bound 5008)", None),
+    ("32x32 mesh", "mesh:32x32", 10256.0, "target 10256, <= 8 s", 75.0),
+    ("hypercube 1024", "hypercube:10", None, "<= 5 s", 35.0),
+]
+
+
+def run_case(topo, seed, check):
+    t0, c0 = time.perf_counter(), time.process_time()
+    p = ten_problem(topo, "allgather", size=GIB)
+    r = greedy_events(*p.arrays(), seed=seed)
+    s = events_to_schedule(p, r.events)
+    synth, cpu = time.perf_counter() - t0, time.process_time() - c0
+    link_time = simulate(s, GIB).time
+    valid = verify(s).valid if check else None
+    return {"time": link_time, "synth": synth, "cpu": cpu, "valid": valid,
+            "slots": r.makespan, "bound": chunk_lower_bound(p)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3, help="seeds per case (median reported)")
+    ap.add_argument("--quick", action="store_true", help="skip the two 1024-node cases")
+    args = ap.parse_args()
+    cases = CASES[:2] if args.quick else CASES
+    rows = []
+    print(f"{'case':<16}{'anchor':>26}{'ours us':>11}{'ratio':>8}{'bound us':>10}"
+          f"{'spread us':>20}{'synth s':>9}{'cpu s':>7}{'anchor s':>9}  verified")
+    for name, spec, anchor, label, anchor_s in cases:
+        topo = topology(spec, bandwidth="50GiB/s", latency="0.5us")
+        res = [run_case(topo, seed, check=True) for seed in range(args.runs)]
+        times = [r["time"] * 1e6 for r in res]
+        med = statistics.median(times)
+        ratio = f"{med / anchor:.3f}" if anchor else "-"
+        rows.append((name, med))
+        print(f"{name:<16}{label:>26}{med:>11.1f}{ratio:>8}{res[0]['bound'] * 1e6:>10.1f}"
+              f"{f'{min(times):.1f}..{max(times):.1f}':>20}"
+              f"{statistics.median(r['synth'] for r in res):>9.2f}"
+              f"{statistics.median(r['cpu'] for r in res):>7.2f}"
+              f"{anchor_s if anchor_s else '-':>9}  {all(r['valid'] for r in res)}", flush=True)
+    # heterogeneous meshes: our verified time beside the chunk-model lower bound
+    print("\nheterogeneous meshes (link bandwidth 25/50/100 GiB/s at random, 0.5 us):")
+    print(f"{'case':<26}{'ours us':>11}{'bound us':>11}{'ratio':>8}{'spread us':>20}  verified")
+    for spec in ("mesh:5x5", "mesh:8x8"):
+        for chunks in (1, 4):
+            base = topology(spec)
+            rng = np.random.default_rng(1)
+            bw = rng.choice([25, 50, 100], size=base.num_links) * GIB
+            topo = base.with_links(bandwidth=bw, latency=0.5e-6, name=f"{spec}-hetero")
+            res = []
+            for seed in range(args.runs):
+                p = ten_problem(topo, "allgather", size=GIB, chunks=chunks)
+                r = greedy_events(*p.arrays(), seed=seed)
+                s = events_to_schedule(p, r.events)
+                res.append((simulate(s, GIB).time * 1e6, verify(s).valid,
+                            chunk_lower_bound(p) * 1e6))
+            times = [x[0] for x in res]
+            med, bound = statistics.median(times), res[0][2]
+            label = f"{spec} C={chunks}"
+            print(f"{label:<26}{med:>11.1f}{bound:>11.1f}{med / bound:>8.3f}"
+                  f"{f'{min(times):.1f}..{max(times):.1f}':>20}  {all(x[1] for x in res)}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

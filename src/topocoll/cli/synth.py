@@ -1,0 +1,194 @@
+"""``topocoll synth`` (TEN synthesis, TACOS) and ``topocoll simulate`` (link-model timing)."""
+
+import os
+import sys
+
+import click
+from rich.table import Table
+
+from .. import units
+from ..schedule.io import load_schedule, save_schedule
+from ..schedule.verify import verify as _verify
+from ..sim.linkmodel import simulate_many
+from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
+from ..synth.tenants import synthesize_tenants
+from ..units import format_size, format_time
+from .common import EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress, \
+    _topo_options, _unit
+
+__all__ = ["synth", "simulate"]
+
+
+def _check(schedule, no_verify):
+    if no_verify:
+        return "not verified"
+    report = _verify(schedule)
+    if not report.valid:  # a synthesizer bug: say so rather than hand out a wrong schedule
+        raise _Fail(f"synthesized schedule failed verification: {report.summary()}",
+                    EXIT_INVALID)
+    return "verified"
+
+
+@click.command()
+@click.argument("topo")
+@click.option("-c", "--collective", "collectives", multiple=True, required=True,
+              help=f"One of {', '.join(TEN_COLLECTIVES)}; NAME:ROOT for a root. Repeat for "
+                   "several tenants sharing the network (e.g. -c allgather -c broadcast:3).")
+@click.option("--root", type=int, help="Root of a rooted collective (default 0).")
+@click.option("--method", default="greedy", show_default=True, type=click.Choice(METHODS),
+              help="Greedy link-chunk matching or the ILP (small networks).")
+@click.option("--chunks", default=1, show_default=True, type=click.IntRange(1),
+              help="Chunks per shard.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0),
+              help="Seed of the greedy's tie-breaking (same seed, same schedule).")
+@click.option("--restarts", default=1, show_default=True, type=click.IntRange(1),
+              help="Greedy: keep the best of this many seeded runs.")
+@click.option("--workers", type=click.IntRange(1),
+              help="Processes for the restarts (default: one per core).")
+@click.option("--unwind-degree", type=click.IntRange(1),
+              help="Switch unwinding degree k (default: every endpoint to every other).")
+@click.option("--fail-links", help="Failed cables to remove first, e.g. '0-1,2-3' ('0>1': one "
+              "direction).")
+@click.option("--fail-nodes", help="Failed nodes to remove first, e.g. '5,7' (survivors are "
+              "renumbered).")
+@click.option("--time-limit", default=60.0, show_default=True, type=click.FloatRange(0),
+              help="ILP: seconds before early termination.")
+@click.option("--window", type=click.IntRange(1), help="ILP: time-clustering window (slots).")
+@click.option("--time-step", callback=_unit(units.parse_time, "--time-step"),
+              help="TEN discretization factor f (default: automatic).")
+@click.option("--size", default="1GiB", show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
+@_topo_options
+@click.option("-o", "--output", help="Schedule file ('-' for stdout); with several tenants a "
+              "folder that gets one file per tenant.")
+@click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwind_degree,
+          fail_links, fail_nodes, time_limit, window, time_step, size, link_bandwidth,
+          node_bandwidth, alpha, output, no_verify, as_json):
+    """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
+    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
+                  fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
+    if len(collectives) > 1:
+        if method != "greedy":
+            raise _Fail("several tenants are synthesized with --method greedy only")
+        if root is not None:
+            raise _Fail("with several tenants give roots as NAME:ROOT, not --root")
+        _tenants(t, collectives, common, output, no_verify, as_json)
+        return
+    name, _, root_text = collectives[0].partition(":")
+    if root_text:
+        if root is not None:
+            raise _Fail("give the root once: NAME:ROOT or --root")
+        if not root_text.isdigit():
+            raise _Fail(f"--collective {collectives[0]!r}: the root after ':' must be a node id")
+        root = int(root_text)
+    update, bar = _progress(f"ten-{method} {name} on {t.name}")
+    with bar:
+        s = synthesize(t, name, method=method, root=root, restarts=restarts, workers=workers,
+                       time_limit=time_limit, window=window, progress=update, **common)
+    status = _check(s, no_verify)
+    _write(s, output)
+    m = s.meta
+    ratio = m["link_model_time"] / m["chunk_lower_bound"] if m["chunk_lower_bound"] else None
+    if as_json:
+        doc = {"collective": s.collective.name, "root": s.root, "topology": s.topology.name,
+               "nodes": s.num_nodes, "algorithm": s.algorithm, "transfers": s.num_transfers,
+               "steps": s.num_steps, "status": status, "output": output,
+               "lower_bound_ratio": ratio, **m}
+        _print_json(doc)
+        return
+    where = f", written to {output}" if output and output != "-" else ""
+    bound = (f" (chunk-model lower bound {format_time(m['chunk_lower_bound'])}, "
+             f"{ratio:.3f}x)" if ratio else "")
+    spread = ""
+    if len(m.get("restart_makespans", ())) > 1:
+        spans = m["restart_makespans"]
+        spread = f"; restarts {min(spans)}..{max(spans)} slots"
+    extra = ""
+    if "ilp_status" in m:
+        extra = f"; ILP: {m['ilp_message']}"
+    click.echo(f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
+               f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, link-model time "
+               f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers, "
+               f"{status}{where}{spread}{extra}", err=output == "-")
+
+
+def _write(schedule, output):
+    if output == "-":
+        save_schedule(schedule, sys.stdout.buffer)
+        sys.stdout.flush()
+    elif output:
+        save_schedule(schedule, output)
+
+
+def _tenants(t, collectives, common, output, no_verify, as_json):
+    update, bar = _progress(f"ten-greedy tenants on {t.name}")
+    with bar:
+        res = synthesize_tenants(t, list(collectives), progress=update, **common)
+    statuses = [_check(s, no_verify) for s in res.schedules]
+    files = []
+    if output:
+        if output == "-":
+            raise _Fail("several tenants need a folder for -o, not '-'")
+        try:
+            os.makedirs(output, exist_ok=True)
+        except OSError as exc:
+            raise _Fail(f"cannot create {output}: {exc.strerror}") from None
+        for i, s in enumerate(res.schedules):
+            path = os.path.join(output, f"tenant{i}-{s.collective.name}.json")
+            save_schedule(s, path)
+            files.append(path)
+    if as_json:
+        doc = res.to_dict()
+        for row, status in zip(doc["tenants"], statuses):
+            row["status"] = status
+        doc["files"] = files
+        _print_json(doc)
+        return
+    table = Table(title=f"{len(res.schedules)} tenants on {res.meta['topology']}, one shared "
+                        f"network, slots of {format_time(res.time_step)}")
+    for col in ("#", "collective", "root", "transfers", "finish slot", "link-model finish",
+                "status"):
+        table.add_column(col, justify="right")
+    for i, (s, fs, ft, st) in enumerate(zip(res.schedules, res.finish_slots, res.finish_times,
+                                            statuses)):
+        table.add_row(str(i), s.collective.name, "-" if s.root is None else str(s.root),
+                      str(s.num_transfers), str(fs), format_time(ft), st)
+    _out.print(table)
+    _out.print(f"all tenants done after {format_time(res.time)}", markup=False)
+    if files:
+        _out.print("wrote " + ", ".join(files), markup=False)
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--size", default="1GiB", show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
+@click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+              help="Replace every link's latency.")
+@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+              help="Replace every link's bandwidth.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def simulate(files, size, alpha, link_bandwidth, as_json):
+    """Time schedule FILES in the link model (TACOS); several files share one network."""
+    schedules = [load_schedule(f) for f in files]
+    results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
+    if as_json:
+        rows = [{"file": f, "collective": s.collective.name, "algorithm": s.algorithm,
+                 **r.to_dict()} for f, s, r in zip(files, schedules, results)]
+        _print_json(rows[0] if len(rows) == 1 else rows)
+        return
+    shared = " sharing one network" if len(files) > 1 else ""
+    table = Table(title=f"link model at {format_size(size)}{shared}: a link carries one transfer "
+                        "at a time for latency + bytes/bandwidth")
+    for col in ("file", "collective", "algorithm", "transfers", "links used", "finish",
+                "busiest link"):
+        table.add_column(col, justify="left" if col == "file" else "right")
+    for f, s, r in zip(files, schedules, results):
+        d = r.to_dict()
+        table.add_row(f, s.collective.name, s.algorithm, str(d["transfers"]),
+                      f"{d['links_used']}/{d['links']}", format_time(d["time"]),
+                      format_time(d["max_link_busy"]))
+    _out.print(table)

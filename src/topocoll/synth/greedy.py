@@ -1,0 +1,446 @@
+"""Greedy link-chunk matching on the time-expanded network (TACOS-Greedy, MATH.md section 5).
+
+The problem is given in the raw TEN form shared with the ILP (:mod:`topocoll.synth.ten`):
+directed links ``link_src -> link_dst`` that carry one chunk at a time for ``link_steps`` TEN
+slots, and boolean matrices ``pre[c, n]`` / ``post[c, n]``: node ``n`` holds chunk ``c`` at slot
+0 / must hold it at the end. A send of chunk ``c`` on link ``l`` starting at slot ``t`` needs the
+sender to hold ``c`` at slot ``t`` and makes the receiver hold it at slot ``t + link_steps[l]``.
+
+Two kinds of chunks are matched, slot after slot, until the postcondition holds:
+
+* *flooding* chunks (wanted by several nodes: allgather, broadcast) spread like gossip. Every
+  free link ``u -> v`` gets one chunk that ``u`` holds and ``v`` still needs and is not already
+  receiving; the links into one node never pick the same chunk. Among candidates a link prefers
+  chunks that few of the receiver's in-neighbours hold (only this sender can deliver them soon),
+  then a seeded random choice. Node state is a bitset of ``uint64`` words, and every free link
+  of a slot is processed at once: the links into one node are served in rounds (shortest link
+  first), one link per node per round.
+* *routed* chunks (wanted by one node: scatter, gather, alltoall) travel as one copy along links
+  that strictly shorten their remaining (TEN-weighted) distance; chunks with the longest way to
+  go are matched first, and each slot's link-chunk pairs form a greedy matching.
+
+The result is a causal schedule by construction: a chunk is only sent by a node that holds it.
+
+>>> import numpy as np
+>>> src, dst = np.array([0, 1, 2]), np.array([1, 2, 0])          # uniring:3
+>>> pre = np.eye(3, dtype=bool); post = np.ones((3, 3), dtype=bool)   # allgather
+>>> r = greedy_events(3, src, dst, np.ones(3, dtype=int), pre, post, seed=0)
+>>> r.makespan, len(r.events)
+(2, 6)
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csgraph, csr_matrix
+
+from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+
+__all__ = ["greedy_events", "GreedyResult", "EVENT_DTYPE", "check_ten_problem"]
+
+#: One matched TEN link-chunk pair: ``chunk`` sent on ``link`` starting at slot ``start``.
+EVENT_DTYPE = np.dtype([("chunk", "<i8"), ("link", "<i8"), ("start", "<i8")])
+
+_ONE = np.uint64(1)
+
+
+@dataclass
+class GreedyResult:
+    """What :func:`greedy_events` found.
+
+    Attributes
+    ----------
+    events : numpy structured array of :data:`EVENT_DTYPE`
+        The sends, ordered by start slot.
+    makespan : int
+        The last arrival slot (0 if nothing had to move).
+    seed : int
+        The seed that made it.
+    """
+
+    events: np.ndarray
+    makespan: int
+    seed: int
+
+
+def check_ten_problem(num_nodes, link_src, link_dst, link_steps, pre, post):
+    """Validate and normalise a raw TEN problem; returns the arrays as int64/bool."""
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)) \
+            or num_nodes < 1:
+        raise InputTypeError(f"num_nodes must be a positive integer, got {num_nodes!r}")
+    src = np.asarray(link_src, dtype=np.int64).ravel()
+    dst = np.asarray(link_dst, dtype=np.int64).ravel()
+    steps = np.asarray(link_steps, dtype=np.int64).ravel()
+    if not (src.size == dst.size == steps.size):
+        raise UnsupportedError("link_src, link_dst and link_steps must have one entry per link")
+    if src.size and (src.min() < 0 or dst.min() < 0 or max(src.max(), dst.max()) >= num_nodes):
+        raise UnsupportedError(f"link endpoints must be nodes 0..{num_nodes - 1}")
+    if steps.size and steps.min() < 1:
+        raise UnsupportedError("link_steps must be >= 1 (a send takes at least one slot)")
+    pre = np.asarray(pre, dtype=bool)
+    post = np.asarray(post, dtype=bool)
+    if pre.ndim != 2 or pre.shape != post.shape or pre.shape[1] != num_nodes:
+        raise UnsupportedError("pre and post must be boolean arrays of shape "
+                               f"(num_chunks, {num_nodes}), got {pre.shape} and {post.shape}")
+    missing = post.any(axis=1) & ~pre.any(axis=1)
+    if np.any(missing):
+        raise UnsupportedError(f"chunk {int(np.flatnonzero(missing)[0])} is wanted but held by "
+                               "no node at the start")
+    return int(num_nodes), src, dst, steps, pre, post
+
+
+def _weighted_distances(num_nodes, src, dst, steps, targets):
+    """``dist[i, u]``: least TEN slots from ``u`` to ``targets[i]`` (inf if unreachable)."""
+    if src.size == 0:
+        d = np.full((targets.size, num_nodes), np.inf)
+        d[np.arange(targets.size), targets] = 0.0
+        return d
+    w = np.zeros((num_nodes, num_nodes))
+    # parallel links: the fastest one counts for distances
+    order = np.argsort(-steps, kind="stable")
+    w[dst[order], src[order]] = steps[order]          # transposed: distances *to* targets
+    graph = csr_matrix(w)
+    return csgraph.dijkstra(graph, directed=True, indices=targets)
+
+
+def _pick_bits(rows, rng, num_bits):
+    """Per row of ``uint64`` words: one set bit, found from a random place; -1 if none.
+
+    The search starts at a random word and takes the first non-zero word cyclically; inside it,
+    the first set bit after a random rotation. Chunk ids were shuffled once per seed, so this is
+    a cheap, seeded stand-in for a uniform random choice.
+    """
+    count, width = rows.shape
+    ar = np.arange(count)
+    # one random starting word per call (a per-row start costs a 2-D gather); rows still
+    # differ by their own random bit rotation below
+    w0 = int(rng.integers(0, width)) if width > 1 else 0
+    rolled = np.concatenate([rows[:, w0:], rows[:, :w0]], axis=1) if w0 else rows
+    nz = rolled != 0
+    found = nz.any(axis=1)
+    first = nz.argmax(axis=1)
+    word = rolled[ar, first]
+    wi = first + w0
+    wi[wi >= width] -= width
+    rot = rng.integers(0, 64, size=count).astype(np.uint64)
+    spun = (word >> rot) | (word << ((np.uint64(64) - rot) & np.uint64(63)))
+    spun = np.where(rot == 0, word, spun)
+    low = spun & (~spun + _ONE)
+    bit = np.log2(np.where(found, low, _ONE).astype(np.float64)).astype(np.int64)
+    bit = (bit + rot.astype(np.int64)) & 63
+    out = wi * 64 + bit
+    return np.where(found & (out < num_bits), out, -1)
+
+
+class _Flood:
+    """Bitset state of the flooding chunks."""
+
+    def __init__(self, chunks, pre, post, num_nodes, in_nbrs, in_links, rng):
+        self.chunks = chunks                     # original ids, position = internal bit id
+        k = chunks.size
+        self.k = k
+        self.width = max(1, (k + 63) // 64)
+        self.in_nbrs = in_nbrs                   # (N, dmax) distinct in-neighbours, -1 padded
+        self.in_links = in_links                 # (N, lmax) links into each node, -1 padded
+        self.held = np.zeros((num_nodes + 1, self.width), dtype=np.uint64)  # row N: padding
+        self.want = np.zeros((num_nodes, self.width), dtype=np.uint64)
+        self.pending = np.zeros((num_nodes, self.width), dtype=np.uint64)
+        self._set(self.held, pre[chunks].T)
+        self._set(self.want, post[chunks].T)
+        self.rng = rng
+
+    @staticmethod
+    def _set(bits, mask):
+        nodes, idx = np.nonzero(mask)
+        np.bitwise_or.at(bits, (nodes, idx >> 6), _ONE << (idx & 63).astype(np.uint64))
+
+    def missing(self):
+        return int(np.bitwise_count(self.want & ~self.held[:-1]).sum())
+
+    def match(self, t, free, link_src, link_dst, link_steps, out):
+        """Match flooding chunks to the free links; returns the links used."""
+        held = self.held
+        need = self.want & ~held[:-1] & ~self.pending
+        active = np.flatnonzero(need.any(axis=1))
+        none = np.zeros(0, dtype=np.int64)
+        if active.size == 0:
+            return none
+        tab = self.in_links[active]
+        ok = np.r_[free, False][tab]
+        keep = ok.any(axis=1)
+        if not keep.any():
+            return none
+        active, tab, ok = active[keep], tab[keep], ok[keep]
+        need = need[active]
+        # exclusivity tiers: chunks held by exactly one / two in-neighbours of the receiver
+        nb = self.in_nbrs[active]
+        nb = np.where(nb < 0, held.shape[0] - 1, nb)
+        a1 = held[nb[:, 0]]
+        a2 = np.zeros_like(a1)
+        a3 = np.zeros_like(a1)
+        for j in range(1, nb.shape[1]):
+            x = held[nb[:, j]]
+            a3 |= a2 & x
+            a2 |= a1 & x
+            a1 |= x
+        tier1 = a1 & ~a2
+        tier2 = a2 & ~a3
+        # passes: every waiting link picks a chunk; where links into one receiver picked the
+        # same chunk, the shortest link (else a random one) keeps it, the others pick again
+        prio = np.where(ok, np.r_[link_steps, 0][tab] + self.rng.random(tab.shape), np.inf)
+        row, col = np.nonzero(ok)
+        l_all = tab[row, col]
+        pr = prio[row, col]
+        used = []
+        while row.size:
+            l = l_all
+            c = held[link_src[l]] & need[row]
+            t1 = c & tier1[row]
+            t2 = c & tier2[row]
+            pick = np.where(t1.any(axis=1)[:, None], t1,
+                            np.where(t2.any(axis=1)[:, None], t2, c))
+            bit = _pick_bits(pick, self.rng, self.k)
+            go = bit >= 0
+            row, l_all, pr, bit = row[go], l_all[go], pr[go], bit[go]
+            if row.size == 0:
+                break
+            key = row * self.k + bit
+            order = np.lexsort((pr, key))
+            sk = key[order]
+            win = np.zeros(row.size, dtype=bool)
+            win[order[np.r_[True, sk[1:] != sk[:-1]]]] = True
+            r, l, b = row[win], l_all[win], bit[win]
+            word, mask = b >> 6, _ONE << (b & 63).astype(np.uint64)
+            np.bitwise_and.at(need, (r, word), ~mask)    # a receiver may take two bits of
+            v = link_dst[l]                               # one word in one pass
+            np.bitwise_or.at(self.pending, (v, word), mask)
+            out.append((self.chunks[b], l, np.full(l.size, t, dtype=np.int64),
+                        t + link_steps[l], v, b, np.zeros(l.size, dtype=bool)))
+            used.append(l)
+            row, l_all, pr = row[~win], l_all[~win], pr[~win]
+        return np.concatenate(used) if used else none
+
+    def arrive(self, v, bit):
+        word, mask = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
+        np.bitwise_or.at(self.held, (v, word), mask)
+        np.bitwise_and.at(self.pending, (v, word), ~mask)
+
+
+class _Routed:
+    """Single-copy chunks that travel to one target each."""
+
+    def __init__(self, chunks, pre, post, num_nodes, link_src, link_dst, link_steps, rng):
+        self.chunks = chunks
+        self.target = np.argmax(post[chunks], axis=1)
+        targets, inv = np.unique(self.target, return_inverse=True)
+        dist = _weighted_distances(num_nodes, link_src, link_dst, link_steps, targets)
+        self.dist_rows = inv                      # row of dist for each chunk
+        self.dist = dist
+        holders = pre[chunks]
+        d_hold = np.where(holders, dist[inv], np.inf)
+        self.pos = np.argmin(d_hold, axis=1)
+        if np.any(~np.isfinite(d_hold[np.arange(chunks.size), self.pos])):
+            i = int(np.flatnonzero(~np.isfinite(d_hold.min(axis=1)))[0])
+            raise NotStronglyConnectedError(
+                f"chunk {int(chunks[i])} cannot reach node {int(self.target[i])}",
+                pair=(int(self.pos[i]), int(self.target[i])))
+        self.done = self.pos == self.target
+        self.inflight = np.zeros(chunks.size, dtype=bool)
+        order = np.argsort(link_src, kind="stable")
+        self.out_links = order
+        self.out_ptr = np.r_[0, np.cumsum(np.bincount(link_src, minlength=num_nodes))]
+        self.rng = rng
+
+    def missing(self):
+        return int((~self.done).sum())
+
+    def match(self, t, free, link_src, link_dst, link_steps, out):
+        parked = np.flatnonzero(~self.done & ~self.inflight)
+        if parked.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        u = self.pos[parked]
+        counts = self.out_ptr[u + 1] - self.out_ptr[u]
+        rows = np.repeat(np.arange(parked.size), counts)
+        offs = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        links = self.out_links[self.out_ptr[u][rows] + offs]
+        chunk = parked[rows]
+        drow = self.dist_rows[chunk]
+        here = self.dist[drow, self.pos[chunk]]
+        there = self.dist[drow, link_dst[links]]
+        ok = free[links] & (there < here)
+        links, chunk, here, there = links[ok], chunk[ok], here[ok], there[ok]
+        if links.size == 0:
+            return links
+        slack = there + link_steps[links] - here
+        order = np.lexsort((self.rng.random(links.size), slack, -here))
+        links, chunk = links[order], chunk[order]
+        used_links = []
+        while links.size:
+            _, first = np.unique(links, return_index=True)
+            first.sort()
+            _, win = np.unique(chunk[first], return_index=True)
+            pick = first[win]
+            l, c = links[pick], chunk[pick]
+            used_links.append(l)
+            self.inflight[c] = True
+            out.append((self.chunks[c], l, np.full(l.size, t, dtype=np.int64),
+                        t + link_steps[l], link_dst[l], c, np.ones(l.size, dtype=bool)))
+            keep = ~np.isin(links, l) & ~np.isin(chunk, c)
+            links, chunk = links[keep], chunk[keep]
+        return np.concatenate(used_links)
+
+    def arrive(self, v, c):
+        self.pos[c] = v
+        self.inflight[c] = False
+        self.done[c] = v == self.target[c]
+
+
+def _in_table(num_nodes, dst, values):
+    """``(N, width)`` table: row v lists ``values`` of the entries with ``dst == v``; -1 pad."""
+    order = np.argsort(dst, kind="stable")
+    d, s = dst[order], values[order]
+    counts = np.bincount(d, minlength=num_nodes)
+    width = max(1, int(counts.max()) if counts.size else 1)
+    table = np.full((num_nodes, width), -1, dtype=np.int64)
+    start = np.cumsum(counts) - counts
+    table[d, np.arange(d.size) - start[d]] = s
+    return table
+
+
+def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=0,
+                  blocked=None, progress=None):
+    """Synthesize a schedule on the TEN by greedy link-chunk matching.
+
+    Parameters
+    ----------
+    num_nodes : int
+    link_src, link_dst : int arrays (L,)
+        The directed links.
+    link_steps : int array (L,)
+        TEN slots a chunk occupies each link (>= 1).
+    pre, post : bool arrays (num_chunks, num_nodes)
+        Who holds each chunk at slot 0, who must hold it at the end.
+    seed : int
+        Seeds the tie-breaking (chunk choice and link order); same seed, same result.
+    blocked : bool array (L, H), optional
+        ``blocked[l, s]``: link ``l`` is taken at slot ``s`` by someone else (multi-tenant
+        synthesis); a send may only start where its whole duration is free.
+    progress : callable, optional
+        ``progress(done, total)`` in delivered chunk copies.
+
+    Returns
+    -------
+    GreedyResult
+
+    Raises
+    ------
+    NotStronglyConnectedError
+        If some wanted chunk cannot reach a node that must hold it.
+    """
+    n, src, dst, steps, pre, post = check_ten_problem(num_nodes, link_src, link_dst,
+                                                      link_steps, pre, post)
+    rng = np.random.default_rng(seed)
+    todo = post & ~pre
+    single = post.sum(axis=1) == 1
+    routed_ids = np.flatnonzero(single & todo.any(axis=1))
+    flood_ids = np.flatnonzero(~single & todo.any(axis=1))
+    _check_reachable(n, src, dst, pre, todo, flood_ids)
+    flood = routed = None
+    if flood_ids.size:
+        pairs = np.unique(dst * n + src)
+        flood = _Flood(rng.permutation(flood_ids), pre, post, n,
+                       _in_table(n, pairs // n, pairs % n),
+                       _in_table(n, dst, np.arange(src.size)), rng)
+    if routed_ids.size:
+        routed = _Routed(routed_ids, pre, post, n, src, dst, steps, rng)
+    parts = [p for p in (flood, routed) if p is not None]
+    total = sum(p.missing() for p in parts)
+    can_start = None
+    if blocked is not None:
+        blocked = np.asarray(blocked, dtype=bool)
+        if blocked.ndim != 2 or blocked.shape[0] != src.size:
+            raise UnsupportedError(f"blocked must have shape ({src.size}, H)")
+        horizon = blocked.shape[1]
+        pad = np.zeros((src.size, int(steps.max(initial=1)) + 1), dtype=bool)
+        occ = np.concatenate([blocked, pad], axis=1).astype(np.int64)
+        csum = np.concatenate([np.zeros((src.size, 1), dtype=np.int64), occ.cumsum(axis=1)], 1)
+        s_idx = np.arange(horizon)
+        ends = np.minimum(s_idx[None, :] + steps[:, None], occ.shape[1])
+        can_start = (csum[np.arange(src.size)[:, None], ends] - csum[:, s_idx]) == 0
+    busy = np.zeros(src.size, dtype=np.int64)
+    arrivals = {}
+    sends = []
+    t = 0
+    remaining = total
+    while remaining:
+        for kind, v, ident in arrivals.pop(t, ()):
+            (routed if kind else flood).arrive(v, ident)
+        free = busy <= t
+        if can_start is not None and t < can_start.shape[1]:
+            free &= can_start[:, t]
+        out = []
+        for part in parts:
+            if not free.any():
+                break
+            used = part.match(t, free, src, dst, steps, out)
+            if used.size:
+                free[used] = False
+                busy[used] = t + steps[used]
+        for chunk, l, start, arrive, v, ident, is_routed in out:
+            sends.append((chunk, l, start, arrive))
+            kind = bool(is_routed[0])
+            for slot in np.unique(arrive):
+                m = arrive == slot
+                arrivals.setdefault(int(slot), []).append((kind, v[m], ident[m]))
+        remaining = sum(p.missing() for p in parts)
+        if progress is not None and total:
+            progress(total - remaining, total)
+        if not remaining:
+            break
+        nxt = [s for s in arrivals if s > t]
+        later = busy[busy > t]
+        if not nxt and not out and (can_start is None or t >= can_start.shape[1]):
+            raise NotStronglyConnectedError("greedy synthesis is stuck: some wanted chunk "
+                                            "cannot travel on")
+        candidates = nxt + ([int(later.min())] if later.size else [])
+        if can_start is not None and t + 1 < can_start.shape[1]:
+            candidates.append(t + 1)  # blocked windows open at any slot
+        t = min(candidates) if candidates else t + 1
+    if sends:
+        chunk, link, start, arrive = (np.concatenate(x) for x in zip(*sends))
+    else:
+        chunk = link = start = arrive = np.zeros(0, dtype=np.int64)
+    events = np.empty(chunk.size, dtype=EVENT_DTYPE)
+    events["chunk"], events["link"], events["start"] = chunk, link, start  # in start order
+    makespan = int(arrive.max()) if arrive.size else 0
+    return GreedyResult(events, makespan, int(seed))
+
+
+def _check_reachable(n, src, dst, pre, todo, flood_ids):
+    """Every node that must receive a flooding chunk can be reached from one of its holders."""
+    if flood_ids.size == 0:
+        return
+    adj = csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    count, labels = csgraph.connected_components(adj, directed=True, connection="strong")
+    if count == 1:
+        return
+    # small or broken networks only: check per distinct holder set
+    seen = {}
+    for c in flood_ids:
+        holders = np.flatnonzero(pre[c])
+        key = holders.tobytes()
+        if key not in seen:
+            order = csgraph.breadth_first_order(adj, int(holders[0]), directed=True,
+                                                return_predecessors=False)
+            reach = np.zeros(n, dtype=bool)
+            reach[order] = True
+            for h in holders[1:]:
+                o = csgraph.breadth_first_order(adj, int(h), directed=True,
+                                                return_predecessors=False)
+                reach[o] = True
+            seen[key] = reach
+        bad = np.flatnonzero(todo[c] & ~seen[key])
+        if bad.size:
+            raise NotStronglyConnectedError(
+                f"node {int(bad[0])} cannot be reached from node {int(holders[0])}, which holds "
+                f"chunk {int(c)}", pair=(int(holders[0]), int(bad[0])))

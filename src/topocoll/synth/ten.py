@@ -1,0 +1,493 @@
+"""Time-expanded-network (TEN) synthesis of every collective (TACOS, MATH.md section 5).
+
+The TEN model shared by the greedy matcher (:mod:`topocoll.synth.greedy`) and the ILP
+(:mod:`topocoll.synth.ten_ilp`):
+
+* every shard is cut into ``C`` chunks (``--chunks``), so an allgather on N nodes has ``N*C``
+  chunks of ``M/(N*C)`` bytes; chunk ``c`` is bytes ``[(c % C)/C, (c % C + 1)/C)`` of shard
+  ``c // C``;
+* the *precondition* ``pre[c, n]`` / *postcondition* ``post[c, n]`` say which node holds chunk
+  ``c`` at the start / must hold it at the end (from :mod:`topocoll.collectives`);
+* every link's chunk time ``latency + chunk_bytes / bandwidth`` is discretized by a factor ``f``
+  into ``ceil(cost / f)`` TEN slots (paper section IV-C); on uniform links ``f`` is the chunk
+  time and every link takes one slot;
+* a send of chunk ``c`` on link ``l`` starting at slot ``t`` becomes a transfer in step
+  ``t + 1``; it arrives at slot ``t + link_steps[l]``.
+
+Allgather, broadcast, scatter, gather and alltoall are synthesized natively; reduce-scatter and
+reduce are the allgather / broadcast synthesized on the transposed topology and run backwards
+(:func:`topocoll.schedule.transforms.reverse`); allreduce is reduce-scatter then allgather
+(:func:`~topocoll.schedule.transforms.concatenate`). Every schedule is timed afterwards by the
+independent link-model simulator (:mod:`topocoll.sim.linkmodel`), never by the synthesizer's
+own claim.
+
+>>> s = synthesize("mesh:3x3", "allgather", size="1GiB", seed=0)
+>>> s.meta["makespan_slots"], s.meta["chunk_lower_bound_slots"]
+(4, 4)
+>>> from topocoll.schedule import verify
+>>> verify(synthesize("ring:6", "allreduce", chunks=2)).valid
+True
+"""
+
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import csgraph, csr_matrix
+
+from ..collectives import collective as _collective
+from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from ..schedule.model import Schedule, transfer_array
+from ..schedule.transforms import concatenate, reverse
+from ..topology import topology as _topology
+from ..topology.model import Topology
+from ..units import parse_size, parse_time
+from .greedy import greedy_events
+
+__all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
+           "chunk_lower_bound", "events_to_schedule", "METHODS", "DEFAULT_SIZE",
+           "TEN_COLLECTIVES"]
+
+#: Default buffer size for TEN synthesis: 1 GiB, as in the TACOS comparisons.
+DEFAULT_SIZE = float(2 ** 30)
+#: Synthesis methods.
+METHODS = ("greedy", "ilp")
+#: Collectives the TEN synthesizer makes (all eight).
+TEN_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "scatter",
+                   "gather", "alltoall")
+#: Combining collectives and the non-combining collective they are the reversal of.
+_REVERSED = {"reduce_scatter": "allgather", "reduce": "broadcast"}
+_REL_ERROR = 0.05     # auto discretization: accept a rounding error of 5% per link
+_MAX_RESOLUTION = 8
+
+
+def chunk_conditions(collective, num_nodes, chunks=1, root=None):
+    """Pre- and postcondition ``(pre, post)`` of a non-combining collective with C chunks.
+
+    Both are boolean arrays ``(num_shards * chunks, num_nodes)``.
+
+    >>> pre, post = chunk_conditions("scatter", 3, chunks=2, root=0)
+    >>> bool(pre[:, 0].all()), post.sum(axis=1).tolist()
+    (True, [1, 1, 1, 1, 1, 1])
+    """
+    coll = _collective(collective)
+    if coll.combining:
+        raise UnsupportedError(f"{coll.name} combines; its TEN problem is the one of "
+                               f"{_REVERSED.get(coll.name, 'reduce_scatter + allgather')}")
+    _check_chunks(chunks)
+    n = int(num_nodes)
+    shards = coll.num_shards(n)
+    owner = coll.start_owner(n, root)
+    target = coll.end_target(n, root)
+    k = shards * chunks
+    shard_of = np.arange(k) // chunks
+    pre = np.zeros((k, n), dtype=bool)
+    pre[np.arange(k), owner[shard_of]] = True
+    if target is None:
+        post = np.ones((k, n), dtype=bool)
+    else:
+        post = np.zeros((k, n), dtype=bool)
+        post[np.arange(k), target[shard_of]] = True
+    return pre, post
+
+
+def _check_chunks(chunks):
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise UnsupportedError(f"chunks must be a whole number >= 1, got {chunks!r}")
+
+
+def discretize(cost, time_step=None):
+    """TEN slots per link, ``ceil(cost / f)``, and the factor ``f`` (seconds per slot).
+
+    Without ``time_step``, ``f`` is the smallest link cost divided by the least resolution
+    r = 1..8 that rounds every link up by at most 5% (uniform links: r = 1, one slot each).
+
+    >>> discretize(np.array([1.0, 1.0]))[0].tolist()
+    [1, 1]
+    >>> steps, f = discretize(np.array([1.0, 1.5]))
+    >>> steps.tolist(), f
+    ([2, 3], 0.5)
+    """
+    cost = np.asarray(cost, dtype=float)
+    if cost.size == 0:
+        return np.zeros(0, dtype=np.int64), 1.0
+    if np.any(~np.isfinite(cost)) or np.any(cost <= 0):
+        raise UnsupportedError("every link needs a positive, finite chunk time")
+    if time_step is not None:
+        f = parse_time(time_step, what="time_step")
+        if f <= 0:
+            raise UnsupportedError(f"time_step must be positive, got {time_step!r}")
+    else:
+        base = float(cost.min())
+        for r in range(1, _MAX_RESOLUTION + 1):
+            f = base / r
+            steps = np.ceil(cost / f * (1 - 1e-12))
+            if np.all(steps * f <= cost * (1 + _REL_ERROR)):
+                break
+    steps = np.maximum(1, np.ceil(cost / f * (1 - 1e-12))).astype(np.int64)
+    return steps, float(f)
+
+
+@dataclass
+class TenProblem:
+    """A collective on a topology in TEN form.
+
+    Attributes
+    ----------
+    topology : Topology
+    collective : Collective
+        A non-combining collective.
+    root : int or None
+    chunks : int
+        Chunks per shard, C.
+    size : float
+        Buffer size M in bytes.
+    chunk_bytes : float
+    link_cost : float array
+        Seconds one chunk occupies each link.
+    time_step : float
+        The discretization factor f (seconds per slot).
+    link_steps : int array
+        ``ceil(link_cost / f)``.
+    pre, post : bool arrays (num_chunks, num_nodes)
+    """
+
+    topology: Topology
+    collective: object
+    root: object
+    chunks: int
+    size: float
+    chunk_bytes: float
+    link_cost: np.ndarray = field(repr=False)
+    time_step: float = 1.0
+    link_steps: np.ndarray = field(repr=False, default=None)
+    pre: np.ndarray = field(repr=False, default=None)
+    post: np.ndarray = field(repr=False, default=None)
+
+    @property
+    def num_chunks(self):
+        return int(self.pre.shape[0])
+
+    def arrays(self):
+        """``(num_nodes, link_src, link_dst, link_steps, pre, post)`` for the solvers."""
+        t = self.topology
+        return (t.num_nodes, t.src, t.dst, self.link_steps, self.pre, self.post)
+
+
+def ten_problem(topology, collective, *, chunks=1, size=DEFAULT_SIZE, root=None,
+                time_step=None):
+    """Build the :class:`TenProblem` of a non-combining collective.
+
+    >>> p = ten_problem("mesh:5x5", "allgather", size="1GiB")
+    >>> p.num_chunks, int(p.link_steps.max())
+    (25, 1)
+    """
+    topo = _topology(topology)
+    topo.require_no_switches("TEN synthesis (unwind switches first)")
+    coll = _collective(collective)
+    _check_chunks(chunks)
+    size = parse_size(size)
+    if size <= 0:
+        raise UnsupportedError(f"size must be positive, got {size!r}")
+    pre, post = chunk_conditions(coll, topo.num_nodes, chunks, root)
+    chunk_bytes = coll.shard_fraction(topo.num_nodes) * size / chunks
+    cost = topo.latency + chunk_bytes / topo.bandwidth
+    steps, f = discretize(cost, time_step)
+    return TenProblem(topo, coll, root, int(chunks), float(size), float(chunk_bytes), cost, f,
+                      steps, pre, post)
+
+
+def events_to_schedule(problem, events, *, algorithm="ten-greedy", meta=None):
+    """Turn TEN events (``chunk, link, start``) into a :class:`Schedule` (step = start + 1)."""
+    t = problem.topology
+    events = np.asarray(events)
+    chunk = events["chunk"].astype(np.int64)
+    link = events["link"].astype(np.int64)
+    c = problem.chunks
+    part = chunk % c
+    transfers = transfer_array(events["start"].astype(np.int64) + 1, t.src[link], t.dst[link],
+                               chunk // c, part / c, (part + 1) / c)
+    order = np.argsort(transfers["step"], kind="stable")
+    return Schedule(t, problem.collective, transfers[order],
+                    root=problem.root if problem.collective.rooted else None,
+                    algorithm=algorithm, meta=meta)
+
+
+def chunk_lower_bound(problem):
+    """A lower bound (seconds) on any schedule of ``problem``'s chunks in the link model.
+
+    The largest of: for every node, the time its in-links (out-links for what it must send)
+    need to carry the chunks it must receive (send), each link carrying one chunk per chunk
+    time; and the least chunk-time path from the nearest holder of a chunk to a node that wants
+    it.
+    """
+    t = problem.topology
+    n = t.num_nodes
+    cost = problem.link_cost
+    pre, post = problem.pre, problem.post
+    recv = (post & ~pre).sum(axis=0)
+    # what a node must send: chunks it alone holds at the start that someone else wants
+    sole = pre & (pre.sum(axis=1) == 1)[:, None] & (post & ~pre).any(axis=1)[:, None]
+    send = sole.sum(axis=0)
+    bound = max(_stream_bound(t.dst, cost, recv, n), _stream_bound(t.src, cost, send, n))
+    if t.num_links and (post & ~pre).any():
+        w = np.zeros((n, n))
+        order = np.argsort(-cost, kind="stable")
+        w[t.src[order], t.dst[order]] = cost[order]
+        holders = np.unique(np.flatnonzero(pre.any(axis=1)))
+        start_nodes = np.unique(np.nonzero(pre[holders])[1])
+        dist = csgraph.dijkstra(csr_matrix(w), directed=True, indices=start_nodes)
+        d_full = np.full((n, n), np.inf)
+        d_full[start_nodes] = dist
+        # per chunk: nearest holder to each wanting node
+        need_c, need_v = np.nonzero(post & ~pre)
+        rows = np.unique(need_c)
+        near = np.full((rows.size, n), np.inf)
+        for i, c in enumerate(rows):            # distinct holder sets are few in practice
+            near[i] = d_full[pre[c]].min(axis=0)
+        far = near[np.searchsorted(rows, need_c), need_v]
+        if np.any(~np.isfinite(far)):
+            raise NotStronglyConnectedError("some node cannot be reached by a chunk it needs")
+        bound = max(bound, float(far.max()))
+    return float(bound)
+
+
+def _stream_bound(ends, cost, demand, n):
+    """Least T with sum over a node's links of floor(T / cost) >= demand, maxed over nodes."""
+    if not np.any(demand > 0):
+        return 0.0
+    nodes = np.flatnonzero(demand > 0)
+    lo = np.zeros(n)
+    hi = np.full(n, np.inf)
+    rate = np.bincount(ends, weights=1.0 / cost, minlength=n)
+    if np.any(rate[nodes] == 0):
+        raise NotStronglyConnectedError(f"node {int(nodes[rate[nodes] == 0][0])} has no link "
+                                        "to carry its chunks")
+    hi[nodes] = (demand[nodes] + 1) / rate[nodes] + cost.max()
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        got = np.bincount(ends, weights=np.floor(mid[ends] / cost), minlength=n)
+        ok = got >= demand
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok, lo, mid)
+    # snap to the completion time of the last chunk actually needed
+    snapped = np.zeros(n)
+    np.maximum.at(snapped, ends, np.floor(hi[ends] / cost * (1 + 1e-12)) * cost)
+    return float(snapped[nodes].max())
+
+
+def _restart_seed(seed, index):
+    if index == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
+
+
+def _greedy_job(args):
+    arrays, seed = args
+    r = greedy_events(*arrays, seed=seed)
+    return r.makespan, r.events
+
+
+def _run_greedy(problem, seed, restarts, workers, progress):
+    arrays = problem.arrays()
+    seeds = [_restart_seed(seed, i) for i in range(restarts)]
+    if workers is None:
+        workers = min(restarts, os.cpu_count() or 1)
+    results = []
+    if restarts == 1 or workers <= 1:
+        for i, s in enumerate(seeds):
+            cb = progress if restarts == 1 else None
+            r = greedy_events(*arrays, seed=s, progress=cb)
+            results.append((r.makespan, r.events))
+            if progress is not None and restarts > 1:
+                progress(i + 1, restarts)
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for i, res in enumerate(pool.map(_greedy_job, [(arrays, s) for s in seeds])):
+                results.append(res)
+                if progress is not None:
+                    progress(i + 1, restarts)
+    spans = [r[0] for r in results]
+    best = int(np.argmin(spans))               # first best: independent of the worker count
+    return results[best][1], results[best][0], {"restart_makespans": spans,
+                                                "best_restart": best,
+                                                "best_seed": seeds[best]}
+
+
+def _run_ilp(problem, seed, time_limit, window, progress):
+    try:
+        from .ten_ilp import ilp_events
+    except ImportError:
+        raise UnsupportedError("method ilp needs topocoll.synth.ten_ilp, which is not "
+                               "installed; use method greedy") from None
+    res = ilp_events(*problem.arrays(), time_limit=float(time_limit), window=window,
+                     early_stop=True, seed=seed, progress=progress)
+    info = {"ilp_status": int(res.status), "ilp_message": str(res.message),
+            "ilp_optimal": bool(res.optimal)}
+    return res.events, int(res.makespan), info
+
+
+def _prepare_topology(topology, unwind_degree, fail_links, fail_nodes):
+    from ..topology.unwind import fail_links as _fail_links, fail_nodes as _fail_nodes, \
+        unwind_switches
+    topo = _topology(topology)
+    if fail_links:
+        topo = _fail_links(topo, fail_links)
+    if fail_nodes:
+        topo = _fail_nodes(topo, fail_nodes)
+    if topo.switches:
+        topo = unwind_switches(topo, unwind_degree)
+    elif unwind_degree is not None:
+        _check_degree(unwind_degree)
+    return topo
+
+
+def _check_degree(k):
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise UnsupportedError(f"unwind degree must be a whole number >= 1, got {k!r}")
+
+
+def synthesize(topology, collective, *, method="greedy", chunks=1, size=DEFAULT_SIZE,
+               root=None, seed=0, restarts=1, workers=None, unwind_degree=None,
+               fail_links=None, fail_nodes=None, time_step=None, time_limit=60.0,
+               window=None, progress=None):
+    """Synthesize a schedule of any collective on any topology through the TEN.
+
+    Parameters
+    ----------
+    topology : Topology or str
+        The network; switch nodes are unwound first (``unwind_degree``), failed links and
+        nodes are removed before that.
+    collective : str
+        Any of the eight collectives.
+    method : {"greedy", "ilp"}
+        Greedy link-chunk matching, or the ILP (small cases).
+    chunks : int
+        Chunks per shard C.
+    size : float or str
+        Buffer size M (default 1 GiB); sets the chunk times and so the discretization.
+    root : int, optional
+        Root of a rooted collective (default 0).
+    seed : int
+        Seeds the greedy's tie-breaking; same seed, same schedule.
+    restarts : int
+        Best of this many greedy runs (seeds derived from ``seed``).
+    workers : int, optional
+        Processes for the restarts (default: one per core, at most ``restarts``); the result
+        does not depend on it.
+    unwind_degree : int, optional
+        Degree k of switch unwinding (default: every endpoint of a switch reaches every other).
+    fail_links : str or list of (u, v), optional
+        Cables to remove before synthesis (``"0-1,2-3"``; ``"0>1"`` for one direction).
+    fail_nodes : str or list of int, optional
+        Nodes to remove (the survivors are renumbered, see ``meta["nodes_kept"]``).
+    time_step : float or str, optional
+        The discretization factor f (default: automatic, see :func:`discretize`).
+    time_limit : float
+        ILP: seconds before early termination.
+    window : int, optional
+        ILP: time clustering window in slots.
+    progress : callable, optional
+        ``progress(done, total)``.
+
+    Returns
+    -------
+    Schedule
+        With ``meta``: ``method``, ``seed``, ``chunks``, ``size``, ``time_step``,
+        ``makespan_slots``, ``ten_time`` (slots x f), ``link_model_time`` (simulated),
+        ``chunk_lower_bound`` (seconds) and, for the greedy, ``restart_makespans``.
+
+    Examples
+    --------
+    >>> s = synthesize("ring:4", "reduce", root=2, chunks=2)
+    >>> s.collective.name, s.root, s.meta["method"]
+    ('reduce', 2, 'greedy')
+    """
+    if method not in METHODS:
+        raise UnsupportedError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    for name, value in (("restarts", restarts),):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise UnsupportedError(f"{name} must be a whole number >= 1, got {value!r}")
+    if workers is not None and (isinstance(workers, bool) or
+                                not isinstance(workers, (int, np.integer)) or workers < 1):
+        raise UnsupportedError(f"workers must be a whole number >= 1, got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputTypeError(f"seed must be a non-negative integer, got {seed!r}")
+    _check_chunks(chunks)
+    topo = _prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
+    coll = _collective(collective)
+    if coll.rooted:
+        root = 0 if root is None else root
+        if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or \
+                not 0 <= root < topo.num_nodes:
+            raise UnsupportedError(f"root must be a node 0..{topo.num_nodes - 1}, got {root!r}")
+        root = int(root)
+    elif root is not None:
+        raise UnsupportedError(f"{coll.name} takes no root")
+    size = parse_size(size)
+    opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
+                workers=workers, time_step=time_step, time_limit=time_limit, window=window,
+                progress=progress)
+    if coll.name == "allreduce":
+        rs = _synth_one(topo, _collective("reduce_scatter"), None, **opts)
+        ag = _synth_one(topo, _collective("allgather"), None, **opts)
+        out = concatenate(rs, ag, "allreduce", algorithm=rs.algorithm)
+        meta = {k: v for k, v in ag.meta.items()}
+        for key in ("makespan_slots", "ten_time"):
+            meta[key] = rs.meta[key] + ag.meta[key]
+        # The link model lets one shard's allgather start while others are still being
+        # reduced, so only the larger phase bound bounds it (the sum bounds phase-by-phase).
+        for key in ("chunk_lower_bound", "chunk_lower_bound_slots"):
+            meta[key] = max(rs.meta[key], ag.meta[key])
+        meta["two_phase_lower_bound"] = rs.meta["chunk_lower_bound"] + ag.meta["chunk_lower_bound"]
+        meta["phases"] = {"reduce_scatter": _phase(rs.meta), "allgather": _phase(ag.meta)}
+        out = out.replace(meta=meta)
+    else:
+        out = _synth_one(topo, coll, root, **opts)
+    return _with_link_time(out, size)
+
+
+def _phase(meta):
+    return {k: meta[k] for k in ("makespan_slots", "ten_time", "chunk_lower_bound")}
+
+
+def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
+               time_limit, window, progress):
+    if coll.name in _REVERSED:
+        base = _collective(_REVERSED[coll.name])
+        fwd = _synth_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
+                         seed=seed, restarts=restarts, workers=workers, time_step=time_step,
+                         time_limit=time_limit, window=window, progress=progress)
+        out = reverse(fwd, coll, topo)
+        meta = dict(fwd.meta)
+        meta["reversed_from"] = base.name
+        return out.replace(meta=meta)
+    problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step)
+    if method == "greedy":
+        events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress)
+    else:
+        events, makespan, info = _run_ilp(problem, seed, time_limit, window, progress)
+    bound = chunk_lower_bound(problem)
+    meta = {"method": method, "seed": int(seed), "restarts": int(restarts),
+            "chunks": int(chunks), "size": float(size), "time_step": problem.time_step,
+            "makespan_slots": int(makespan), "ten_time": makespan * problem.time_step,
+            "chunk_lower_bound": bound,
+            "chunk_lower_bound_slots": int(math.ceil(bound / problem.time_step - 1e-9)),
+            "discretization_error": float((problem.link_steps * problem.time_step
+                                           / problem.link_cost).max() - 1.0)
+            if problem.link_cost.size else 0.0,
+            **info, **{k: v for k, v in topo.meta.items() if k in _TOPO_FACTS}}
+    return events_to_schedule(problem, events, algorithm=f"ten-{method}", meta=meta)
+
+
+_TOPO_FACTS = ("unwound_switches", "unwind_degree", "nodes_kept", "failed_links",
+               "failed_nodes")
+
+
+def _with_link_time(schedule, size):
+    from ..sim.linkmodel import simulate
+    meta = dict(schedule.meta)
+    meta["link_model_time"] = simulate(schedule, size).time
+    return schedule.replace(meta=meta)

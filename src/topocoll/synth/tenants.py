@@ -1,0 +1,236 @@
+"""Multi-tenant TEN synthesis: several collectives at once on one network (TACOS Table V).
+
+All tenants share the links: a link carries one chunk of one tenant at a time. Every tenant
+uses chunks of the same size ``M / (N * C)`` (broadcast and reduce cut their single shard into
+``N * C`` chunks), so the TEN slots are common.
+
+* Non-combining tenants (allgather, broadcast, scatter, gather, alltoall) are matched together
+  by one greedy run over the union of their chunks.
+* Combining tenants (reduce_scatter, reduce) are, as alone, the reversal of a non-combining
+  collective on the transposed topology. They are matched together in reversed time inside a
+  horizon ``H``, where the slots the forward tenants occupy are blocked: a reversed send on link
+  ``l`` during reversed slots ``[s, s+k)`` runs forward during ``[H-s-k, H-s)``. ``H`` starts at
+  the larger of the two groups' spans and grows until the reversed group fits.
+
+Each tenant's schedule verifies on its own; the finish times come from the link-model simulator
+run on all tenants together (:func:`topocoll.sim.simulate_many`).
+
+>>> res = synthesize_tenants("mesh:4x4", ["allgather", "broadcast:2", "reduce:9"])
+>>> [s.collective.name for s in res.schedules]
+['allgather', 'broadcast', 'reduce']
+>>> from topocoll.schedule import verify
+>>> all(verify(s).valid for s in res.schedules)
+True
+>>> len(res.finish_times) == 3 and res.time == max(res.finish_times)
+True
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..collectives import REDUCE, collective as _collective
+from ..errors import UnsupportedError
+from ..schedule.model import Schedule, transfer_array
+from ..units import parse_size
+from .greedy import greedy_events
+from .ten import DEFAULT_SIZE, _prepare_topology, chunk_conditions, discretize
+
+__all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant"]
+
+_BASE = {"reduce_scatter": "allgather", "reduce": "broadcast"}
+
+
+def parse_tenant(spec):
+    """``"broadcast:3"`` -> ``("broadcast", 3)``; ``"allgather"`` -> ``("allgather", None)``.
+
+    Tuples ``(name, root)`` pass through.
+    """
+    if isinstance(spec, (tuple, list)):
+        name, root = spec
+    else:
+        name, _, root_text = str(spec).partition(":")
+        root = None
+        if root_text.strip():
+            if not root_text.strip().isdigit():
+                raise UnsupportedError(f"tenant {spec!r}: the root after ':' must be a node id")
+            root = int(root_text)
+    coll = _collective(name)
+    if coll.name == "allreduce":
+        raise UnsupportedError("allreduce cannot be a tenant: give reduce_scatter and allgather "
+                               "as two tenants, or synthesize it alone")
+    if coll.rooted and root is None:
+        root = 0
+    if not coll.rooted and root is not None:
+        raise UnsupportedError(f"tenant {spec!r}: {coll.name} takes no root")
+    return coll, root
+
+
+@dataclass
+class TenantsResult:
+    """Schedules of several collectives synthesized together on one network.
+
+    Attributes
+    ----------
+    schedules : list of Schedule
+        One per tenant, in the order given; each verifies on its own.
+    finish_times : list of float
+        When each tenant's last transfer ends in the link model, all tenants sharing links.
+    finish_slots : list of int
+        Each tenant's last TEN slot.
+    time_step : float
+        Seconds per TEN slot.
+    """
+
+    schedules: list
+    finish_times: list
+    finish_slots: list
+    time_step: float
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def time(self):
+        """When the last tenant finishes (link model)."""
+        return max(self.finish_times) if self.finish_times else 0.0
+
+    def to_dict(self):
+        return {"tenants": [{"collective": s.collective.name, "root": s.root,
+                             "transfers": s.num_transfers, "steps": s.num_steps,
+                             "finish_slots": fs, "link_model_time": ft}
+                            for s, fs, ft in zip(self.schedules, self.finish_slots,
+                                                 self.finish_times)],
+                "time": self.time, "time_step": self.time_step, **self.meta}
+
+
+def _stack(tenants, n, chunks):
+    pres, posts, offsets, per_shard = [], [], [0], []
+    for coll, root in tenants:
+        c = chunks * n if coll.name in ("broadcast", "reduce") else chunks
+        base = _collective(_BASE.get(coll.name, coll.name))
+        pre, post = chunk_conditions(base, n, c, root)
+        pres.append(pre)
+        posts.append(post)
+        offsets.append(offsets[-1] + pre.shape[0])
+        per_shard.append(c)
+    return np.concatenate(pres), np.concatenate(posts), offsets, per_shard
+
+
+def _transfers(events, offset, count, per_shard, src, dst, step, op):
+    mine = (events["chunk"] >= offset) & (events["chunk"] < offset + count)
+    ev = events[mine]
+    local = ev["chunk"] - offset
+    part = local % per_shard
+    t = transfer_array(step[mine], src[ev["link"]], dst[ev["link"]], local // per_shard,
+                       part / per_shard, (part + 1) / per_shard, op)
+    return t[np.argsort(t["step"], kind="stable")]
+
+
+def _earliest_fit(ev, steps, occupied, low, high):
+    """Least horizon in ``[low, high]`` at which the reversed sends avoid the forward ones."""
+    if ev.size == 0:
+        return low
+    k = steps[ev["link"]]
+    rows = np.repeat(ev["link"], k)
+    offs = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+    rel = np.repeat(-ev["start"] - k, k) + offs        # forward slot = horizon + rel
+    span = occupied.shape[1]
+    for h in range(low, high + 1):
+        cols = h + rel
+        inside = cols < span
+        if not occupied[rows[inside], cols[inside]].any():
+            return h
+    return high
+
+
+def synthesize_tenants(topology, tenants, *, chunks=1, size=DEFAULT_SIZE, seed=0,
+                       unwind_degree=None, fail_links=None, fail_nodes=None, time_step=None,
+                       progress=None):
+    """Synthesize several collectives that run at the same time on one network.
+
+    Parameters
+    ----------
+    topology : Topology or str
+    tenants : list of str or (name, root)
+        E.g. ``["allgather", "broadcast:2", "reduce:17"]``; allreduce is not a tenant.
+    chunks, size, seed, unwind_degree, fail_links, fail_nodes, time_step
+        As in :func:`topocoll.synth.ten.synthesize`.
+
+    Returns
+    -------
+    TenantsResult
+    """
+    from ..sim.linkmodel import simulate_many
+    tenants = [parse_tenant(t) for t in tenants]
+    if not tenants:
+        raise UnsupportedError("give at least one tenant collective")
+    topo = _prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
+    n = topo.num_nodes
+    for coll, root in tenants:
+        if root is not None and not 0 <= root < n:
+            raise UnsupportedError(f"{coll.name}: root must be a node 0..{n - 1}, got {root}")
+    size = parse_size(size)
+    chunk_bytes = size / (n * chunks)
+    steps, f = discretize(topo.latency + chunk_bytes / topo.bandwidth, time_step)
+    fwd = [i for i, (c, _) in enumerate(tenants) if not c.combining]
+    rev = [i for i, (c, _) in enumerate(tenants) if c.combining]
+    src, dst = topo.src, topo.dst
+    transfers = [None] * len(tenants)
+    finish = [0] * len(tenants)
+    occ_span = 0
+    occupied = np.zeros((src.size, 0), dtype=bool)
+    if fwd:
+        group = [tenants[i] for i in fwd]
+        pre, post, offsets, per_shard = _stack(group, n, chunks)
+        res = greedy_events(n, src, dst, steps, pre, post, seed=seed, progress=progress)
+        ev = res.events
+        occ_span = res.makespan
+        occupied = np.zeros((src.size, occ_span), dtype=bool)
+        if ev.size:
+            k = steps[ev["link"]]
+            rows = np.repeat(ev["link"], k)
+            cols = np.repeat(ev["start"], k) + np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+            occupied[rows, cols] = True
+        for j, i in enumerate(fwd):
+            count = offsets[j + 1] - offsets[j]
+            transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
+                                      ev["start"] + 1, 0)
+            mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
+            finish[i] = int((ev["start"][mine] + steps[ev["link"][mine]]).max(initial=0))
+    horizon = occ_span
+    if rev:
+        group = [(_collective(_BASE[c.name]), r) for c, r in (tenants[i] for i in rev)]
+        pre, post, offsets, per_shard = _stack(group, n, chunks)
+        alone = greedy_events(n, dst, src, steps, pre, post, seed=seed)
+        horizon = max(occ_span, alone.makespan)
+        limit = occ_span + alone.makespan
+        while True:
+            if horizon >= limit:
+                # the forward tenants' slots lie past the lone reversed run: no conflict
+                res = alone
+                break
+            blocked = np.zeros((src.size, horizon), dtype=bool)
+            if occ_span:
+                # reversed slot x is forward slot H-1-x
+                blocked[:, horizon - occ_span:] = occupied[:, ::-1]
+            res = greedy_events(n, dst, src, steps, pre, post, seed=seed, blocked=blocked)
+            if res.makespan <= horizon:
+                break
+            horizon = min(max(horizon + 1, res.makespan), limit)
+        ev = res.events
+        horizon = _earliest_fit(ev, steps, occupied, res.makespan, horizon)
+        fstart = horizon - ev["start"] - steps[ev["link"]]
+        for j, i in enumerate(rev):
+            count = offsets[j + 1] - offsets[j]
+            transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
+                                      fstart + 1, REDUCE)
+            mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
+            finish[i] = int(horizon - ev["start"][mine].min()) if mine.any() else 0
+    schedules = [Schedule(topo, coll, t, root=root, algorithm="ten-greedy-tenants",
+                          meta={"tenant": i, "seed": int(seed), "chunks": int(chunks),
+                                "size": float(size), "time_step": f,
+                                "makespan_slots": int(finish[i])})
+                 for i, ((coll, root), t) in enumerate(zip(tenants, transfers))]
+    timed = simulate_many(schedules, size)
+    return TenantsResult(schedules, [r.time for r in timed], finish, f,
+                         meta={"horizon_slots": int(max(horizon, occ_span)),
+                               "topology": topo.name})
