@@ -19,7 +19,10 @@ The families, as ``topocoll topologies`` lists them:
   ``randomregular:N,D[:SEED]`` and ``randomdigraph:N,D[:SEED]``;
 * distance-regular graphs: ``drg:NAME`` (the paper's Table 7: ``drg:octahedron`` ...
   ``drg:gh33-incidence``, see :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`),
-  ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``.
+  ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``;
+* all-to-all expanders (:mod:`~topocoll.topology.families.alltoall`):
+  ``jellyfish:N,D[,SEED]``, ``xpander:N,D[,SEED]``, ``slimfly:Q``, ``polarfly:Q``,
+  ``moddebruijn:N,D``.
 
 >>> topology("torus:4x6x3")
 Topology('torus:4x6x3', nodes=72, links=432)
@@ -41,6 +44,7 @@ from typing import Callable
 from ..errors import InputTypeError, SpecError
 from ..units import parse_bandwidth, parse_time
 from . import families as fam
+from .families import alltoall as a2a
 from .io import load_topology
 from .model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
 
@@ -142,6 +146,21 @@ def _random(fields):
     return kwargs
 
 
+def _seeded(fields):
+    """``N,D[,SEED]`` (also ``N,D:SEED``, like ``randomregular``)."""
+    parts = _ints(fields[0], ",")
+    if len(parts) not in (2, 3):
+        raise _ArgError(f"expected N,D or N,D,SEED, got {fields[0].strip()!r}")
+    kwargs = {"n": parts[0], "d": parts[1]}
+    if len(parts) == 3:
+        kwargs["seed"] = parts[2]
+    if len(fields) > 1:
+        if len(parts) == 3:
+            raise _ArgError("the seed is given twice")
+        kwargs["seed"] = _int(fields[1])
+    return kwargs
+
+
 def _word(key):
     def parse(fields):
         word = fields[0].strip().lower()
@@ -219,6 +238,25 @@ FAMILIES = _families(
            "Johnson graph J(N,K): K-subsets of N points, adjacent iff they share K-1; "
            "degree K(N-K), diameter min(K,N-K)", "johnson:6,3", fam.johnson_graph,
            _pair("n", "k")),
+    Family("jellyfish", "N,D[,SEED]",
+           "Jellyfish: connected random D-regular graph (= randomregular:N,D:SEED), "
+           "reproducible by SEED; N*D even", "jellyfish:64,4", a2a.jellyfish_graph, _seeded,
+           optional=1),
+    Family("xpander", "N,D[,SEED]",
+           "Xpander: random K-lift of the complete graph K_(D+1), N = K(D+1) nodes, degree D, "
+           "reproducible by SEED", "xpander:64,7", a2a.xpander_graph, _seeded, optional=1),
+    Family("slimfly", "Q",
+           "Slim Fly (McKay-Miller-Siran graph), Q a prime power = 4w+delta, delta in "
+           "{-1,0,1}: 2Q^2 nodes, degree (3Q-delta)/2, diameter 2", "slimfly:5",
+           a2a.slimfly_graph, _one("q")),
+    Family("polarfly", "Q",
+           "PolarFly (Erdos-Renyi polarity graph ER_Q), Q a prime power: Q^2+Q+1 nodes, "
+           "degree Q+1 (Q at the Q+1 absolute points), diameter 2", "polarfly:7",
+           a2a.polarfly_graph, _one("q")),
+    Family("moddebruijn", "N,D",
+           "modified de Bruijn digraph: i -> D*i+j mod N, self-loops redirected among the loop "
+           "nodes so every in- and out-degree is D", "moddebruijn:16,2",
+           a2a.modified_de_bruijn_graph, _pair("n", "d")),
 )
 
 

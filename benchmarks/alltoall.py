@@ -1,0 +1,93 @@
+"""All-to-all link LP: HiGHS solve time for random regular graphs (Jellyfish) of degree 4 and 8.
+
+Targets (issue 6): 64 nodes in at most 2 s, 256 nodes of degree 8 in at most 60 s, memory
+under 8 GiB. Every case runs in a fresh process (so peak memory is its own) ``--repeat`` times;
+times are medians of wall clock and of CPU time (CPU time is what an idle machine would show
+when other work shares the cores). Also prints lambda, the certified gap and lambda over the
+best bound.
+
+    python benchmarks/alltoall.py                 # 64..512 nodes, degree 4 and 8
+    python benchmarks/alltoall.py --quick         # 64 and 128 nodes only
+    python benchmarks/alltoall.py --case randomregular:256,8 --repeat 1
+"""
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+TARGET = {64: 2.0, 256: 60.0}   # seconds; the 256-node target is for degree 8
+MEMORY_TARGET_MB = 8 * 1024
+FULL = [f"randomregular:{n},{d}" for d in (4, 8) for n in (64, 128, 256, 512)]
+QUICK = [f"randomregular:{n},{d}" for d in (4, 8) for n in (64, 128)]
+
+
+def run_case(spec):
+    import importlib
+
+    importlib.import_module("highspy")  # keep the import out of the timing
+    from topocoll.synth.alltoall import link_throughput
+    from topocoll.topology import topology
+
+    topo = topology(spec, bandwidth=1.0)
+    w0, c0 = time.perf_counter(), time.process_time()
+    res = link_throughput(topo, bounds=False, keep_flows=False)
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    from topocoll.topology.cuts import throughput_bounds
+
+    best = throughput_bounds(topo)["best"]
+    return {"spec": spec, "nodes": topo.num_nodes, "links": topo.num_links,
+            "status": res.status, "lambda": res.lam, "gap": res.gap,
+            "over_bound": res.lam / best, "wall": wall, "cpu": cpu,
+            "solve": res.solve_seconds, "build": res.build_seconds,
+            "iterations": res.iterations,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def measure(spec, repeat):
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, __file__, "--child", spec], capture_output=True,
+                              text=True, check=True)
+        runs.append(json.loads(done.stdout))
+    out = dict(runs[-1])
+    for key in ("wall", "cpu", "solve", "build", "peak_rss_mb"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["runs"] = len(runs)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--case", action="append")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(run_case(args.child)))
+        return
+    cases = args.case or (QUICK if args.quick else FULL)
+    header = (f"{'case':<22}{'N':>5}{'links':>7}{'lambda':>12}{'gap':>9}{'lam/bound':>10}"
+              f"{'wall s':>9}{'cpu s':>9}{'target s':>9}{'cpu/target':>11}{'MiB':>8}")
+    print(header)
+    print("-" * len(header))
+    for spec in cases:
+        n, d = (int(x) for x in spec.split(":")[1].split(","))
+        repeat = 1 if n >= 512 else args.repeat
+        r = measure(spec, repeat)
+        target = TARGET.get(n) if (n == 64 or d == 8) else None
+        ratio = f"{r['cpu'] / target:.2f}" if target else "-"
+        print(f"{spec:<22}{n:>5}{r['links']:>7}{r['lambda']:>12.6g}{r['gap']:>9.1e}"
+              f"{r['over_bound']:>10.3f}{r['wall']:>9.2f}{r['cpu']:>9.2f}"
+              f"{target if target else '-':>9}{ratio:>11}{r['peak_rss_mb']:>8.0f}",
+              flush=True)
+    print(f"targets: 64 nodes <= {TARGET[64]} s, 256 nodes of degree 8 <= {TARGET[256]} s, "
+          f"memory < {MEMORY_TARGET_MB} MiB; medians of {args.repeat} runs (1 for 512 nodes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""``topocoll alltoall``: all-to-all throughput (link or hop-bounded path LP), bounds, the
+Pareto frontier over the hop bound, and a hop-by-hop schedule file."""
+
+import sys
+
+import click
+from rich.table import Table
+
+from .. import units
+from ..schedule.cost import evaluate as _evaluate
+from ..schedule.io import save_schedule
+from ..schedule.verify import verify as _verify
+from ..synth.alltoall import alltoall_schedule, pareto_frontier, throughput
+from ..units import format_size, format_time
+from .common import (EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress,
+                     _topo_options, _unit)
+
+__all__ = ["alltoall"]
+
+
+@click.command()
+@click.argument("topo")
+@click.option("--max-hops", type=click.IntRange(0), help="Path LP: every pair uses paths of at "
+              "most its shortest distance + L links (0: shortest paths only).")
+@click.option("--method", type=click.Choice(["link", "path"]), help="LP formulation [default: "
+              "link, or path with --max-hops or -o].")
+@click.option("--size", default="1MiB", show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Per-node buffer M; each pair "
+              "moves M/N bytes.")
+@_topo_options
+@click.option("--solver", type=click.Choice(["auto", "ipm", "pdlp"]), default="auto",
+              show_default=True,
+              help="HiGHS solver.")
+@click.option("--time-limit", type=click.FloatRange(0, min_open=True), help="Seconds for the "
+              "solver.")
+@click.option("--frontier", is_flag=True, help="Also the Pareto frontier: throughput for "
+              "L = 0, 1, ... until it reaches the unbounded optimum.")
+@click.option("-o", "--output", help="Write a hop-by-hop alltoall schedule (path LP routes in "
+              "whole chunks) here ('-' for stdout).")
+@click.option("--chunks", type=click.IntRange(1), help="Chunks per commodity for -o [default: "
+              "the optimum's common denominator, at most 64].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha, solver,
+             time_limit, frontier, output, chunks, as_json):
+    """Uniform all-to-all throughput of TOPO: lambda (bytes/s per ordered pair), the time
+    (M/N)/lambda, a dual certificate, the bounds, link utilization and optionally a schedule."""
+    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    if method is None:
+        method = "path" if (max_hops is not None or output) else "link"
+    if method == "link" and max_hops is not None:
+        raise _Fail("--max-hops needs the path LP (--method path)")
+    if method == "link" and output:
+        raise _Fail("-o needs routes: use the path LP (--method path or --max-hops)")
+    update, bar = _progress(f"{method} LP on {t.name}")
+    with bar:
+        res = throughput(t, max_hops=max_hops, method=method, solver=solver,
+                         time_limit=time_limit, progress=update)
+    if not res.ok:
+        raise _Fail(f"{t.name}: {res.message}")
+    doc = res.to_dict(size)
+    doc["links"] = t.num_links
+    points = None
+    if frontier:
+        points = pareto_frontier(t, solver=solver)
+        for p in points:
+            p["time"] = size / t.num_nodes / p["lambda"] if p["lambda"] > 0 else None
+        doc["frontier"] = points
+    sched = None
+    if output:
+        sched = alltoall_schedule(res, t, chunks=chunks)
+        report = _verify(sched)
+        if not report.valid:  # a generator bug: never hand out a wrong schedule
+            raise _Fail(f"generated schedule failed verification: {report.summary()}",
+                        EXIT_INVALID)
+        ev = _evaluate(sched, size, check=False)
+        doc["schedule"] = {"file": output, "steps": sched.num_steps,
+                           "transfers": sched.num_transfers, "chunks": sched.meta["chunks"],
+                           "quantization_loss": sched.meta["quantization_loss"],
+                           "lambda_quantized": sched.meta["lambda_quantized"],
+                           "T_L": ev.T_L, "T_B": ev.T_B, "time": ev.time,
+                           "T_B_over_lp_time": ev.T_B / doc["time"], "verified": True}
+        if output == "-":
+            save_schedule(sched, sys.stdout.buffer)
+            sys.stdout.flush()
+        else:
+            save_schedule(sched, output)
+    if as_json:
+        if output == "-":
+            click.echo(__import__("json").dumps(doc, default=float), err=True)
+        else:
+            _print_json(doc)
+        return
+    _print_text(res, doc, size, points, err=output == "-")
+
+
+def _rate(value):
+    return "-" if value is None else f"{value:.6g} B/s"
+
+
+def _print_text(res, doc, size, points, err):
+    echo = (lambda s: click.echo(s, err=True)) if err else (lambda s: _out.print(s, markup=False))
+    hops = ("any path" if res.method == "link" or res.max_hops is None
+            else f"paths of at most dist + {res.max_hops} links")
+    echo(f"all-to-all on {doc['topology']}: {doc['nodes']} nodes, {doc['links']} links; "
+         f"{res.method} LP ({hops}), {res.status}")
+    echo(f"lambda {_rate(res.lam)} per ordered pair (certified upper bound "
+         f"{_rate(res.dual_bound)}, gap {res.gap:.2g}); all-to-all of {format_size(size)} per "
+         f"node: {format_time(doc['time'])}")
+    table = Table(title="bounds on lambda (bytes/s per pair) and the times they allow")
+    for col in ("bound", "lambda <=", "time >=", "lambda / bound"):
+        table.add_column(col, justify="left" if col == "bound" else "right")
+    rows = [("distance (capacity / sum of distances)", "distance"),
+            (f"bisection ({doc.get('bisection_method', '?')})", "bisection"),
+            ("topology-agnostic (Moore)", "agnostic"), ("injection (node bandwidth)", "injection")]
+    for label, key in rows:
+        b = res.bounds.get(key)
+        if b is None:
+            continue
+        table.add_row(label, f"{b:.6g}", format_time(doc[f"time_lower_bound_{key}"]),
+                      f"{res.lam / b:.4f}")
+    if not err:
+        _out.print(table)
+    echo(f"link utilization: max {doc['utilization_max']:.4f}, mean "
+         f"{doc['utilization_mean']:.4f}" + (f"; {doc['paths']} paths, longest "
+                                             f"{doc['longest_path']} links"
+                                             if "paths" in doc else ""))
+    if points:
+        ft = Table(title="Pareto frontier: throughput against the hop bound")
+        for col in ("L (extra hops)", "lambda", "of optimum", "longest path", "mean hops",
+                    "time"):
+            ft.add_column(col, justify="right")
+        for p in points:
+            ft.add_row("unbounded" if p["max_hops"] is None else str(p["max_hops"]),
+                       f"{p['lambda']:.6g}", f"{p['fraction']:.4f}",
+                       "-" if p["longest_path"] is None else str(p["longest_path"]),
+                       "-" if p["mean_hops"] is None else f"{p['mean_hops']:.3f}",
+                       format_time(p["time"]))
+        if not err:
+            _out.print(ft)
+    s = doc.get("schedule")
+    if s:
+        echo(f"schedule: {s['steps']} steps, {s['transfers']} transfers, {s['chunks']} chunks "
+             f"per commodity (quantization loss {100 * s['quantization_loss']:.3g}%), verified, "
+             f"written to {s['file']}; step-model T_B {format_time(s['T_B'])} = "
+             f"{s['T_B_over_lp_time']:.3f} x the LP time")

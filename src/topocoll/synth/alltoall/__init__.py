@@ -1,0 +1,93 @@
+"""All-to-all: throughput LPs (link- and hop-bounded path-based), bounds, and hop-by-hop
+schedules (MATH.md section 6; seed 003).
+
+``lambda`` is the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at
+once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then takes
+``(M/N) / lambda``.
+
+>>> from topocoll.topology import topology
+>>> res = throughput(topology("hypercube:3", bandwidth=1.0))
+>>> round(res.lam, 6), res.status, round(res.time(8), 6)        # 2/N; (8/8)/0.25
+(0.25, 'optimal', 4.0)
+>>> res.bounds["distance"], res.bounds["bisection"]
+(0.25, 0.25)
+>>> r2 = throughput("complete:4", max_hops=0, bandwidth=1.0)
+>>> r2.method, round(r2.lam, 6), r2.longest_path
+('path', 1.0, 1)
+"""
+
+from ...errors import UnsupportedError
+from ...topology import Topology, topology as _topology
+from .linklp import link_lp, link_throughput
+from .pathlp import hop_limits, pareto_frontier, path_throughput
+from .result import AlltoallResult, PathSet
+from .schedule import Quantized, alltoall_schedule, quantize, rational_chunks
+from .dual import certificate, hop_shortest_paths, pair_distances
+
+__all__ = ["throughput", "AlltoallResult", "PathSet", "link_throughput", "path_throughput",
+           "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
+           "Quantized", "rational_chunks", "certificate", "pair_distances",
+           "hop_shortest_paths", "METHODS"]
+
+#: The two LP formulations.
+METHODS = ("link", "path")
+
+
+def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="auto",
+               bounds=True, tolerance=1e-6, time_limit=None, seed=0, threads=None,
+               progress=None):
+    """Uniform all-to-all throughput ``lambda`` of a topology, with bounds and a certificate.
+
+    Parameters
+    ----------
+    topology : Topology or str
+        A topology or a spec (``"torus:4x4"``) or file.
+    max_hops : int, optional
+        Hop bound of the path LP: every pair uses paths of at most ``dist(x, y) + max_hops``
+        links (0: shortest paths only). Implies ``method="path"``.
+    method : {"link", "path"}, optional
+        ``"link"`` (default without ``max_hops``): link-based multicommodity flow grouped by
+        source. ``"path"``: path LP by column generation (gives routes for schedules).
+    bandwidth : float or str, optional
+        Replace every link's bandwidth (``1`` for link units).
+    solver : str
+        HiGHS solver: ``"auto"`` (default: interior point for small LPs, PDLP for large
+        ones), ``"ipm"`` or ``"pdlp"``.
+    bounds : bool
+        Compute the topology bounds into ``result.bounds`` (skip them in tight loops).
+    tolerance : float
+        Relative gap to the dual certificate under which ``status`` is ``"optimal"``.
+    time_limit : float, optional
+        Seconds for the solver.
+    seed : int
+        Tie-breaking in the path LP's first routes.
+    progress : callable, optional
+        ``progress(done, total)``.
+
+    Returns
+    -------
+    AlltoallResult
+        ``lam``, ``time(size)``, ``status``, ``message``, ``utilization`` (per link),
+        ``bounds``, ``dual_bound``; a topology that is not strongly connected gives
+        ``lam == 0.0`` and status ``"disconnected"`` (no exception: a rewiring loop may meet
+        one).
+    """
+    if not isinstance(topology, Topology):
+        topology = _topology(topology)
+    if bandwidth is not None:
+        from ...units import parse_bandwidth
+
+        topology = topology.with_links(bandwidth=parse_bandwidth(bandwidth))
+    if method is None:
+        method = "link" if max_hops is None else "path"
+    if method not in METHODS:
+        raise UnsupportedError(f"unknown method {method!r}; choose link or path")
+    if method == "link":
+        if max_hops is not None:
+            raise UnsupportedError("the link LP has no hop bound; use method='path' with "
+                                   "max_hops")
+        return link_throughput(topology, solver=solver, time_limit=time_limit, bounds=bounds,
+                               tolerance=tolerance, threads=threads, progress=progress)
+    return path_throughput(topology, max_hops=max_hops, solver=solver, tolerance=tolerance,
+                           time_limit=time_limit, bounds=bounds, seed=seed, threads=threads,
+                           progress=progress)

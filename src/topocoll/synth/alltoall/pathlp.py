@@ -1,0 +1,312 @@
+"""The path-based all-to-all LP with a hop bound, solved by column generation.
+
+Pair ``(x, y)`` may route over paths of at most ``dist(x, y) + max_hops`` links (``max_hops``
+extra hops over its shortest distance; ``None``: any path). Variables ``g_p >= 0`` per path
+(share of the pair's unit demand) and the congestion ``z``:
+
+    minimise z
+    sum_{p through e} g_p <= z c_e              for every link e
+    sum_{p of (x, y)} g_p = 1                   for every ordered pair x != y
+
+and ``lambda = 1 / z``. Enumerating every allowed path explodes on symmetric graphs (the number
+of shortest paths in a torus grows exponentially with the distance), so paths are *generated*:
+start from one shortest path per pair, solve, read link lengths ``l`` from the duals of the
+capacity rows, and add for each pair its shortest ``l``-path within its hop bound when that is
+shorter than every path it has (a Bellman-Ford over hop counts; Dijkstra when unbounded). When
+no pair gains, the restricted optimum is the optimum over *all* allowed paths; the weak-duality
+certificate ``sum_e c_e l_e / sum dist_l^{hop-bounded}`` says so, and bounds ``lambda`` at every
+round. The reported ``lambda`` is recomputed from the routes (``min_e c_e / load_e``), so it is
+exactly feasible for them.
+
+>>> from topocoll.topology import topology
+>>> r = path_throughput(topology("ring:6", bandwidth=1.0), max_hops=0)
+>>> round(r.lam, 6), r.status, r.longest_path          # 8/N^2 with shortest paths only
+(0.222222, 'optimal', 3)
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from ...errors import InputTypeError, TopologyError
+from ...topology.cuts import throughput_bounds
+from ...topology.metrics import distance_matrix, unreachable_pair
+from ._lp import solve_lp
+from .dual import _positive, hop_shortest_paths
+from .linklp import _check, disconnected_result, link_utilization
+from .result import AlltoallResult, PathSet
+
+__all__ = ["path_throughput", "pareto_frontier", "hop_limits"]
+
+
+def hop_limits(topology, max_hops):
+    """Per-pair hop bound ``dist + max_hops`` (N x N int64), or ``None`` when unbounded."""
+    if max_hops is None:
+        return None
+    if isinstance(max_hops, bool) or not isinstance(max_hops, (int, np.integer)):
+        raise InputTypeError(f"max_hops must be a whole number of extra hops, got {max_hops!r}")
+    if max_hops < 0:
+        raise TopologyError(f"max_hops (extra hops over the shortest distance) must be >= 0, "
+                            f"got {max_hops}")
+    dist = distance_matrix(topology).astype(np.int64)
+    # a simple path has at most N-1 links: a larger bound changes nothing
+    return np.minimum(dist + int(max_hops), topology.num_nodes - 1)
+
+
+def _dijkstra_paths(topology, lengths, xs, ys):
+    """Shortest ``l``-paths of the pairs ``(xs, ys)`` as (dist matrix, ptr, edges)."""
+    psrc, pdst, _, _ = topology.pairs
+    n = topology.num_nodes
+    w = _positive(lengths)
+    graph = sp.csr_matrix((w, (psrc, pdst)), shape=(n, n))
+    dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
+    cur = ys.copy()
+    rec_pair, rec_edge, rec_it = [], [], []
+    idx = np.arange(xs.size)
+    it = 0
+    active = cur != xs
+    while np.any(active):
+        a = np.flatnonzero(active)
+        prev = pred[xs[a], cur[a]]
+        e = topology.pair_index(prev, cur[a])
+        rec_pair.append(idx[a])
+        rec_edge.append(e)
+        rec_it.append(np.full(a.size, it))
+        cur[a] = prev
+        it += 1
+        active = cur != xs
+    rp = np.concatenate(rec_pair) if rec_pair else np.zeros(0, np.int64)
+    re = np.concatenate(rec_edge) if rec_edge else np.zeros(0, np.int64)
+    ri = np.concatenate(rec_it) if rec_it else np.zeros(0, np.int64)
+    order = np.lexsort((-ri, rp))
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(rp, minlength=xs.size))])
+    return dist, ptr, re[order].astype(np.int64)
+
+
+def _shortest(topology, lengths, limits, xs, ys):
+    if limits is None:
+        return _dijkstra_paths(topology, lengths, xs, ys)
+    return hop_shortest_paths(topology, lengths, limits, pairs=(xs, ys))
+
+
+def _master(num_e, cap_scaled, pair, ptr, edges, num_pairs):
+    """The restricted master LP over the given paths: columns paths then z."""
+    num_p = pair.size
+    hops = np.diff(ptr)
+    col = np.repeat(np.arange(num_p), hops)
+    rows = np.concatenate([edges, num_e + pair, np.arange(num_e)])
+    cols = np.concatenate([col, np.arange(num_p), np.full(num_e, num_p)])
+    vals = np.concatenate([np.ones(edges.size), np.ones(num_p), -cap_scaled])
+    matrix = sp.csc_matrix((vals, (rows, cols)), shape=(num_e + num_pairs, num_p + 1))
+    row_lower = np.concatenate([np.full(num_e, -np.inf), np.ones(num_pairs)])
+    row_upper = np.concatenate([np.zeros(num_e), np.ones(num_pairs)])
+    cost = np.zeros(num_p + 1)
+    cost[-1] = 1.0
+    return cost, matrix, row_lower, row_upper
+
+
+def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, max_rounds=100,
+                    time_limit=None, bounds=True, seed=0, threads=None, vertex=True,
+                    progress=None):
+    """Maximum uniform all-to-all throughput over paths of at most ``dist + max_hops`` links.
+
+    Parameters
+    ----------
+    topology : Topology
+    max_hops : int or None
+        Extra hops allowed over each pair's shortest distance (0: shortest paths only);
+        ``None``: any path (then ``lambda`` equals the link LP's).
+    solver : str
+        HiGHS solver for the restricted master LPs; ``"auto"`` (default) is the interior
+        point, whose duals (with a crossover when they stall) drive the path pricing.
+    tolerance : float
+        Stop when the certified relative gap is at most this.
+    max_rounds : int
+        Column-generation rounds at most (status ``"feasible"`` if the gap is still open).
+    time_limit : float, optional
+        Wall-clock seconds for the whole column generation.
+    seed : int
+        Tie-breaking among the first shortest paths.
+    vertex : bool
+        Re-solve the last master LP with crossover to a vertex: an interior-point optimum
+        spreads each pair over every optimal path, a vertex uses few paths with simple
+        (often small-denominator rational) shares, which whole chunks can match exactly.
+    progress : callable, optional
+        ``progress(round, max_rounds)`` after each round.
+
+    Returns
+    -------
+    AlltoallResult
+        ``method="path"``, with ``paths`` (routes and shares).
+    """
+    _check(topology)
+    if solver == "auto":
+        solver = "ipm"
+    limits = hop_limits(topology, max_hops)
+    bnd = throughput_bounds(topology) if bounds else {}
+    if unreachable_pair(topology) is not None:
+        return disconnected_result(topology, "path", max_hops, bnd)
+    start = time.perf_counter()
+    n = topology.num_nodes
+    psrc, pdst, cap, _ = topology.pairs
+    num_e = psrc.size
+    scale = float(cap.max())
+    cap_s = cap / scale
+    xs, ys = np.nonzero(~np.eye(n, dtype=bool))
+    num_pairs = xs.size
+    pair_of = np.full((n, n), -1, dtype=np.int64)
+    pair_of[xs, ys] = np.arange(num_pairs)
+    # first routes: one shortest path per pair, ties broken at random (seeded) to spread load
+    rng = np.random.default_rng(seed)
+    first = 1.0 + rng.uniform(0.0, 0.5 / n, size=num_e)
+    hop_first = distance_matrix(topology).astype(np.int64)
+    _, ptr, edges = hop_shortest_paths(topology, first, hop_first, pairs=(xs, ys))
+    pair = np.arange(num_pairs)
+    build = time.perf_counter() - start
+    solve_seconds, iterations = 0.0, 0
+    best_bound, best_lengths = np.inf, None
+    status_text, rounds, sol = "", 0, None
+    exact_duals = False   # crossover for vertex duals once interior duals stall
+    fresh = True
+    for rounds in range(1, max_rounds + 1):
+        if fresh:
+            cost, matrix, row_lower, row_upper = _master(num_e, cap_s, pair, ptr, edges,
+                                                         num_pairs)
+        sol = solve_lp(cost, matrix, row_lower, row_upper, maximize=False, solver=solver,
+                       threads=threads, crossover=exact_duals)
+        solve_seconds += sol.seconds
+        iterations += sol.iterations
+        status_text = sol.status
+        if not sol.ok:
+            break
+        lengths = np.abs(sol.row_dual[:num_e])
+        if not np.any(lengths > 0):
+            lengths = np.ones(num_e)   # no duals: price with hop counts
+        lengths = _positive(lengths)
+        plen = np.add.reduceat(lengths[edges], ptr[:-1]) if edges.size else np.zeros(pair.size)
+        have = np.full(num_pairs, np.inf)
+        np.minimum.at(have, pair, plen)
+        dist = (_shortest(topology, lengths, limits, xs[:0], ys[:0])[0] if limits is None
+                else hop_shortest_paths(topology, lengths, limits, paths=False)[0])
+        d_pair = dist[xs, ys]
+        bound = float(cap_s @ lengths) / float(d_pair.sum())
+        if bound < best_bound:
+            best_bound, best_lengths = bound, lengths
+        lam_now = 1.0 / sol.x[-1] if sol.x[-1] > 0 else 0.0
+        if progress:
+            progress(rounds, max_rounds)
+        if lam_now > 0 and best_bound <= lam_now * (1 + tolerance):
+            break
+        gain = np.flatnonzero(d_pair < have * (1 - 1e-9))
+        if gain.size == 0:
+            # With exact duals no improving path means optimal and a tight certificate; an
+            # interior point's approximate duals can stall short of it: retry at a vertex.
+            if exact_duals or solver != "ipm":
+                break
+            exact_duals, fresh = True, False
+            continue
+        fresh = True
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
+        _, nptr, nedges = _shortest(topology, lengths, limits, xs[gain], ys[gain])
+        pair = np.concatenate([pair, gain])
+        edges = np.concatenate([edges, nedges])
+        ptr = np.concatenate([ptr, ptr[-1] + nptr[1:]])
+    if sol is not None and sol.ok and vertex and solver == "ipm" and not exact_duals:
+        again = solve_lp(cost, matrix, row_lower, row_upper, maximize=False, solver=solver,
+                         crossover=True, threads=threads)
+        solve_seconds += again.seconds
+        if again.ok:
+            sol = again
+    if sol is None or not sol.ok:
+        zeros = np.zeros(topology.num_links)
+        return AlltoallResult(
+            lam=0.0, status="failed", message=f"HiGHS ({solver}) ended with status {status_text}",
+            method="path", max_hops=max_hops, num_nodes=n, topology=topology.name,
+            dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
+            solver=solver, iterations=iterations, rounds=rounds, build_seconds=build,
+            solve_seconds=solve_seconds, tolerance=tolerance)
+    g = np.maximum(sol.x[:-1], 0.0)
+    # shares per pair, renormalised; drop paths that carry nothing
+    total = np.bincount(pair, weights=g, minlength=num_pairs)
+    share = g / total[pair]
+    keep = share > 1e-9
+    share = share[keep]
+    share /= np.bincount(pair[keep], weights=share, minlength=num_pairs)[pair[keep]]
+    hops = np.diff(ptr)
+    seg_keep = np.repeat(keep, hops)
+    paths = PathSet(src=xs[pair[keep]], dst=ys[pair[keep]],
+                    ptr=np.concatenate([[0], np.cumsum(hops[keep])]), edges=edges[seg_keep],
+                    share=share)
+    order = np.lexsort((paths.dst, paths.src))
+    paths = _reorder(paths, order)
+    load = np.bincount(paths.edges, weights=np.repeat(paths.share, paths.hops),
+                       minlength=num_e)     # in units of one pair's demand
+    used = load > 0
+    lam = float(np.min(cap[used] / load[used]))
+    dual_bound = best_bound * scale
+    util, link_load = link_utilization(topology, load * lam)
+    gap = dual_bound / lam - 1
+    status = "optimal" if gap <= tolerance else "feasible"
+    hop_text = "any path" if max_hops is None else f"paths of at most dist + {max_hops} links"
+    message = (f"lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
+               f"{max(gap, 0.0):.2g} (dual bound {dual_bound:.6g}); {rounds} rounds, "
+               f"{len(paths)} paths")
+    return AlltoallResult(
+        lam=lam, status=status, message=message, method="path", max_hops=max_hops,
+        num_nodes=n, topology=topology.name, dual_bound=dual_bound, utilization=util,
+        link_load=link_load, bounds=bnd, lengths=best_lengths, paths=paths, solver=solver,
+        iterations=iterations, rounds=rounds, build_seconds=build, solve_seconds=solve_seconds,
+        tolerance=tolerance)
+
+
+def _reorder(paths, order):
+    hops = paths.hops
+    starts = paths.ptr[:-1][order]
+    new_hops = hops[order]
+    pos = np.repeat(starts, new_hops) + (np.arange(int(new_hops.sum()))
+                                         - np.repeat(np.cumsum(new_hops) - new_hops, new_hops))
+    return PathSet(src=paths.src[order], dst=paths.dst[order],
+                   ptr=np.concatenate([[0], np.cumsum(new_hops)]), edges=paths.edges[pos],
+                   share=paths.share[order])
+
+
+def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", progress=None):
+    """Throughput against the hop bound: the path LP for ``max_hops = 0, 1, 2, ...`` until it
+    reaches the link LP's ``lambda`` (or ``max_extra``). Returns a list of dicts with
+    ``max_hops``, ``lambda``, ``longest_path``, ``mean_hops`` (share-weighted) and
+    ``fraction`` (of the unbounded optimum); the last entry is the unbounded optimum
+    (``max_hops`` ``None``).
+
+    >>> from topocoll.topology import topology
+    >>> [(p["max_hops"], round(p["lambda"], 4))
+    ...  for p in pareto_frontier(topology("genkautz:12,2", bandwidth=1.0))]
+    [(0, 0.0667), (1, 0.0698), (None, 0.0698)]
+    """
+    from .linklp import link_throughput
+
+    best = link_throughput(topology, bounds=False, solver=solver, keep_flows=False)
+    if not best.ok:
+        return []
+    out = []
+    limit = max_extra if max_extra is not None else topology.num_nodes - 1
+    for extra in range(0, limit + 1):
+        r = path_throughput(topology, max_hops=extra, bounds=False, solver=solver,
+                            tolerance=tolerance)
+        out.append(_point(r, best.lam))
+        if progress:
+            progress(extra + 1, limit + 1)
+        if r.lam >= best.lam * (1 - 10 * tolerance):
+            break
+    out.append({"max_hops": None, "lambda": best.lam, "longest_path": None,
+                "mean_hops": None, "fraction": 1.0})
+    return out
+
+
+def _point(r, best):
+    p = r.paths
+    mean = float(np.sum(p.share * p.hops) / (r.num_nodes * (r.num_nodes - 1)))
+    return {"max_hops": r.max_hops, "lambda": r.lam, "longest_path": r.longest_path,
+            "mean_hops": mean, "fraction": r.lam / best if best > 0 else float("nan")}

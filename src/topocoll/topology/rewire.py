@@ -1,0 +1,532 @@
+"""Greedy degree-preserving rewiring: edge swaps accepted when an objective improves.
+
+The seed's section 2.2: start from a good expander (Jellyfish, a modified de Bruijn digraph,
+...), try swapping the endpoints of two links, keep the swap if the all-to-all time drops, and
+stop at a local minimum or when the time budget runs out.
+
+* Bidirectional topologies swap cables: ``a--b, c--d`` become ``a--c, b--d`` or
+  ``a--d, b--c``; every node keeps its degree and the topology stays bidirectional.
+* Directed topologies swap the heads of two arcs: ``a->b, c->d`` become ``a->d, c->b``;
+  every node keeps its in- and out-degree.
+
+A swap is legal when the result is simple (no self-loop, no parallel link) and strongly
+connected. Candidates come in passes: each pass visits every pair of links once, in a seeded
+random order; a pass without an accepted swap proves a local minimum (``converged``). A link
+keeps its bandwidth and latency when its far end moves.
+
+>>> from topocoll.topology import topology
+>>> res = rewire(topology("jellyfish:16,3"), objective="distance", budget=None)
+>>> res.initial, res.final, res.converged, res.stopped
+(590.0, 528.0, True, 'converged')
+>>> sorted(set(res.topology.out_degree().tolist())), res.topology.is_bidirectional()
+([3], True)
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from ..errors import InputTypeError, SpecError, TopologyError, UnsupportedError
+from ..units import parse_size
+from .metrics import require_strongly_connected
+from .model import Topology
+
+__all__ = ["rewire", "RewireResult", "RewireStep", "distance_objective", "alltoall_objective",
+           "OBJECTIVES"]
+
+#: Passes over all link pairs are shuffled in memory up to this many pairs; beyond it,
+#: candidates are drawn at random with replacement and no local minimum is claimed.
+MAX_SHUFFLED_PAIRS = 1 << 22
+
+
+# ---------------------------------------------------------------------- objectives
+#: Up to this many nodes, distances are found by dense boolean BFS (numpy matrix products),
+#: which avoids scipy.sparse's per-call overhead on the small graphs rewiring is run on.
+DENSE_NODES = 256
+
+
+def _distance_sum(n, src, dst):
+    """Sum of hop distances over all ordered pairs of the digraph ``src -> dst``; ``inf`` when
+    it is not strongly connected (so it doubles as the connectivity check)."""
+    if n > DENSE_NODES:
+        adj = coo_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n)).tocsr()
+        dist = shortest_path(adj, method="D", directed=True, unweighted=True)
+        return float(dist.sum()) if np.all(np.isfinite(dist)) else float("inf")
+    adj = np.zeros((n, n), dtype=np.float32)
+    adj[src, dst] = 1.0
+    reach = np.eye(n, dtype=bool)
+    frontier = reach.astype(np.float32)
+    total, step, count = 0.0, 0, n
+    while count < n * n:
+        step += 1
+        new = (frontier @ adj > 0) & ~reach
+        found = int(new.sum())
+        if found == 0:
+            return float("inf")
+        total += step * found
+        count += found
+        reach |= new
+        frontier = new.astype(np.float32)
+    return total
+
+
+def _sum_of_distances(topology):
+    return _distance_sum(topology.num_nodes, topology.src, topology.dst)
+
+
+class distance_objective:  # noqa: N801 - used like a function, named like the others
+    """Sum of the hop distances over all ordered pairs (lower is better).
+
+    Cheap (one BFS per node), and a proxy for all-to-all time: MATH.md section 6 bounds
+    ``lambda <= total capacity / sum of distances``.
+
+    >>> from topocoll.topology import topology
+    >>> distance_objective()(topology("ring:6"))
+    54.0
+    """
+
+    name = "distance"
+    rtol = 0.0
+
+    def __call__(self, topology):
+        return _sum_of_distances(topology)
+
+
+class alltoall_objective:  # noqa: N801 - used like a function
+    """All-to-all time ``(M/N) / lambda`` in seconds from the flow LP
+    (:func:`topocoll.synth.alltoall.throughput`), for a per-node buffer of ``size`` bytes.
+
+    Its :meth:`lower_bound`, ``(M/N) * sum of distances / total bandwidth`` (every byte of
+    pair ``(x, y)`` crosses at least ``dist(x, y)`` links), lets :func:`rewire` skip the LP for
+    swaps that cannot improve. Swaps must gain more than ``rtol`` (relative), so solver noise
+    is not taken for progress.
+
+    Parameters
+    ----------
+    size : int or str
+        Per-node buffer ``M`` (``"1MiB"``); it scales the time, not the ranking.
+    rtol : float
+        Smallest relative improvement accepted (default ``1e-6``, the LP's tolerance).
+    **options
+        Passed to ``throughput`` (e.g. ``method="path", max_hops=0``); ``bounds=False``
+        unless given.
+    """
+
+    name = "alltoall"
+
+    def __init__(self, size="1MiB", *, rtol=1e-6, **options):
+        self.size = parse_size(size)
+        self.rtol = float(rtol)
+        self.options = {"bounds": False, **options}     # bounds are not needed per candidate
+
+    def __call__(self, topology):
+        try:
+            from ..synth.alltoall import throughput  # lazy: the LP stack is heavy to import
+        except ImportError as err:
+            raise UnsupportedError("the all-to-all objective needs topocoll.synth.alltoall "
+                                   f"({err}); use objective='distance'") from None
+
+        result = throughput(topology, **self.options)
+        if not (result.ok and result.lam > 0):
+            return float("inf")
+        return float(result.time(self.size))
+
+    def lower_bound(self, topology, distance_sum=None):
+        """A time no flow can beat: ``(M/N) * sum of distances / total bandwidth``."""
+        if distance_sum is None:
+            distance_sum = _sum_of_distances(topology)
+        per_pair = self.size / topology.num_nodes
+        return per_pair * distance_sum / float(topology.bandwidth.sum())
+
+
+#: Objective names accepted by :func:`rewire` and ``topocoll rewire --objective``.
+OBJECTIVES = {"alltoall": alltoall_objective, "distance": distance_objective}
+
+
+def _objective(objective):
+    if objective is None:
+        return alltoall_objective()
+    if isinstance(objective, str):
+        make = OBJECTIVES.get(objective.strip().lower())
+        if make is None:
+            raise SpecError(f"unknown rewire objective {objective!r}; use one of "
+                            f"{', '.join(OBJECTIVES)} or a callable Topology -> float")
+        return make()
+    if not callable(objective):
+        raise InputTypeError(f"objective must be a callable Topology -> float or a name, got "
+                             f"{type(objective).__name__}")
+    return objective
+
+
+# ---------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class RewireStep:
+    """One accepted swap: after ``tried`` candidates and ``seconds``, the objective became
+    ``value`` by replacing the links ``removed`` with ``added`` (``(u, v)`` pairs; for
+    bidirectional topologies each stands for both directions)."""
+
+    tried: int
+    seconds: float
+    value: float
+    removed: tuple
+    added: tuple
+
+
+@dataclass
+class RewireResult:
+    """What :func:`rewire` did.
+
+    Attributes
+    ----------
+    topology : Topology
+        The rewired topology (the input itself when no swap was accepted).
+    initial, final : float
+        Objective before and after; ``final <= initial``.
+    accepted : int
+        Swaps kept.
+    tried : int
+        Legal candidate swaps examined (simple results; counted before the connectivity check).
+    history : list of RewireStep
+        The accepted swaps in order.
+    evaluated : int
+        Objective evaluations (the initial one included).
+    pruned : int
+        Candidates skipped because the objective's lower bound ruled out an improvement.
+    seconds : float
+        Wall time spent.
+    converged : bool
+        True if a full pass over all link pairs found no improving swap (a local minimum).
+    stopped : str
+        ``"converged"``, ``"budget"`` or ``"max_swaps"``.
+    directed : bool
+        True if arcs were swapped as directed (head swaps), False for cable swaps.
+    warmup_swaps : int
+        Swaps of the distance warm-up stage that were kept (included in ``accepted``).
+    """
+
+    topology: Topology
+    initial: float
+    final: float
+    accepted: int
+    tried: int
+    history: list = field(default_factory=list)
+    evaluated: int = 0
+    pruned: int = 0
+    seconds: float = 0.0
+    converged: bool = False
+    stopped: str = "converged"
+    directed: bool = False
+    warmup_swaps: int = 0
+
+    @property
+    def improvement(self):
+        """Relative gain ``1 - final/initial`` (0 when ``initial`` is not positive and finite)."""
+        if not (np.isfinite(self.initial) and self.initial > 0):
+            return 0.0
+        return 1.0 - self.final / self.initial
+
+    def to_dict(self):
+        """JSON-friendly summary (without the topology)."""
+        return {"initial": self.initial, "final": self.final,
+                "improvement": self.improvement, "accepted": self.accepted, "tried": self.tried,
+                "evaluated": self.evaluated, "pruned": self.pruned, "seconds": self.seconds,
+                "converged": self.converged, "stopped": self.stopped, "directed": self.directed,
+                "warmup_swaps": self.warmup_swaps,
+                "history": [{"tried": s.tried, "seconds": s.seconds, "value": s.value,
+                             "removed": [list(e) for e in s.removed],
+                             "added": [list(e) for e in s.added]} for s in self.history]}
+
+
+# ---------------------------------------------------------------------- state
+class _Links:
+    """The mutable link set: ``ends[i] = (u, v)``, one row per cable (undirected, ``u--v``) or
+    per arc (directed), with the per-direction bandwidth/latency, and a key set for O(1)
+    membership."""
+
+    def __init__(self, topology, directed):
+        n = topology.num_nodes
+        self.n = n
+        self.directed = directed
+        src, dst = topology.src, topology.dst
+        if directed:
+            self.ends = np.stack([src, dst], axis=1).astype(np.int64)
+            self.fwd = np.stack([topology.bandwidth, topology.latency], axis=1)
+            self.back = None
+        else:
+            keep = src < dst
+            self.ends = np.stack([src[keep], dst[keep]], axis=1).astype(np.int64)
+            rev = topology.pair_index(dst[keep], src[keep])
+            # pairs are distinct (simple topology), so pair index = position in sorted order
+            order = np.lexsort((dst, src))
+            self.fwd = np.stack([topology.bandwidth[keep], topology.latency[keep]], axis=1)
+            self.back = np.stack([topology.bandwidth[order][rev], topology.latency[order][rev]],
+                                 axis=1)
+        self.keys = set((self.ends[:, 0] * n + self.ends[:, 1]).tolist())
+        if not directed:
+            self.keys |= set((self.ends[:, 1] * n + self.ends[:, 0]).tolist())
+
+    def has(self, u, v):
+        return u * self.n + v in self.keys
+
+    def arrays(self, ends=None):
+        ends = self.ends if ends is None else ends
+        if self.directed:
+            return ends[:, 0], ends[:, 1], self.fwd[:, 0], self.fwd[:, 1]
+        return (np.concatenate([ends[:, 0], ends[:, 1]]), np.concatenate([ends[:, 1], ends[:, 0]]),
+                np.concatenate([self.fwd[:, 0], self.back[:, 0]]),
+                np.concatenate([self.fwd[:, 1], self.back[:, 1]]))
+
+    def candidate(self, i, j, variant):
+        """New ends of links ``i`` and ``j`` for one swap variant, or ``None`` if illegal."""
+        a, b = self.ends[i].tolist()
+        c, d = self.ends[j].tolist()
+        if self.directed:
+            new_i, new_j = (a, d), (c, b)      # swap heads
+        elif variant == 0:
+            new_i, new_j = (a, c), (b, d)
+        else:
+            new_i, new_j = (a, d), (b, c)
+        for u, v in (new_i, new_j):
+            if u == v or self.has(u, v):
+                return None
+        if new_i == new_j or (not self.directed and new_i == new_j[::-1]):
+            return None
+        return new_i, new_j
+
+    def apply(self, i, j, new_i, new_j):
+        n = self.n
+        for idx in (i, j):
+            u, v = self.ends[idx].tolist()
+            self.keys.discard(u * n + v)
+            if not self.directed:
+                self.keys.discard(v * n + u)
+        for idx, (u, v) in ((i, new_i), (j, new_j)):
+            self.ends[idx] = (u, v)
+            self.keys.add(u * n + v)
+            if not self.directed:
+                self.keys.add(v * n + u)
+
+
+def _pair_stream(rng, m, passes_ok):
+    """Yield ``(pass_start, i, j)``: link pairs ``i < j`` in shuffled passes (``pass_start``
+    marks the first pair of a pass), or random pairs forever when there are too many."""
+    if passes_ok:
+        first_end, second_end = (a.astype(np.int32) for a in np.triu_indices(m, 1))
+        while True:
+            perm = rng.permutation(first_end.size)
+            for step, (i, j) in enumerate(zip(first_end[perm].tolist(),
+                                               second_end[perm].tolist())):
+                yield step == 0, i, j
+    else:
+        while True:
+            i, j = rng.choice(m, size=2, replace=False).tolist()
+            yield False, min(i, j), max(i, j)
+
+
+# ---------------------------------------------------------------------- rewire
+def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, progress=None,
+           directed=None, prescreen=False, warmup=None):
+    """Greedy degree-preserving rewiring of ``topology`` to lower ``objective``.
+
+    Candidate swaps of two links (see the module text) come in seeded shuffled passes; a legal
+    swap (simple and strongly connected result) is kept when the objective drops (by more than
+    the objective's ``rtol`` attribute, if it has one). If the objective has a
+    ``lower_bound(topology)`` method, candidates whose bound rules out an improvement are
+    skipped without evaluating it.
+
+    Parameters
+    ----------
+    topology : Topology
+        Strongly connected, simple (no parallel links), without switches.
+    objective : callable, str or None
+        ``Topology -> float`` to minimize, ``"distance"`` (:class:`distance_objective`),
+        ``"alltoall"`` or ``None`` (:class:`alltoall_objective`: the flow LP's all-to-all time).
+    budget : float or None
+        Wall-time budget in seconds (default 10); checked before each candidate, so one
+        objective evaluation may run past it. ``None``: no time limit.
+    max_swaps : int or None
+        Most candidate swaps to try (``tried``); ``None``: no limit. With ``budget=None`` the
+        run is fully deterministic for a seed.
+    seed : int
+        Seed of the candidate order (default 0).
+    progress : callable, optional
+        Called as ``progress(tried, max_swaps)`` after each candidate.
+    directed : bool or None
+        Swap arc heads (True) or cables (False); default: cables iff the topology is
+        bidirectional.
+    prescreen : bool
+        Heuristic filter for expensive objectives: skip (as ``pruned``) every candidate whose
+        sum of hop distances exceeds the current topology's, without evaluating the objective.
+        More evaluations go to promising swaps, but improving swaps that lengthen paths are
+        missed, and ``converged`` then means a local minimum among the screened swaps.
+    warmup : float or None
+        Seconds (taken from ``budget``) of a first stage that rewires greedily on the sum of
+        distances; its result is kept, as one step of the history, only if it lowers the
+        objective. ``None``: half the budget for the all-to-all objective (its time sits
+        close to the distance bound, and an LP solve costs as much as thousands of distance
+        evaluations), else 0.
+
+    Returns
+    -------
+    RewireResult
+
+    Raises
+    ------
+    TopologyError
+        Switches, parallel links, or cable swaps asked for a topology that is not bidirectional.
+    NotStronglyConnectedError
+        The input is not strongly connected.
+    SpecError
+        Bad budget, max_swaps, seed or objective name.
+
+    Examples
+    --------
+    >>> from topocoll.topology import topology
+    >>> t = topology("moddebruijn:16,2")
+    >>> res = rewire(t, objective="distance", budget=None, max_swaps=300, seed=1)
+    >>> res.directed, res.final <= res.initial
+    (True, True)
+    >>> bool((res.topology.out_degree() == 2).all() and (res.topology.in_degree() == 2).all())
+    True
+    """
+    if not isinstance(topology, Topology):
+        raise InputTypeError(f"rewire needs a Topology, got {type(topology).__name__}")
+    topology.require_no_switches("rewire")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SpecError(f"rewire seed must be an integer >= 0, got {seed!r}")
+    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
+        raise SpecError(f"rewire budget must be a positive number of seconds or None, "
+                        f"got {budget!r}")
+    if max_swaps is not None and (isinstance(max_swaps, bool) or
+                                  not isinstance(max_swaps, (int, np.integer)) or max_swaps < 0):
+        raise SpecError(f"rewire max_swaps must be an integer >= 0 or None, got {max_swaps!r}")
+    if topology.pairs[0].size != topology.num_links:
+        raise TopologyError(f"rewire needs a simple topology, but {topology.name} has "
+                            f"{topology.num_links - topology.pairs[0].size} parallel links")
+    require_strongly_connected(topology, "rewire")
+    bidirectional = topology.is_bidirectional()
+    if directed is None:
+        directed = not bidirectional
+    elif not directed and not bidirectional:
+        raise TopologyError(f"cable swaps need a bidirectional topology; {topology.name} has "
+                            "one-way links (use directed=True)")
+    num_swappable = topology.num_links if directed else topology.num_links // 2
+    passes_ok = num_swappable * (num_swappable - 1) // 2 <= MAX_SHUFFLED_PAIRS
+    if budget is None and max_swaps is None and not passes_ok:
+        raise SpecError(f"{topology.name} has too many link pairs to reach a local minimum; "
+                        "give rewire a budget or max_swaps")
+    fn = _objective(objective)
+    rtol = float(getattr(fn, "rtol", 0.0))
+    bound = getattr(fn, "lower_bound", None)
+
+    if warmup is None:
+        warmup = 0.5 * budget if budget is not None and isinstance(fn, alltoall_objective) else 0
+    if not (isinstance(warmup, (int, float)) and warmup >= 0):
+        raise SpecError(f"rewire warmup must be a number of seconds >= 0, got {warmup!r}")
+
+    start = time.monotonic()
+    current = float(fn(topology))
+    result = RewireResult(topology, current, current, 0, 0, evaluated=1, directed=directed)
+    best_topology = topology
+    if warmup > 0 and not isinstance(fn, distance_objective):
+        # Cheap stage: greedy swaps on the sum of distances (thousands per second), kept as one
+        # step only if the real objective agrees that it improved.
+        warm = rewire(topology, objective=distance_objective(), budget=warmup,
+                      max_swaps=max_swaps, seed=seed, directed=directed, warmup=0,
+                      progress=progress)
+        result.tried += warm.tried
+        if warm.accepted:
+            value = float(fn(warm.topology))
+            result.evaluated += 1
+            if value < current - rtol * abs(current):
+                old = set(zip(topology.src.tolist(), topology.dst.tolist()))
+                new = set(zip(warm.topology.src.tolist(), warm.topology.dst.tolist()))
+                if not directed:
+                    old = {(u, v) for u, v in old if u < v}
+                    new = {(u, v) for u, v in new if u < v}
+                result.accepted += warm.accepted
+                result.warmup_swaps = warm.accepted
+                result.history.append(RewireStep(result.tried, time.monotonic() - start, value,
+                                                 tuple(sorted(old - new)),
+                                                 tuple(sorted(new - old))))
+                current, best_topology = value, warm.topology
+    links = _Links(best_topology, directed)
+    n, m = topology.num_nodes, links.ends.shape[0]
+    current_distance = _sum_of_distances(best_topology)
+    rng = np.random.default_rng(int(seed))
+    variants = 1 if directed else 2
+    clean_pass = False           # no swap accepted since the current pass began
+    result.stopped = "converged"
+    if m < 2:
+        result.converged = True
+    stream = _pair_stream(rng, m, passes_ok) if m >= 2 else iter(())
+    for pass_start, i, j in stream:
+        if pass_start:
+            if clean_pass:
+                result.converged = True
+                break
+            clean_pass = True
+        if max_swaps is not None and result.tried >= max_swaps:
+            result.stopped = "max_swaps"
+            break
+        if budget is not None and time.monotonic() - start >= budget:
+            result.stopped = "budget"
+            break
+        order = [0, 1] if variants == 1 or rng.random() < 0.5 else [1, 0]
+        for variant in order[:variants]:
+            swap = links.candidate(i, j, variant)
+            if swap is None:
+                continue
+            if max_swaps is not None and result.tried >= max_swaps:
+                break
+            result.tried += 1
+            ends = links.ends.copy()
+            ends[i], ends[j] = swap
+            src, dst, bw, lat = links.arrays(ends)
+            distance_sum = _distance_sum(n, src, dst)
+            if not np.isfinite(distance_sum):
+                continue          # the swap would disconnect the topology
+            if prescreen and distance_sum > current_distance:
+                result.pruned += 1
+                continue
+            threshold = current - rtol * abs(current)
+            cand = None
+            if isinstance(fn, distance_objective):
+                value = distance_sum          # already known: skip building a Topology
+            else:
+                cand = Topology(n, src, dst, bw, lat, name=f"rewired({topology.name})")
+                if bound is not None:
+                    low = (bound(cand, distance_sum) if isinstance(fn, alltoall_objective)
+                           else bound(cand))
+                    if low >= threshold:
+                        result.pruned += 1
+                        continue
+                value = float(fn(cand))
+            result.evaluated += 1
+            if value < threshold:
+                removed = (tuple(links.ends[i].tolist()), tuple(links.ends[j].tolist()))
+                links.apply(i, j, *swap)
+                current, current_distance = value, distance_sum
+                best_topology = cand if cand is not None else Topology(
+                    n, src, dst, bw, lat, name=f"rewired({topology.name})")
+                result.accepted += 1
+                clean_pass = False
+                result.history.append(RewireStep(result.tried, time.monotonic() - start, value,
+                                                 removed, swap))
+                break
+        if progress is not None:
+            progress(result.tried, max_swaps)
+    result.final = current
+    result.seconds = time.monotonic() - start
+    if result.accepted:
+        meta = {"family": "rewired", "base": topology.name, "seed": int(seed),
+                "swaps": result.accepted, "initial": result.initial, "final": result.final,
+                "objective": getattr(fn, "name", getattr(fn, "__name__", "custom"))}
+        order = np.lexsort((best_topology.dst, best_topology.src))
+        result.topology = Topology(n, best_topology.src[order], best_topology.dst[order],
+                                   best_topology.bandwidth[order], best_topology.latency[order],
+                                   name=best_topology.name, meta=meta)
+    return result
