@@ -15,6 +15,7 @@ __all__ = [
     "InvalidScheduleError",
     "UnsupportedError",
     "InputTypeError",
+    "ProcessGroupError",
 ]
 
 
@@ -60,3 +61,7 @@ class UnsupportedError(TopocollError, ValueError):
 
 class InputTypeError(TopocollError, TypeError):
     """An argument has the wrong type."""
+
+
+class ProcessGroupError(TopocollError, RuntimeError):
+    """torch.distributed is not in the state an operation needs (no process group, wrong size)."""

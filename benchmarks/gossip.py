@@ -1,0 +1,162 @@
+"""Gossip: neighbor averaging against all_reduce on local gloo processes, and rho of every topology.
+
+Part 1 times one iteration of ``topocoll.runtime.neighbor_allreduce`` for a few gossip
+topologies against ``torch.distributed.all_reduce`` (followed by the division by n, so both
+compute the same kind of average) on 4 and 8 local processes (gloo over loopback), for a few
+tensor sizes. One iteration's time is the slowest rank's (every iteration starts after a
+barrier); the table shows the median over ``--iters`` iterations, after warm-up. The anchor is
+the alpha-beta model of the papers (decent_dp, Bluefog): a rank of a topology with d in-
+neighbours receives d * M bytes, a ring all_reduce 2 (n-1)/n * M, so the bandwidth-bound time
+ratio is ``d n / (2 (n-1))``; "measured / model" compares the two. Loopback processes share
+two cores here, so the numbers are about message counts and copies, not a network.
+
+Part 2 prints ``rho`` (of the period product; per iteration = rho^(1/period)) and the iterations
+to the exact average for every built-in gossip topology at n = 4, 8, ..., 256 (from
+``topocoll.gossip.analysis.rho_table``), next to the closed forms of MATH.md section 7 where one
+exists (exponential graph ``1 - 2/(ceil(log2 n)+1)`` for even n; ring with weights 1/3
+``(1 + 2 cos(2 pi / n))/3``; complete averaging 0).
+
+    python benchmarks/gossip.py                     # both parts (a few minutes)
+    python benchmarks/gossip.py --no-rho --iters 20 # timings only
+    python benchmarks/gossip.py --no-timing --rho-sizes 4 8 16
+"""
+
+import argparse
+import math
+import statistics
+import time
+
+TIMED_TOPOLOGIES = [("one-peer-exp", {}), ("ring-graph", {}), ("exponential-graph", {}),
+                    ("alternating-exp-ring", {"local_size": 2})]
+
+
+def _timing_worker(rank, n, sizes, iters, warmup):
+    import torch
+    import torch.distributed as dist
+
+    from topocoll.gossip import gossip_topology
+    from topocoll.runtime import neighbor_allreduce
+
+    topos = [(name, gossip_topology(name, n, **params)) for name, params in TIMED_TOPOLOGIES]
+    out = {}
+    for nbytes in sizes:
+        x = torch.randn(nbytes // 4, generator=torch.Generator().manual_seed(rank))
+        for label, topo in [("all_reduce", None)] + topos:
+            times = []
+            for i in range(warmup + iters):
+                dist.barrier()
+                t0 = time.perf_counter()
+                if topo is None:
+                    dist.all_reduce(x)
+                    x.div_(n)
+                else:
+                    neighbor_allreduce(x, topo, i, out=x)
+                times.append(time.perf_counter() - t0)
+            out[(nbytes, label)] = times[warmup:]
+    return out
+
+
+def in_degree(name, params, n):
+    """Largest number of ranks any rank receives from in one iteration (over a period)."""
+    from topocoll.gossip import gossip_topology
+
+    topo = gossip_topology(name, n, **params)
+    return max(int(((topo.matrix(k) != 0).sum(axis=1) - 1).max()) for k in range(topo.period))
+
+
+def timing(worlds, sizes, iters, warmup):
+    from topocoll.runtime import run_local
+    from topocoll.units import format_size, format_time
+
+    print("Part 1: time per iteration, median of the slowest rank over "
+          f"{iters} iterations (gloo, loopback, loaded 2-core machine)")
+    for n in worlds:
+        results = run_local(_timing_worker, n, (sizes, iters, warmup), start_method="fork",
+                            timeout=1800)
+        print(f"\n{n} processes")
+        head = (f"{'size':>9} {'operation':<22} {'in-deg':>6} {'time':>10} "
+                f"{'vs all_reduce':>13} {'model':>7} {'measured/model':>14}")
+        print(head)
+        print("-" * len(head))
+        for nbytes in sizes:
+            labels = ["all_reduce"] + [name for name, _ in TIMED_TOPOLOGIES]
+            med = {}
+            for label in labels:
+                per_iter = [max(r[(nbytes, label)][i] for r in results) for i in range(iters)]
+                med[label] = statistics.median(per_iter)
+            for label in labels:
+                if label == "all_reduce":
+                    print(f"{format_size(nbytes):>9} {label:<22} {'':>6} "
+                          f"{format_time(med[label]):>10} {1.0:>13.2f} {1.0:>7.2f} {'':>14}")
+                    continue
+                params = dict(TIMED_TOPOLOGIES)[label]
+                d = in_degree(label, params, n)
+                model = d * n / (2 * (n - 1))
+                ratio = med[label] / med["all_reduce"]
+                print(f"{format_size(nbytes):>9} {label:<22} {d:>6} {format_time(med[label]):>10} "
+                      f"{ratio:>13.2f} {model:>7.2f} {ratio / model:>14.2f}")
+
+
+def closed_form(name, n):
+    """rho from MATH.md section 7 where it gives one (None otherwise)."""
+    if name in ("complete", "fully-connected-graph"):
+        return 0.0
+    if name == "exponential-graph" and n % 2 == 0:
+        return 1 - 2 / (math.ceil(math.log2(n)) + 1)
+    if name == "ring-graph" and n >= 3:
+        return (1 + 2 * math.cos(2 * math.pi / n)) / 3
+    if name in ("one-peer-exp", "one-peer-exponential-graph") and n & (n - 1) == 0:
+        return 0.0  # exact average after log2 n iterations: the period product is 11^T/n
+    return None
+
+
+def rho_part(sizes):
+    from topocoll.gossip import rho_table
+
+    print("\nPart 2: rho of the period product (and per iteration), iterations to the exact "
+          "average, closed form where MATH.md gives one")
+    t0 = time.perf_counter()
+    rows = rho_table(sizes=sizes)
+    head = (f"{'topology':<36} {'n':>4} {'period':>6} {'rho':>9} {'rho/iter':>9} "
+            f"{'exact after':>11} {'closed form':>11} {'ratio':>7}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        label = r["name"] + "".join(f" {k}={v}" for k, v in (r["params"] or {}).items())
+        if r["error"]:
+            print(f"{label:<36} {r['nodes']:>4} (none: {r['error']})")
+            continue
+        anchor = closed_form(r["name"], r["nodes"])
+        if anchor is None:
+            ratio = ""
+        elif anchor == 0:
+            ratio = "exact" if r["rho"] < 1e-12 else "NO"
+        else:
+            ratio = f"{r['rho'] / anchor:.4f}"
+        exact = "-" if r["exact_average_after"] is None else str(r["exact_average_after"])
+        print(f"{label:<36} {r['nodes']:>4} {r['period']:>6} {r['rho']:>9.5f} "
+              f"{r['rho_per_iteration']:>9.5f} {exact:>11} "
+              f"{'' if anchor is None else f'{anchor:.5f}':>11} {ratio:>7}")
+    print(f"({len(rows)} rows in {time.perf_counter() - t0:.1f} s)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worlds", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 262144, 4194304],
+                        help="tensor sizes in bytes (float32)")
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rho-sizes", type=int, nargs="+",
+                        default=[4, 8, 16, 32, 64, 128, 256])
+    parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--no-rho", action="store_true")
+    args = parser.parse_args()
+    if not args.no_timing:
+        timing(args.worlds, args.sizes, args.iters, args.warmup)
+    if not args.no_rho:
+        rho_part(args.rho_sizes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""``topocoll gossip``: decentralized averaging topologies, their convergence and their cost."""
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from .. import units
+from ..errors import SpecError
+from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_topology,
+                      parse_param_value, plot_consensus, resolve_gossip_name)
+from ..gossip.cost import GROUP_MODES, iterations_to_accuracy
+from ..units import format_size, format_time
+from .common import _Group, _out, _print_json, _progress, _unit
+
+__all__ = ["gossip"]
+
+
+def _parse_topology(text, options):
+    """``NAME[:KEY=VALUE,...]`` plus the ``-O`` options that NAME takes."""
+    name, _, inline = text.partition(":")
+    entry = resolve_gossip_name(name)
+    accepted = entry.parameters()
+    params = {key: value for key, value in options.items() if key in accepted}
+    for item in filter(None, (p.strip() for p in inline.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"{text!r}: parameters are KEY=VALUE, got {item!r}")
+        params[key.strip()] = parse_param_value(value)
+    return entry.name, params
+
+
+def _options(extra):
+    options = {}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = parse_param_value(value)
+    return options
+
+
+def _build_all(names, nodes, extra):
+    options = _options(extra)
+    parsed = [_parse_topology(text, options) for text in names]
+    for key in options:
+        if not any(key in resolve_gossip_name(name).parameters() for name, _ in parsed):
+            raise SpecError(f"--option {key}: none of the topologies takes a parameter {key!r}")
+    return [gossip_topology(name, nodes, **params) for name, params in parsed]
+
+
+@click.group(cls=_Group)
+def gossip():
+    """Decentralized (gossip) averaging: topologies, convergence and cost.
+
+    \b
+    topocoll gossip list                                   the registered topologies
+    topocoll gossip info one-peer-exp --nodes 8            rho, period, exact average, degrees
+    topocoll gossip info ring exp --nodes 16 --plot c.png  consensus error against iterations
+    topocoll gossip cost ring --network torus:4x4          one iteration on a physical network
+
+    A TOPOLOGY is a registered name, optionally with parameters: alternating-exp-ring:local_size=4
+    (or -O local_size=4, applied to every topology that takes it).
+    """
+
+
+@gossip.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_topologies(as_json):
+    """List the registered gossip topologies and their parameters."""
+    rows = describe_gossip_topologies()
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title="gossip topologies (TOPOLOGY[:KEY=VALUE,...])")
+    for col in ("name", "aliases", "parameters", "what it is"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], ", ".join(r["aliases"]), escape(r["params"]),
+                      escape(r["summary"]))
+    _out.print(table)
+
+
+@gossip.command()
+@click.argument("topologies", metavar="TOPOLOGY...", nargs=-1, required=True)
+@click.option("-n", "--nodes", required=True, type=click.IntRange(1), help="World size n.")
+@click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
+              help="A topology parameter, e.g. -O local_size=4 (repeatable).")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="Also draw the consensus error against iterations of every TOPOLOGY into "
+                   "this file (.png, .svg, .pdf; needs matplotlib).")
+@click.option("--iterations", default=50, show_default=True, type=click.IntRange(1),
+              help="Iterations drawn by --plot.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the random start values of --plot.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (a list for several).")
+def info(topologies, nodes, extra, plot, iterations, seed, as_json):
+    """Convergence facts of gossip TOPOLOGY on n ranks: rho, period, exact averaging, degrees.
+
+    rho is ||P - 11^T/n||_2 of the product P of one period (of W itself when static);
+    exact_average_after is the number of iterations after which every start sits exactly at the
+    mean (null: only in the limit).
+    """
+    topos = _build_all(topologies, nodes, extra)
+    if plot:
+        from ..compare import check_plot_target
+
+        check_plot_target(plot)  # fail before the work, not after it
+    facts = [analyze(t) for t in topos]
+    if plot:
+        plot_consensus(topos, plot, iterations, seed=seed)
+    if as_json:
+        _print_json(facts[0] if len(facts) == 1 else facts)
+        return
+    for f in facts:
+        _print_info(f)
+    if plot:
+        _out.print(f"plot written to {plot}", markup=False)
+
+
+def _print_info(f):
+    params = ", ".join(f"{k}={v}" for k, v in f["params"].items())
+    kind = "static" if f["static"] else f"dynamic, period {f['period']}"
+    _out.print(f"{f['name']}{f' ({params})' if params else ''} on {f['nodes']} ranks: "
+               f"{f['model']}, {kind}", markup=False)
+    exact = f["exact_average_after"]
+    lines = {"rho": f"{f['rho']:.6g}" + ("" if f["static"] else " (period product)"),
+             "rho_per_iteration": f"{f['rho_per_iteration']:.6g}",
+             "period": str(f["period"]),
+             "exact_average_after": "never (converges only in the limit)" if exact is None
+             else f"{exact} iterations",
+             "row_stochastic": _yes(f["row_stochastic"]),
+             "column_stochastic": _yes(f["column_stochastic"]),
+             "symmetric": _yes(f["symmetric"])}
+    for key, value in lines.items():
+        _out.print(f"{key:>22}: {value}", markup=False)
+    table = Table(title="per iteration (degrees count other ranks)")
+    cols = ["iteration", "rho(W_k)", "in-degree", "out-degree"]
+    if "groups" in f:
+        cols.insert(1, "groups")
+    for col in cols:
+        table.add_column(col, justify="right")
+    shown = f["degree"] if len(f["degree"]) <= 16 else f["degree"][:16]
+    for d, r in zip(shown, f["rho_iterations"]):
+        cells = [str(d["iteration"]), f"{r:.4g}", _span(d["in_min"], d["in_max"]),
+                 _span(d["out_min"], d["out_max"])]
+        if "groups" in f:
+            cells.insert(1, str(f["groups"][d["iteration"]]))
+        table.add_row(*cells)
+    _out.print(table)
+    if len(f["degree"]) > len(shown):
+        _out.print(f"... {len(f['degree']) - len(shown)} more iterations (--json lists all)",
+                   markup=False)
+
+
+def _yes(flag):
+    return "yes" if flag else "no"
+
+
+def _span(lo, hi):
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+@gossip.command()
+@click.argument("topologies", metavar="TOPOLOGY...", nargs=-1, required=True)
+@click.option("--network", required=True, help="Physical network: a topology spec such as "
+              "torus:4x4 or a topology file (switches route, endpoints hold ranks).")
+@click.option("-n", "--nodes", type=click.IntRange(1), help="World size n [default: the "
+              "network's endpoints x --ranks-per-node]; a multiple of the endpoints places "
+              "n/endpoints ranks per node.")
+@click.option("--size", default="1MiB", show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M per rank.")
+@click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+              help="Latency of every link, e.g. 10us [default: the network's].")
+@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+              help="Bandwidth of every link, e.g. 100Gbps [default: the network's].")
+@click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              help="Split every node's egress bandwidth evenly over its links.")
+@click.option("--ranks-per-node", type=click.IntRange(1),
+              help="Ranks sharing one network node (their messages are free).")
+@click.option("--group-mode", type=click.Choice(GROUP_MODES), default="allreduce",
+              show_default=True, help="How a group of more than two ranks communicates: a ring "
+              "allreduce (decent_dp) or every member to every other.")
+@click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
+              help="A topology parameter, e.g. -O local_size=4 (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (a list for several).")
+def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth, ranks_per_node,
+         group_mode, extra, as_json):
+    """Time of one gossip iteration of TOPOLOGY on a physical network (alpha-beta, ECMP).
+
+    Every message is split over all shortest paths; time = largest path latency x steps +
+    bytes on the busiest link / its bandwidth. With several TOPOLOGY, one summary row each and
+    the time to shrink the distance to the mean 10^6-fold (iterations from rho per iteration,
+    or the exact-average count when smaller).
+    """
+    from ..topology import topology as _network
+
+    net = _network(network)
+    endpoints = net.num_nodes - len(net.switches)
+    if nodes is None:
+        nodes = endpoints * (ranks_per_node or 1)
+    elif ranks_per_node is None and nodes != endpoints:
+        if nodes % endpoints:
+            raise SpecError(f"--nodes {nodes} is not a multiple of the {endpoints} endpoints of "
+                            f"{net.name}; give --ranks-per-node")
+        ranks_per_node = nodes // endpoints
+    topos = _build_all(topologies, nodes, extra)
+    update, bar = _progress("gossip cost")
+    results = []
+    with bar:
+        for t in topos:
+            results.append(gossip_cost(t, net, size, alpha=alpha, link_bandwidth=link_bandwidth,
+                                       node_bandwidth=node_bandwidth,
+                                       ranks_per_node=ranks_per_node, group_mode=group_mode,
+                                       progress=update))
+    docs = []
+    for t, c in zip(topos, results):
+        doc = c.to_dict()
+        doc.update(iterations_to_accuracy(t, c))
+        docs.append(doc)
+    if as_json:
+        _print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    settings = (f"{format_size(size)} per rank, {nodes} ranks on {net.name}"
+                + (f" ({ranks_per_node} per node)" if ranks_per_node and ranks_per_node > 1
+                   else "") + f", group mode {group_mode}")
+    if len(docs) == 1:
+        _print_cost(docs[0], settings)
+    else:
+        _print_costs(docs, settings)
+
+
+def _print_cost(doc, settings):
+    table = Table(title=f"{doc['topology']}: {settings}")
+    for col in ("iteration", "messages", "bytes", "max hops", "steps", "busiest link",
+                "link load", "T_alpha", "T_beta", "time"):
+        table.add_column(col, justify="right")
+    for it in doc["iterations"]:
+        link = "-" if it["bottleneck"] is None else "->".join(map(str, it["bottleneck"]))
+        table.add_row(str(it["iteration"]), str(it["messages"]), format_size(it["bytes"]),
+                      str(it["max_hops"]), str(it["steps"]), link,
+                      format_size(it["max_link_load"]), format_time(it["T_alpha"]),
+                      format_time(it["T_beta"]), format_time(it["time"]))
+    _out.print(table)
+    its = doc["iterations_to_accuracy"]
+    _out.print(f"mean per iteration: {format_time(doc['mean_time'])} (slowest "
+               f"{format_time(doc['max_time'])}); distance to the mean / 10^6 after "
+               f"{'never' if its is None else its} iterations: "
+               f"{_time(doc['time_to_accuracy'])}", markup=False)
+
+
+def _time(seconds):
+    return "never" if seconds is None else format_time(seconds)
+
+
+def _print_costs(docs, settings):
+    table = Table(title=f"one gossip iteration, {settings}; to 1e-6: iterations (and time) to "
+                        "shrink the distance to the mean 10^6-fold")
+    for col in ("topology", "period", "mean time", "slowest", "busiest link load", "rho/iter",
+                "to 1e-6", "time to 1e-6"):
+        table.add_column(col, justify="left" if col == "topology" else "right")
+    best = min((d for d in docs if d["time_to_accuracy"] is not None),
+               key=lambda d: d["time_to_accuracy"], default=None)
+    for d in docs:
+        load = max(it["max_link_load"] for it in d["iterations"])
+        its = d["iterations_to_accuracy"]
+        table.add_row(escape(d["topology"]) + (" *" if d is best else ""), str(d["period"]),
+                      format_time(d["mean_time"]), format_time(d["max_time"]), format_size(load),
+                      f"{d['rho_per_iteration']:.4g}", "never" if its is None else str(its),
+                      _time(d["time_to_accuracy"]))
+    _out.print(table)
+    cheapest = min(docs, key=lambda d: d["mean_time"])
+    line = f"cheapest iteration: {cheapest['topology']} ({format_time(cheapest['mean_time'])})"
+    if best is not None:
+        line += (f"; fastest to 1e-6: {best['topology']} "
+                 f"({format_time(best['time_to_accuracy'])})")
+    _out.print(line, markup=False)

@@ -1,0 +1,46 @@
+"""Decentralized (gossip) averaging: topologies, mixing matrices, convergence and cost.
+
+A gossip topology is a periodic sequence of mixing matrices ``W_k`` (``x_i <- sum_j W[i, j]
+x_j``), given either as decent_dp-style groups or as Bluefog-style weighted digraphs. The
+registry holds both projects' topologies under their own names, for every world size that has
+one; :mod:`~topocoll.gossip.analysis` measures convergence (``rho``, exact averaging, consensus
+simulation) and :mod:`~topocoll.gossip.cost` prices one iteration on a physical network.
+
+>>> from topocoll.gossip import gossip_topology, analyze
+>>> t = gossip_topology("alternating-exp-ring", 16, local_size=4)
+>>> t.period, len(t.groups(0))
+(4, 3)
+>>> analyze(t)["exact_average_after"]
+4
+"""
+
+from .analysis import (TABLE_PARAMS, TABLE_SIZES, analyze, consensus_errors,
+                       exact_average_after, is_column_stochastic, is_doubly_stochastic,
+                       is_row_stochastic, mixing_matrix, period_product, period_rho,
+                       plot_consensus, rho, rho_table, same_mixing, stochasticity)
+from .builtin import (BUILTIN_NAMES, circulant_topology, metropolis_hastings,
+                      metropolis_hastings_topology, one_peer_dynamic)
+from .cost import (GossipCost, IterationCost, gossip_cost, iteration_messages,
+                   iterations_to_accuracy)
+from .model import GossipTopology, GraphTopology, GroupTopology
+from .registry import (GOSSIP_TOPOLOGIES, GossipFamily, describe_gossip_topologies,
+                       gossip_topology, parse_param_value, register_gossip_topology,
+                       resolve_gossip_name, unregister_gossip_topology)
+
+__all__ = [
+    # model
+    "GossipTopology", "GroupTopology", "GraphTopology",
+    # registry
+    "GOSSIP_TOPOLOGIES", "GossipFamily", "register_gossip_topology", "unregister_gossip_topology",
+    "gossip_topology", "describe_gossip_topologies", "resolve_gossip_name", "parse_param_value",
+    # built-ins
+    "BUILTIN_NAMES", "metropolis_hastings", "metropolis_hastings_topology", "one_peer_dynamic",
+    "circulant_topology",
+    # analysis
+    "mixing_matrix", "period_product", "is_row_stochastic", "is_column_stochastic",
+    "is_doubly_stochastic", "stochasticity", "rho", "period_rho", "exact_average_after",
+    "consensus_errors", "analyze", "rho_table", "same_mixing", "plot_consensus", "TABLE_SIZES",
+    "TABLE_PARAMS",
+    # cost
+    "gossip_cost", "GossipCost", "IterationCost", "iteration_messages", "iterations_to_accuracy",
+]

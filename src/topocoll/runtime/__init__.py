@@ -1,0 +1,26 @@
+"""Run gossip on torch.distributed: neighbor averaging and decentralized data parallel.
+
+- :func:`neighbor_allreduce` -- ``x_i <- sum_j W_k[i, j] x_j`` with point-to-point messages,
+  static or dynamic topology, blocking or async (:class:`NeighborHandle`).
+- :class:`DecentralizedDataParallel` -- wraps an ``nn.Module``: bucketed parameters, gossip
+  overlapped with the next forward/backward, ``x^{k+1} = W_k x^k - lr * grad(x^k)``,
+  :meth:`~DecentralizedDataParallel.global_avg`, state dicts.
+- :func:`as_mixing` / :class:`Mixing` -- the topology forms accepted (a
+  :class:`topocoll.gossip.GossipTopology`, a callable ``k -> W``, a fixed matrix).
+- :func:`run_local`, :func:`single_process_group`, :func:`group_info` -- process groups.
+
+torch is imported only when a function needs it.
+
+>>> import torch
+>>> with single_process_group():
+...     neighbor_allreduce(torch.tensor([3.0]), [[1.0]]).item()
+3.0
+"""
+
+from .ddp import DecentralizedDataParallel
+from .launch import group_info, run_local, single_process_group
+from .mixing import Mixing, MixingPlan, as_mixing
+from .neighbor import NeighborHandle, neighbor_allreduce
+
+__all__ = ["neighbor_allreduce", "NeighborHandle", "DecentralizedDataParallel", "Mixing",
+           "MixingPlan", "as_mixing", "group_info", "run_local", "single_process_group"]

@@ -1,0 +1,349 @@
+"""Decentralized data parallel training: gossip of the parameters instead of an allreduce.
+
+Every rank ``i`` keeps its own replica ``x_i`` of the parameters. Iteration ``k`` (``k = 0, 1,
+...``, the wrapper's :attr:`~DecentralizedDataParallel.iteration`) runs, on every rank at once::
+
+    g_i     = grad f_i(x_i^k)                                (your forward + backward at x^k)
+    x_i^k+1 = sum_j W_k[i, j] x_j^k  -  lr * g_i             (step())
+
+that is ``x^{k+1} = W_k x^k - lr * grad(x^k)``: the gradient is taken at ``x^k`` **before**
+mixing, and the mixing uses the same ``x^k``. This is what makes the overlap possible: the
+gossip of ``x^k`` is launched as soon as ``x^k`` exists (at the end of the previous
+``step()``, or at construction for ``x^0``) and runs in the background while the forward and
+backward pass of iteration ``k`` compute ``g_i``; ``step()`` then waits for it, writes the mix
+into the parameters and applies the optimizer with ``g_i``. With an optimizer factory instead
+of ``lr`` the update is ``x^{k+1} = opt(W_k x^k, g)`` (the optimizer steps from the mixed
+parameters with the gradient taken at ``x^k``; for plain SGD the two coincide exactly).
+Parameters that got no gradient in an iteration are only mixed.
+
+Parameters are flattened into buckets of about ``bucket_size_mb`` (per dtype); each parameter
+becomes a view into its bucket, so one message per bucket and neighbor carries it. The mixing
+of a bucket is :func:`~topocoll.runtime.neighbor_allreduce` (point-to-point, exact order).
+
+>>> import torch
+>>> from topocoll.runtime import single_process_group
+>>> with single_process_group():
+...     model = torch.nn.Linear(2, 1, bias=False)
+...     with torch.no_grad():
+...         _ = model.weight.fill_(1.0)
+...     ddp = DecentralizedDataParallel(model, [[1.0]], lr=0.5)
+...     ddp(torch.tensor([[1.0, 2.0]])).sum().backward()    # grad = [1, 2]
+...     ddp.step()
+...     ddp.global_avg()
+...     model.weight.tolist(), ddp.iteration
+([[0.5, 0.0]], 1)
+"""
+
+import copy
+import numbers
+
+from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
+from .launch import group_info
+from .mixing import as_mixing
+from .neighbor import _check_tensor, _launch
+
+__all__ = ["DecentralizedDataParallel"]
+
+STATE_FORMAT = "topocoll.gossip-ddp"
+# Message tags of bucket b are TAG_BASE + b: clear of the small tags a user's own
+# neighbor_allreduce calls use while a gossip of the wrapper is in flight.
+TAG_BASE = 1 << 16
+
+
+class _Bucket:
+    """Contiguous storage of some parameters (their ``.data`` are views of ``flat``)."""
+
+    def __init__(self, params):
+        import torch
+
+        self.params = params
+        total = sum(p.numel() for p in params)
+        self.flat = torch.empty(total, dtype=params[0].dtype, device=params[0].device)
+        offset = 0
+        with torch.no_grad():
+            for p in params:
+                n = p.numel()
+                view = self.flat[offset:offset + n].view(p.shape)
+                view.copy_(p.detach())
+                p.data = view
+                offset += n
+        self.send = torch.empty_like(self.flat)
+        self.recvs = []
+
+    def recv_buffers(self, count):
+        import torch
+
+        while len(self.recvs) < count:
+            self.recvs.append(torch.empty_like(self.flat))
+        return self.recvs[:count]
+
+
+def _make_buckets(params, bucket_bytes):
+    """Group parameters by (dtype, device), in order, into buckets of about ``bucket_bytes``."""
+    groups = {}
+    for p in params:
+        groups.setdefault((p.dtype, p.device), []).append(p)
+    buckets = []
+    for members in groups.values():
+        current, size = [], 0
+        for p in members:
+            nbytes = p.numel() * p.element_size()
+            if current and size + nbytes > bucket_bytes:
+                buckets.append(_Bucket(current))
+                current, size = [], 0
+            current.append(p)
+            size += nbytes
+        if current:
+            buckets.append(_Bucket(current))
+    return buckets
+
+
+class DecentralizedDataParallel:
+    """Wrap a module for decentralized (gossip) data-parallel training.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The model; its trainable parameters become views into flat buckets (in place).
+    topology : GossipTopology, str, callable or array_like
+        The mixing matrices ``W_k``: a :class:`topocoll.gossip.GossipTopology`, a built-in
+        name such as ``"one-peer-exp"`` (built by ``topocoll.gossip.gossip_topology(name,
+        world_size, **topology_options)``), a callable ``k -> W`` or a fixed matrix.
+    lr : float, optional
+        Plain SGD step size: ``x^{k+1} = W_k x^k - lr * g``. Give ``lr`` or ``optimizer``.
+    optimizer : callable, optional
+        ``optimizer(params) -> torch.optim.Optimizer``, called once with the (bucketed)
+        parameters; stepped from the mixed parameters (see the module).
+    bucket_size_mb : float
+        Target bucket size in MiB (a larger parameter gets a bucket of its own).
+    group : ProcessGroup, optional
+        The process group (default: the world); topology ranks are ranks of this group.
+    broadcast_parameters : bool
+        Copy group rank 0's parameters and buffers to every rank first (as DDP does), so all
+        replicas start equal. Pass False to keep each rank's own ``x^0``.
+    topology_options : dict, optional
+        Keyword arguments for the built-in topology named by ``topology`` (e.g. ``local_size``).
+
+    Attributes
+    ----------
+    module, iteration (``k``: the index of the current iterate ``x^k``), mixing, lr, optimizer
+    (the optimizer built by the factory; None with ``lr``).
+
+    Notes
+    -----
+    Every method that communicates (the constructor, :meth:`step`, :meth:`global_avg`,
+    :meth:`load_state_dict`, :meth:`close`) is collective: all ranks of the group call it, in
+    the same order. Call :meth:`close` (or :meth:`global_avg`) before destroying the process
+    group, so that no gossip is left in flight.
+    """
+
+    def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
+                 group=None, broadcast_parameters=True, topology_options=None):
+        import torch
+        import torch.distributed as dist
+
+        if not isinstance(module, torch.nn.Module):
+            raise InputTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        if (lr is None) == (optimizer is None):
+            raise InputTypeError("give exactly one of lr (plain SGD) and optimizer (a factory)")
+        if lr is not None and (isinstance(lr, bool) or not isinstance(lr, numbers.Real)
+                               or not lr >= 0):
+            raise InputTypeError(f"lr must be a real number >= 0, got {lr!r}")
+        if optimizer is not None and not callable(optimizer):
+            raise InputTypeError("optimizer must be a callable params -> torch.optim.Optimizer")
+        if isinstance(bucket_size_mb, bool) or not isinstance(bucket_size_mb, numbers.Real) \
+                or not bucket_size_mb > 0:
+            raise InputTypeError(f"bucket_size_mb must be > 0, got {bucket_size_mb!r}")
+        self.rank, self.world_size = group_info(group)
+        self.group = group
+        if isinstance(topology, str):
+            try:
+                from ..gossip import gossip_topology
+            except ImportError:
+                raise UnsupportedError("named topologies need topocoll.gossip; pass a matrix or "
+                                       "a callable k -> W instead") from None
+            topology = gossip_topology(topology, self.world_size, **(topology_options or {}))
+        elif topology_options:
+            raise InputTypeError("topology_options only apply to a topology given by name")
+        self.mixing = as_mixing(topology, self.world_size)
+        self.module = module
+        params = [p for p in module.parameters() if p.requires_grad]
+        if not params:
+            raise InputTypeError("module has no trainable parameters")
+        for p in params:
+            _check_tensor(p, "every parameter")
+        self._buckets = _make_buckets(params, float(bucket_size_mb) * 2 ** 20)
+        if broadcast_parameters and self.world_size > 1:
+            src = 0 if group is None else dist.get_global_rank(group, 0)
+            with torch.no_grad():
+                for b in self._buckets:
+                    dist.broadcast(b.flat, src=src, group=group)
+                for buf in module.buffers():
+                    dist.broadcast(buf, src=src, group=group)
+        self._params = params
+        self.lr = None if lr is None else float(lr)
+        self.optimizer = None  # plain SGD needs none (and torch.optim costs seconds to import)
+        if optimizer is not None:
+            self.optimizer = optimizer(params)
+            if not isinstance(self.optimizer, torch.optim.Optimizer):
+                raise InputTypeError("optimizer(params) must return a torch.optim.Optimizer, got "
+                                     f"{type(self.optimizer).__name__}")
+        self.iteration = 0
+        self._pending = None
+        self._closed = False
+        self._launch()  # gossip of x^0 overlaps the first forward and backward
+
+    # -- the module's face -------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    forward = __call__
+
+    def parameters(self):
+        """The wrapped module's parameters."""
+        return self.module.parameters()
+
+    def named_parameters(self):
+        """The wrapped module's named parameters."""
+        return self.module.named_parameters()
+
+    def train(self, mode=True):
+        """Set the module's training mode; returns self."""
+        self.module.train(mode)
+        return self
+
+    def eval(self):
+        """Set the module to evaluation mode; returns self."""
+        return self.train(False)
+
+    @property
+    def buckets(self):
+        """``[(number of parameters, number of elements, dtype)]`` of every bucket."""
+        return [(len(b.params), b.flat.numel(), b.flat.dtype) for b in self._buckets]
+
+    # -- gossip ------------------------------------------------------------------------------
+
+    def _check_open(self):
+        if self._closed:
+            raise ProcessGroupError("this DecentralizedDataParallel is closed")
+
+    def _launch(self):
+        """Start the gossip of the current iterate x^k with W_k, one message per bucket."""
+        plan = self.mixing.plan(self.iteration, self.rank)
+        handles = []
+        for tag, b in enumerate(self._buckets):
+            b.send.copy_(b.flat)  # the snapshot x^k; the parameters stay usable meanwhile
+            handles.append(_launch(b.send, plan, b.recv_buffers(len(plan.sources)), self.group,
+                                   TAG_BASE + tag, out=b.flat))
+        self._pending = handles
+
+    def _drain(self):
+        """Finish a gossip in flight without using its result (its x^k is still in place)."""
+        if self._pending is not None:
+            for h in self._pending:
+                h._wait_transfers()
+            self._pending = None
+
+    def step(self):
+        """Finish iteration ``k``: ``x^{k+1} = W_k x^k - lr * g``; launch the gossip of x^{k+1}.
+
+        Uses the gradients in ``.grad`` (taken at ``x^k``) and clears them (sets them to None).
+        Collective.
+        """
+        import torch
+
+        self._check_open()
+        if self._pending is None:  # after global_avg / load_state_dict: gossip now, blocking
+            self._launch()
+        with torch.no_grad():
+            for h in self._pending:
+                h.wait()  # writes W_k x^k into the bucket, i.e. into the parameters
+            self._pending = None
+            if self.optimizer is not None:
+                self.optimizer.step()
+            else:
+                for p in self._params:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-self.lr)
+        self.zero_grad()
+        self.iteration += 1
+        self._launch()
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the gradients (``step`` already does)."""
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=set_to_none)
+            return
+        for p in self._params:
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.detach_().zero_()
+
+    def global_avg(self, buffers=True):
+        """Replace every replica by the average over all ranks (before evaluation). Collective.
+
+        The gossip in flight is dropped; the next :meth:`step` mixes the averaged iterate.
+        ``buffers`` also averages floating-point buffers (e.g. batch-norm statistics).
+        """
+        import torch
+        import torch.distributed as dist
+
+        self._check_open()
+        self._drain()
+        with torch.no_grad():
+            tensors = [b.flat for b in self._buckets]
+            if buffers:
+                tensors += [t for t in self.module.buffers() if t.is_floating_point()]
+            for t in tensors:
+                dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
+                t.div_(self.world_size)
+
+    def close(self):
+        """Finish the gossip in flight; the wrapper cannot step afterwards. Collective."""
+        if not self._closed:
+            self._drain()
+            self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def state_dict(self):
+        """This rank's state: its replica ``x_i^k``, the optimizer's state and ``k``.
+
+        A snapshot (copies, unaffected by later steps). Local (no communication); save one per
+        rank to resume exactly.
+        """
+        return {"format": STATE_FORMAT, "version": 1, "iteration": self.iteration,
+                "rank": self.rank, "world_size": self.world_size,
+                "module": {k: v.detach().clone() for k, v in self.module.state_dict().items()},
+                # a deep copy: torch's optimizer state dict holds the live momentum buffers
+                "optimizer": (None if self.optimizer is None
+                              else copy.deepcopy(self.optimizer.state_dict()))}
+
+    def load_state_dict(self, state):
+        """Resume from :meth:`state_dict` (of the same rank). Collective.
+
+        Training continues exactly as it would have from the saved point.
+        """
+        self._check_open()
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise InputTypeError(f"not a {STATE_FORMAT} state dict")
+        k = state.get("iteration")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InputTypeError(f"state dict iteration must be an integer >= 0, got {k!r}")
+        if state.get("world_size") != self.world_size:
+            raise ProcessGroupError(f"state dict is from a world of {state.get('world_size')} "
+                                    f"ranks, this group has {self.world_size}")
+        self._drain()
+        self.module.load_state_dict(state["module"])  # copies in place: the views stay views
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.iteration = k
