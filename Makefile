@@ -32,9 +32,16 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
 
-bench: $(VENV)/.installed
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
+	$(BIN)/pip install --quiet -e '.[plot,torch]'
+	touch $@
+
+bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/bfb_scale.py
 	$(BIN)/python benchmarks/finder.py
+	$(BIN)/python benchmarks/ten_synthesis.py
+	$(BIN)/python benchmarks/alltoall.py
+	$(BIN)/python benchmarks/gossip.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis

@@ -43,6 +43,11 @@ def cli():
     topocoll survey                                       the main job on built-in defaults
     topocoll compare torus:8x8 ring:64 s.json             schedules side by side, same network
     topocoll find --nodes 1024 --degree 4 -o out         best topology + schedule for a cluster
+    topocoll synth TOPO -c allgather -o s.json            TEN (TACOS) synthesis, any network
+    topocoll simulate s.json --size 1GiB                  link-model (TACOS) timing
+    topocoll alltoall TOPO --json                         all-to-all throughput LP and bounds
+    topocoll rewire TOPO -o t.json                        degree-keeping swaps for all-to-all
+    topocoll gossip info one-peer-exp --nodes 16          gossip topologies, rho, cost
     """
 
 
@@ -182,21 +187,26 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     s = load_schedule(file)
     if node_bandwidth is not None:
         s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
+    from ..sim.linkmodel import simulate as _link_model  # TACOS link model beside the steps
     results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
+    link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
+                  for m in sizes]
     if as_json:
-        _print_json(results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results])
+        docs = [dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]
+        _print_json(docs[0] if len(docs) == 1 else docs)
         return
     e0 = results[0]
     _out.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
                f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
                f"{e0.moore_steps}), T_L {format_time(e0.T_L)}")
     table = Table()
-    for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal"):
+    for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal",
+                "link-model time"):
         table.add_column(col, justify="right")
-    for e in results:
+    for e, lt in zip(results, link_times):
         table.add_row(format_size(e.size), format_time(e.T_B), format_time(e.time),
                       format_time(e.bw_lower_bound), f"{e.bw_ratio:.4f}",
-                      "yes" if e.bw_optimal else "no")
+                      "yes" if e.bw_optimal else "no", format_time(lt))
     _out.print(table)
     flags = [name for name, ok in (("diameter-optimal", e0.diameter_optimal),
                                    ("Moore-optimal", e0.moore_optimal)) if ok]
@@ -503,9 +513,14 @@ def _print_find(result, files):
 
 
 # Sub-commands of the later jobs live in their own modules (cli/<job>.py), each defining one
-# click command or group; they register here, one line each.
-# -- job sub-commands: begin --
-# -- job sub-commands: end --
+# click command or group; they register here. Imported last: they use cli/common.py only.
+from .alltoall import alltoall as _alltoall  # noqa: E402
+from .gossip import gossip as _gossip  # noqa: E402
+from .rewire import rewire as _rewire  # noqa: E402
+from .synth import simulate as _simulate, synth as _synth  # noqa: E402
+
+for _command in (_synth, _simulate, _alltoall, _rewire, _gossip):
+    cli.add_command(_command)
 
 
 def main(argv=None):
