@@ -222,10 +222,15 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
     util, load = link_utilization(topology, flows.sum(axis=0))
     status = "optimal" if gap <= tolerance else "feasible"
     used = sol.solver or solver
+    if columns.size < n * num_e:
+        how = f"shortest-path columns ({columns.size} of {n * num_e})"
+    elif rounds > 1:
+        how = f"the whole LP after {rounds - 1} restricted round{'s' if rounds > 2 else ''}"
+    else:
+        how = "the whole LP"
     message = (f"lambda {lam:.6g} B/s per pair, certified within {max(gap, 0.0):.2g} "
-               f"(dual bound {bound:.6g}); HiGHS {used}: {sol.status}, {iterations} "
-               f"iterations, {rounds} round{'s' if rounds > 1 else ''} of column generation "
-               f"({columns.size} of {n * num_e} columns)")
+               f"(dual bound {bound:.6g}); HiGHS {used} on {how}: {sol.status}, "
+               f"{iterations} iterations")
     return AlltoallResult(
         lam=lam, status=status, message=message, method="link", max_hops=None, num_nodes=n,
         topology=topology.name, dual_bound=bound, utilization=util, link_load=load, bounds=bnd,
