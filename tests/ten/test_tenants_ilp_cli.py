@@ -63,7 +63,10 @@ def test_cli_synth_verify_simulate_evaluate(tmp_path):
     assert verify(load_schedule(out)).valid
     assert runner.invoke(cli, ["verify", str(out)]).exit_code == 0
     r = runner.invoke(cli, ["simulate", str(out), "--json"])
-    assert json.loads(r.output)["time"] == pytest.approx(9606.0e-6)
+    sim = json.loads(r.output)
+    assert sim["time"] == pytest.approx(9606.0e-6)
+    # the step model beside it: 12 steps of one 40 MiB chunk at 50 GiB/s plus 0.5 us
+    assert sim["steps"] == 12 and sim["step_model_time"] == pytest.approx(12 * 800.5e-6)
     r = runner.invoke(cli, ["evaluate", str(out), "--size", "1GiB", "--json"])
     ev = json.loads(r.output)
     assert ev["link_model_time"] == pytest.approx(9606.0e-6) and "T_B" in ev

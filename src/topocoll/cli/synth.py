@@ -7,6 +7,7 @@ import click
 from rich.table import Table
 
 from .. import units
+from ..schedule.cost import evaluate as _step_model
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.verify import verify as _verify
 from ..sim.linkmodel import simulate_many
@@ -175,20 +176,23 @@ def simulate(files, size, alpha, link_bandwidth, as_json):
     """Time schedule FILES in the link model (TACOS); several files share one network."""
     schedules = [load_schedule(f) for f in files]
     results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
+    # the step model of DESIGN.md beside it (each schedule alone on the network)
+    steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth) for s in schedules]
     if as_json:
         rows = [{"file": f, "collective": s.collective.name, "algorithm": s.algorithm,
-                 **r.to_dict()} for f, s, r in zip(files, schedules, results)]
+                 **r.to_dict(), "step_model_time": e.time, "steps": e.steps}
+                for f, s, r, e in zip(files, schedules, results, steps)]
         _print_json(rows[0] if len(rows) == 1 else rows)
         return
     shared = " sharing one network" if len(files) > 1 else ""
     table = Table(title=f"link model at {format_size(size)}{shared}: a link carries one transfer "
                         "at a time for latency + bytes/bandwidth")
     for col in ("file", "collective", "algorithm", "transfers", "links used", "finish",
-                "busiest link"):
+                "busiest link", "step model (alone)"):
         table.add_column(col, justify="left" if col == "file" else "right")
-    for f, s, r in zip(files, schedules, results):
+    for f, s, r, e in zip(files, schedules, results, steps):
         d = r.to_dict()
         table.add_row(f, s.collective.name, s.algorithm, str(d["transfers"]),
                       f"{d['links_used']}/{d['links']}", format_time(d["time"]),
-                      format_time(d["max_link_busy"]))
+                      format_time(d["max_link_busy"]), f"{format_time(e.time)} ({e.steps} steps)")
     _out.print(table)
