@@ -62,11 +62,11 @@ import scipy.sparse as sp
 
 from ..errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError, SpecError,
                       TopologyError)
+from .greedy import EVENT_DTYPE  # one TEN send record, shared with the greedy
 
 __all__ = ["ilp_events", "IlpResult", "EVENT_DTYPE", "STATUS_MESSAGES", "lower_bound",
            "shortest_path_events"]
 
-EVENT_DTYPE = np.dtype([("chunk", np.int64), ("link", np.int64), ("start", np.int64)])
 
 #: Our status codes (scipy.optimize style) and what they mean.
 STATUS_MESSAGES = {
