@@ -55,3 +55,13 @@ def test_pdlp_agrees_with_the_interior_point(spec):
     pdlp = link_throughput(t, bounds=False, solver="pdlp", restrict=True)
     assert pdlp.lam == pytest.approx(ipm.lam, rel=1e-5)
     assert pdlp.dual_bound >= ipm.lam * (1 - 1e-6)       # any certificate bounds from above
+
+
+def test_pricing_rounds_reach_the_whole_lp_optimum():
+    # with max_rounds > 1 the columns of negative reduced cost join before any fallback
+    t = topology("randomregular:24,4:1", bandwidth=1.0)
+    priced = link_throughput(t, bounds=False, restrict=True, max_rounds=4)
+    whole = link_throughput(t, bounds=False, restrict=False)
+    assert priced.status == "optimal" and priced.rounds >= 2
+    assert priced.lam == pytest.approx(whole.lam, rel=1e-6)
+    check_link_flows(t, priced)
