@@ -62,6 +62,7 @@ import scipy.sparse as sp
 
 from ..errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError, SpecError,
                       TopologyError)
+from ..highs import solver as new_solver
 from .greedy import EVENT_DTYPE  # one TEN send record, shared with the greedy
 
 __all__ = ["ilp_events", "IlpResult", "EVENT_DTYPE", "STATUS_MESSAGES", "lower_bound",
@@ -594,12 +595,7 @@ def _solve(model, time_limit, seed, hint, table, require=None):
     if model.num_vars == 0:                   # nothing can move: HiGHS calls that an error
         return 0, np.zeros(0), 0.0, 0.0
     import highspy
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
-    h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
-    # one thread: the machines this runs on are shared, and HiGHS' MIP search is serial anyway
-    h.setOptionValue("threads", 1)
+    h = new_solver(time_limit=max(float(time_limit), 1e-3), seed=seed)
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_vars
     lp.num_row_ = model.matrix.shape[0]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import UnsupportedError
+from ...highs import solver as new_solver
 
 __all__ = ["LpSolution", "solve_lp", "SOLVERS"]
 
@@ -41,7 +42,7 @@ class LpSolution:
 
 
 def solve_lp(cost, matrix, row_lower, row_upper, *, col_upper=None, maximize=True, solver="ipm",
-             crossover=False, time_limit=None, threads=None, tolerance=None):
+             crossover=False, time_limit=None, threads=None, tolerance=None, verbose=False):
     """Solve ``max/min cost @ x`` s.t. ``row_lower <= matrix @ x <= row_upper``, ``0 <= x``.
 
     Parameters
@@ -92,15 +93,9 @@ def solve_lp(cost, matrix, row_lower, row_upper, *, col_upper=None, maximize=Tru
     lp.a_matrix_.index_ = a.indices.astype(np.int32)
     lp.a_matrix_.value_ = a.data.astype(np.float64)
     lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", solver)
+    h = new_solver(threads=threads, time_limit=time_limit, verbose=verbose, solver=solver)
     if solver in ("ipm", "choose"):
         h.setOptionValue("run_crossover", "on" if crossover else "off")
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
-    if threads is not None:
-        h.setOptionValue("threads", int(threads))
     if tolerance is not None:
         for name in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
             h.setOptionValue(name, float(tolerance))

@@ -1,0 +1,102 @@
+"""The one place that makes HiGHS solver objects (``highspy``) for the whole package.
+
+Two things about HiGHS are process-wide, and both are handled here so that no result depends
+on what ran before it in the same process:
+
+* **the thread scheduler.** HiGHS starts one global task scheduler the first time a model runs,
+  with the ``threads`` option of that model; a later model that asks for another thread count
+  fails ("the scheduler has already been initialized") and returns no solution. Every solver
+  made here sets ``threads`` explicitly, and the scheduler is restarted whenever the count
+  differs from the one it was started with (:data:`DEFAULT_THREADS` unless a caller asks).
+* **the banner.** highspy prints a licence banner on standard output when the first ``Highs``
+  object of a process is made, before any option can be set; it would corrupt ``--json``
+  output and schedule files written to stdout. The first construction runs with file
+  descriptor 1 pointed at ``/dev/null``.
+
+Output of the solvers themselves is off unless ``verbose=True`` (then it goes to stderr).
+
+>>> h = solver(time_limit=5)
+>>> h.getOptionValue("threads"), h.getOptionValue("output_flag")
+(1, False)
+"""
+
+import os
+import sys
+import threading
+
+__all__ = ["solver", "DEFAULT_THREADS"]
+
+#: Threads of every HiGHS solver unless the caller asks for more: the interior point, PDLP and
+#: the MIP search that topocoll uses are serial, and the machines it runs on are shared.
+DEFAULT_THREADS = 1
+
+_lock = threading.Lock()
+_state = {"constructed": False, "threads": None}   # mirrors HiGHS' own process-wide state
+
+
+def _flush_c_stdout():
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to flush: nothing was buffered there
+        pass
+
+
+def _construct():
+    import highspy
+
+    if _state["constructed"]:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        h = highspy.Highs()
+        _flush_c_stdout()       # the banner sits in C's stdio buffer until flushed: drop it
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    _state["constructed"] = True
+    return h
+
+
+def solver(*, threads=None, time_limit=None, seed=None, verbose=False, **options):
+    """A fresh ``highspy.Highs`` with output off, the thread count set and the options given.
+
+    Parameters
+    ----------
+    threads : int, optional
+        HiGHS threads (default :data:`DEFAULT_THREADS`). HiGHS' global scheduler is restarted
+        when this differs from the count it runs with.
+    time_limit : float, optional
+        Seconds (HiGHS option ``time_limit``).
+    seed : int, optional
+        HiGHS option ``random_seed``.
+    verbose : bool
+        Let HiGHS log its progress (to stderr: standard output is reserved for results).
+    **options
+        Further HiGHS options by name (``solver="ipm"``, ``mip_max_nodes=100``, ...).
+    """
+    threads = DEFAULT_THREADS if threads is None else int(threads)
+    with _lock:
+        h = _construct()
+        if _state["threads"] != threads:
+            import highspy
+
+            highspy.Highs.resetGlobalScheduler(True)
+            _state["threads"] = threads
+    h.setOptionValue("output_flag", bool(verbose))
+    if verbose:   # HiGHS logs to the console (stdout); send its lines to stderr instead
+        h.setOptionValue("log_to_console", False)
+        h.cbLogging.subscribe(lambda event: sys.stderr.write(event.message))
+    h.setOptionValue("threads", threads)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    if seed is not None:
+        h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+    for name, value in options.items():
+        h.setOptionValue(name, value)
+    return h
