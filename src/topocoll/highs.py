@@ -16,7 +16,7 @@ on what ran before it in the same process:
 Output of the solvers themselves is off unless ``verbose=True`` (then it goes to stderr).
 
 >>> h = solver(time_limit=5)
->>> h.getOptionValue("threads"), h.getOptionValue("output_flag")
+>>> h.getOptionValue("threads")[1], h.getOptionValue("output_flag")[1]
 (1, False)
 """
 
