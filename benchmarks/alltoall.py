@@ -29,7 +29,7 @@ def run_case(spec):
     import importlib
 
     importlib.import_module("highspy")  # keep the import out of the timing
-    from topocoll.synth.alltoall import link_throughput
+    from topocoll.throughput import link_throughput
     from topocoll.topology import topology
 
     topo = topology(spec, bandwidth=1.0)

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from topocoll.schedule import verify
-from topocoll.sim import simulate
-from topocoll.synth.greedy import greedy_events
+from topocoll.schedule.linkmodel import simulate
+from topocoll.synth.ten.greedy import greedy_events
 from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, ten_problem
 from topocoll.topology import topology
 

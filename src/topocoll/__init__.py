@@ -29,9 +29,9 @@ from .schedule import (Evaluation, Schedule, VerifyReport, concatenate, dumps_sc
                        evaluate, load_schedule, loads_schedule, relabel, reverse, save_schedule,
                        transfer_array, verify)
 from .gossip import analyze as analyze_gossip, gossip_topology
-from .sim import simulate
+from .schedule.linkmodel import simulate
 from .synth import ALGORITHMS, expand_schedule, generate
-from .synth.alltoall import throughput as alltoall_throughput
+from .throughput import throughput as alltoall_throughput
 from .synth.ten import synthesize
 from .topology import (Topology, describe_families, diameter, distance_matrix,
                        is_strongly_connected, load_topology, moore_depth, save_topology, topology)

@@ -14,7 +14,7 @@ from topocoll.gossip import (gossip_cost, gossip_topology, iteration_messages,
                              iterations_to_accuracy, period_rho)
 from topocoll.topology import Topology, topology
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 
 NAMES = ["ring", "one-peer-exp", "complete", "exponential-graph", "mesh-graph", "star-graph",
          "one-peer-exponential-graph"]

@@ -15,7 +15,7 @@ from topocoll.gossip import (GOSSIP_TOPOLOGIES, GraphTopology, GroupTopology, an
                              metropolis_hastings, one_peer_dynamic, register_gossip_topology,
                              same_mixing, stochasticity, unregister_gossip_topology)
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 from . import reference as ref
 
 DOUBLY_STOCHASTIC = ["complete", "ring", "one-peer-exp", "exponential-graph",

@@ -10,7 +10,7 @@ from .. import units
 from ..schedule.cost import evaluate as _evaluate
 from ..schedule.io import save_schedule
 from ..schedule.verify import verify as _verify
-from ..synth.alltoall import alltoall_schedule, pareto_frontier, throughput
+from ..throughput import alltoall_schedule, pareto_frontier, throughput
 from ..units import format_size, format_time
 from .common import (EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress,
                      _topo_options, _unit)

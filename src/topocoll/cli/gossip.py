@@ -102,7 +102,7 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     """
     topos = _build_all(topologies, nodes, extra)
     if plot:
-        from ..compare import check_plot_target
+        from ..studies.compare import check_plot_target
 
         check_plot_target(plot)  # fail before the work, not after it
     facts = [analyze(t) for t in topos]

@@ -13,13 +13,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import units
-from ..compare import check_plot_target, compare as _compare, describe_settings, fastest, \
+from ..studies.compare import check_plot_target, compare as _compare, describe_settings, fastest, \
     plot_comparison
 from ..finder import Workload, find as _find, load_workload, plot_frontier
 from ..schedule.cost import evaluate as _evaluate
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.verify import verify as _verify
-from ..survey import survey as _survey
+from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS, generate
 from ..topology import (degree_summary, describe_families, diameter, moore_depth,
                         save_topology)
@@ -187,7 +187,7 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     s = load_schedule(file)
     if node_bandwidth is not None:
         s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
-    from ..sim.linkmodel import simulate as _link_model  # TACOS link model beside the steps
+    from ..schedule.linkmodel import simulate as _link_model  # TACOS link model beside the steps
     results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
     link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
                   for m in sizes]

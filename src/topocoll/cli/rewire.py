@@ -5,7 +5,7 @@ from rich.table import Table
 
 from .. import units
 from ..topology import save_topology
-from ..topology.rewire import OBJECTIVES, rewire as _rewire
+from ..throughput.rewire import OBJECTIVES, rewire as _rewire
 from ..units import format_time
 from .common import _load_topology, _out, _print_json, _progress, _topo_options, _unit
 

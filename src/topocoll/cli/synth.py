@@ -10,9 +10,9 @@ from .. import units
 from ..schedule.cost import evaluate as _step_model
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.verify import verify as _verify
-from ..sim.linkmodel import simulate_many
+from ..schedule.linkmodel import simulate_many
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
-from ..synth.tenants import synthesize_tenants
+from ..synth.ten.tenants import synthesize_tenants
 from ..units import format_size, format_time
 from .common import EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress, \
     _topo_options, _unit

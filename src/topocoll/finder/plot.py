@@ -1,7 +1,7 @@
 """Draw a finder result: the Pareto frontier as steps against T_B, the choice marked.
 
 matplotlib is imported only here, with the Agg canvas (no display, no global backend change),
-as :mod:`topocoll.compare` does.
+as :mod:`topocoll.studies.compare` does.
 """
 
 import os
@@ -17,7 +17,7 @@ def plot_frontier(result, path, *, title=None):
     .svg or .pdf): one point per candidate (steps per phase against T_B in units of M/B), the
     chosen one starred, the lower bound (Moore depth, (N-1)/N) as a cross, and each point's
     predicted workload time in its label."""
-    from ..compare import require_matplotlib
+    from ..studies.compare import require_matplotlib
     from ..topology.metrics import moore_depth
 
     require_matplotlib()

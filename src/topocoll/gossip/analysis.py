@@ -333,7 +333,7 @@ def plot_consensus(topologies, path, iterations=50, *, seed=0, title=None):
     and write it to ``path`` (``.png``, ``.svg``, ``.pdf``). Every topology starts from the same
     random values (``seed``); errors below ``1e-16`` are drawn at ``1e-16``.
     """
-    from ..compare import check_plot_target, require_matplotlib
+    from ..studies.compare import check_plot_target, require_matplotlib
 
     require_matplotlib()
     check_plot_target(path)

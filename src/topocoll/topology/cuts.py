@@ -1,7 +1,7 @@
 """Upper bounds on uniform all-to-all throughput (MATH.md section 6, seed 003 section 1.6).
 
 All bounds are on ``lambda``, the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``,
-can sustain at once (the multicommodity-flow LP of :mod:`topocoll.synth.alltoall`):
+can sustain at once (the multicommodity-flow LP of :mod:`topocoll.throughput`):
 
 * :func:`injection_bound`: node ``x`` must push ``(N-1) lambda`` out through its egress and take
   ``(N-1) lambda`` in through its ingress bandwidth.

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import UnsupportedError
-from ...highs import solver as new_solver
+from ..errors import UnsupportedError
+from ..highs import solver as new_solver
 
 __all__ = ["LpSolution", "solve_lp", "SOLVERS"]
 

@@ -31,8 +31,8 @@ from scipy.sparse.csgraph import shortest_path
 
 from ..errors import InputTypeError, SpecError, TopologyError, UnsupportedError
 from ..units import parse_size
-from .metrics import require_strongly_connected
-from .model import Topology
+from ..topology.metrics import require_strongly_connected
+from ..topology.model import Topology
 
 __all__ = ["rewire", "RewireResult", "RewireStep", "distance_objective", "alltoall_objective",
            "OBJECTIVES"]
@@ -97,7 +97,7 @@ class distance_objective:  # noqa: N801 - used like a function, named like the o
 
 class alltoall_objective:  # noqa: N801 - used like a function
     """All-to-all time ``(M/N) / lambda`` in seconds from the flow LP
-    (:func:`topocoll.synth.alltoall.throughput`), for a per-node buffer of ``size`` bytes.
+    (:func:`topocoll.throughput.throughput`), for a per-node buffer of ``size`` bytes.
 
     Its :meth:`lower_bound`, ``(M/N) * sum of distances / total bandwidth`` (every byte of
     pair ``(x, y)`` crosses at least ``dist(x, y)`` links), lets :func:`rewire` skip the LP for
@@ -123,11 +123,7 @@ class alltoall_objective:  # noqa: N801 - used like a function
         self.options = {"bounds": False, **options}     # bounds are not needed per candidate
 
     def __call__(self, topology):
-        try:
-            from ..synth.alltoall import throughput  # lazy: the LP stack is heavy to import
-        except ImportError as err:
-            raise UnsupportedError("the all-to-all objective needs topocoll.synth.alltoall "
-                                   f"({err}); use objective='distance'") from None
+        from .solve import throughput  # here, not at the top: solve imports the LP stack
 
         result = throughput(topology, **self.options)
         if not (result.ok and result.lam > 0):

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...units import parse_size
+from ..units import parse_size
 
 __all__ = ["AlltoallResult", "PathSet"]
 

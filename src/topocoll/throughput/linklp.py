@@ -14,7 +14,7 @@ out).
 Column generation keeps the LP small: the first round allows commodity s only on the links of
 its hop-shortest-path DAG (``dist(s, v) = dist(s, u) + 1`` for link u -> v), which on expanders
 is about half of them. Its optimum is feasible for the whole LP, and the dual lengths certify
-how far it is from the whole LP's optimum (:func:`~topocoll.synth.alltoall.dual.certificate`).
+how far it is from the whole LP's optimum (:func:`~topocoll.throughput.dual.certificate`).
 When the gap exceeds the tolerance, the whole LP is solved (or, with ``max_rounds > 1``, the
 columns of negative reduced cost join and the restricted LP is solved again); the result is
 optimal when the certificate closes. That is ``N |E| + 1`` columns and ``N (N-1) + |E|`` rows instead of ``N^2 |E|`` columns
@@ -34,10 +34,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import TopologyError
-from ...topology.cuts import throughput_bounds
-from ...topology.metrics import distance_matrix, unreachable_pair
-from ._lp import solve_lp
+from ..errors import TopologyError
+from ..topology.cuts import throughput_bounds
+from ..topology.metrics import distance_matrix, unreachable_pair
+from .lp import solve_lp
 from .dual import certificate
 from .result import AlltoallResult
 

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from topocoll.synth.alltoall import link_throughput
-from topocoll.synth.alltoall.linklp import shortest_path_columns
+from topocoll.throughput import link_throughput
+from topocoll.throughput.linklp import shortest_path_columns
 from topocoll.topology import distance_matrix, topology
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 from .test_lp import FEW, check_link_flows
 
 

@@ -1,6 +1,6 @@
 """Independent oracles for the TEN ILP tests: an event checker and an exhaustive search.
 
-Neither shares code with ``topocoll.synth.ten_ilp``: the checker replays the events slot by slot,
+Neither shares code with ``topocoll.synth.ten.ilp``: the checker replays the events slot by slot,
 the search enumerates every choice of chunk per free link per slot (breadth first, so the first
 slot at which the postcondition holds is the optimal makespan).
 """

@@ -30,10 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ...errors import InputTypeError, TopologyError
-from ...topology.cuts import throughput_bounds
-from ...topology.metrics import distance_matrix, unreachable_pair
-from ._lp import solve_lp
+from ..errors import InputTypeError, TopologyError
+from ..topology.cuts import throughput_bounds
+from ..topology.metrics import distance_matrix, unreachable_pair
+from .lp import solve_lp
 from .dual import _positive, hop_shortest_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .result import AlltoallResult, PathSet

@@ -1,4 +1,4 @@
-"""topocoll.compare: schedules side by side under one latency and bandwidth, verified, priced
+"""topocoll.studies.compare: schedules side by side under one latency and bandwidth, verified, priced
 next to their lower bounds, and plotted."""
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import topocoll as tc
-from topocoll.compare import (DEFAULT_ALPHA, DEFAULT_NODE_BANDWIDTH, ComparisonRow,
+from topocoll.studies.compare import (DEFAULT_ALPHA, DEFAULT_NODE_BANDWIDTH, ComparisonRow,
                               PlotUnavailableError, check_plot_target, compare, fastest,
                               plot_comparison, require_matplotlib)
 from topocoll.errors import SpecError, UnsupportedError

@@ -60,9 +60,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError, SpecError,
+from ...errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError, SpecError,
                       TopologyError)
-from ..highs import solver as new_solver
+from ...highs import solver as new_solver
 from .greedy import EVENT_DTYPE  # one TEN send record, shared with the greedy
 
 __all__ = ["ilp_events", "IlpResult", "EVENT_DTYPE", "STATUS_MESSAGES", "lower_bound",

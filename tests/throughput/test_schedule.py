@@ -12,10 +12,10 @@ from topocoll.cli.main import cli
 from topocoll.schedule.cost import evaluate
 from topocoll.schedule.io import load_schedule
 from topocoll.schedule.verify import verify
-from topocoll.synth.alltoall import alltoall_schedule, path_throughput, quantize
+from topocoll.throughput import alltoall_schedule, path_throughput, quantize
 from topocoll.topology import topology
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 
 FEW = settings(max_examples=10, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

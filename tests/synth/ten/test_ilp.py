@@ -1,4 +1,4 @@
-"""Tests of the TEN ILP core (``topocoll.synth.ten_ilp``) against independent oracles:
+"""Tests of the TEN ILP core (``topocoll.synth.ten.ilp``) against independent oracles:
 the replaying checker and the exhaustive search of ``oracle.py``, and closed-form optima."""
 
 import math
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from topocoll.errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError,
                              SpecError, TopologyError)
-from topocoll.synth.ten_ilp import (EVENT_DTYPE, STATUS_MESSAGES, IlpResult, ilp_events,
+from topocoll.synth.ten.ilp import (EVENT_DTYPE, STATUS_MESSAGES, IlpResult, ilp_events,
                                     lower_bound, shortest_path_events)
 from topocoll.topology import topology
 

@@ -9,12 +9,12 @@ to the lower bounds and the classic ring allreduce.
 import math
 
 
-from .errors import SpecError
-from .schedule.cost import evaluate
-from .schedule.verify import verify
-from .synth import generate
-from .topology.metrics import diameter, moore_depth
-from .topology.registry import topology
+from ..errors import SpecError
+from ..schedule.cost import evaluate
+from ..schedule.verify import verify
+from ..synth import generate
+from ..topology.metrics import diameter, moore_depth
+from ..topology.registry import topology
 
 __all__ = ["survey", "default_specs"]
 

@@ -1,4 +1,4 @@
-"""Greedy degree-preserving rewiring (``topocoll.topology.rewire``) and ``topocoll rewire``.
+"""Greedy degree-preserving rewiring (``topocoll.throughput.rewire``) and ``topocoll rewire``.
 
 Objectives are recomputed independently (networkx distances) on the returned topology; degrees,
 simplicity and connectivity are checked link by link; local minima are confirmed by brute
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from topocoll.errors import InputTypeError, NotStronglyConnectedError, SpecError, TopologyError
 from topocoll.topology import Topology, load_topology, topology
-from topocoll.topology.rewire import (RewireResult, alltoall_objective, distance_objective,
+from topocoll.throughput.rewire import (RewireResult, alltoall_objective, distance_objective,
                                       rewire)
 
 
@@ -236,7 +236,7 @@ def test_alltoall_objective_matches_the_ring_closed_form_and_its_bound():
 @pytest.mark.parametrize("spec", ["jellyfish:12,3", "moddebruijn:16,2", "torus:3x4",
                                   "polarfly:3", "genkautz:12,3"])
 def test_alltoall_lower_bound_never_exceeds_the_lp_time(spec):
-    from topocoll.synth.alltoall import throughput
+    from topocoll.throughput import throughput
 
     obj = alltoall_objective("1MiB")
     t = topology(spec)
@@ -246,7 +246,7 @@ def test_alltoall_lower_bound_never_exceeds_the_lp_time(spec):
 
 
 def test_rewire_lowers_the_lp_time_of_a_graph_with_a_bridge():
-    from topocoll.synth.alltoall import throughput
+    from topocoll.throughput import throughput
 
     t = topology("jellyfish:12,3", bandwidth=1.0)
     g = nx.Graph(links(t))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
-from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
 
 __all__ = ["greedy_events", "GreedyResult", "EVENT_DTYPE", "check_ten_problem"]
 

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from topocoll.errors import TopologyError, UnsupportedError
-from topocoll.synth.alltoall import (certificate, link_throughput, pareto_frontier,
+from topocoll.throughput import (certificate, link_throughput, pareto_frontier,
                                      path_throughput, throughput)
 from topocoll.topology import Topology, distance_matrix, topology
 from topocoll.topology.cuts import (agnostic_bound, bisection_bound, distance_bound,
                                     injection_bound, moore_distance_sum)
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 
 REL = 1e-6
 FEW = settings(max_examples=12, deadline=None,

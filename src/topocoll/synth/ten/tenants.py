@@ -13,7 +13,7 @@ uses chunks of the same size ``M / (N * C)`` (broadcast and reduce cut their sin
   the larger of the two groups' spans and grows until the reversed group fits.
 
 Each tenant's schedule verifies on its own; the finish times come from the link-model simulator
-run on all tenants together (:func:`topocoll.sim.simulate_many`).
+run on all tenants together (:func:`topocoll.schedule.linkmodel.simulate_many`).
 
 >>> res = synthesize_tenants("mesh:4x4", ["allgather", "broadcast:2", "reduce:9"])
 >>> [s.collective.name for s in res.schedules]
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collectives import REDUCE, collective as _collective
-from ..errors import UnsupportedError
-from ..schedule.model import Schedule, transfer_array
-from ..units import parse_size
+from ...collectives import REDUCE, collective as _collective
+from ...errors import UnsupportedError
+from ...schedule.model import Schedule, transfer_array
+from ...units import parse_size
 from .greedy import greedy_events
-from .ten import DEFAULT_SIZE, _prepare_topology, chunk_conditions, discretize
+from .synthesis import DEFAULT_SIZE, _prepare_topology, chunk_conditions, discretize
 
 __all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant"]
 
@@ -159,7 +159,7 @@ def synthesize_tenants(topology, tenants, *, chunks=1, size=DEFAULT_SIZE, seed=0
     -------
     TenantsResult
     """
-    from ..sim.linkmodel import simulate_many
+    from ...schedule.linkmodel import simulate_many
     tenants = [parse_tenant(t) for t in tenants]
     if not tenants:
         raise UnsupportedError("give at least one tenant collective")

@@ -24,16 +24,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .collectives import collective as _collective
-from .errors import InputTypeError, TopocollError, UnsupportedError
-from .schedule.cost import evaluate
-from .schedule.io import FORMAT as _SCHEDULE_FORMAT, load_schedule, schedule_from_dict
-from .schedule.model import Schedule
-from .schedule.verify import verify
-from .synth import generate
-from .topology.model import Topology
-from .topology.registry import topology as _topology
-from .units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, \
+from ..collectives import collective as _collective
+from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..schedule.cost import evaluate
+from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, load_schedule, schedule_from_dict
+from ..schedule.model import Schedule
+from ..schedule.verify import verify
+from ..synth import generate
+from ..topology.model import Topology
+from ..topology.registry import topology as _topology
+from ..units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, \
     parse_time
 
 __all__ = ["compare", "plot_comparison", "fastest", "ComparisonRow", "SizeCost",

@@ -1,7 +1,7 @@
 """Time-expanded-network (TEN) synthesis of every collective (TACOS, MATH.md section 5).
 
-The TEN model shared by the greedy matcher (:mod:`topocoll.synth.greedy`) and the ILP
-(:mod:`topocoll.synth.ten_ilp`):
+The TEN model shared by the greedy matcher (:mod:`topocoll.synth.ten.greedy`) and the ILP
+(:mod:`topocoll.synth.ten.ilp`):
 
 * every shard is cut into ``C`` chunks (``--chunks``), so an allgather on N nodes has ``N*C``
   chunks of ``M/(N*C)`` bytes; chunk ``c`` is bytes ``[(c % C)/C, (c % C + 1)/C)`` of shard
@@ -18,7 +18,7 @@ Allgather, broadcast, scatter, gather and alltoall are synthesized natively; red
 reduce are the allgather / broadcast synthesized on the transposed topology and run backwards
 (:func:`topocoll.schedule.transforms.reverse`); allreduce is reduce-scatter then allgather
 (:func:`~topocoll.schedule.transforms.concatenate`). Every schedule is timed afterwards by the
-independent link-model simulator (:mod:`topocoll.sim.linkmodel`), never by the synthesizer's
+independent link-model simulator (:mod:`topocoll.schedule.linkmodel`), never by the synthesizer's
 own claim.
 
 >>> s = synthesize("mesh:3x3", "allgather", size="1GiB", seed=0)
@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
-from ..collectives import collective as _collective
-from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
-from ..schedule.model import Schedule, transfer_array
-from ..schedule.transforms import concatenate, reverse
-from ..topology import topology as _topology
-from ..topology.model import Topology
-from ..units import parse_size, parse_time
+from ...collectives import collective as _collective
+from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from ...schedule.model import Schedule, transfer_array
+from ...schedule.transforms import concatenate, reverse
+from ...topology import topology as _topology
+from ...topology.model import Topology
+from ...units import parse_size, parse_time
 from .greedy import greedy_events
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
@@ -318,9 +318,9 @@ def _run_greedy(problem, seed, restarts, workers, progress):
 
 def _run_ilp(problem, seed, time_limit, window, progress):
     try:
-        from .ten_ilp import ilp_events
+        from .ilp import ilp_events
     except ImportError:
-        raise UnsupportedError("method ilp needs topocoll.synth.ten_ilp, which is not "
+        raise UnsupportedError("method ilp needs topocoll.synth.ten.ilp, which is not "
                                "installed; use method greedy") from None
     res = ilp_events(*problem.arrays(), time_limit=float(time_limit), window=window,
                      early_stop=True, seed=seed, progress=progress)
@@ -330,7 +330,7 @@ def _run_ilp(problem, seed, time_limit, window, progress):
 
 
 def _prepare_topology(topology, unwind_degree, fail_links, fail_nodes):
-    from ..topology.unwind import fail_links as _fail_links, fail_nodes as _fail_nodes, \
+    from ...topology.unwind import fail_links as _fail_links, fail_nodes as _fail_nodes, \
         unwind_switches
     topo = _topology(topology)
     if fail_links:
@@ -487,7 +487,7 @@ _TOPO_FACTS = ("unwound_switches", "unwind_degree", "nodes_kept", "failed_links"
 
 
 def _with_link_time(schedule, size):
-    from ..sim.linkmodel import simulate
+    from ...schedule.linkmodel import simulate
     meta = dict(schedule.meta)
     meta["link_model_time"] = simulate(schedule, size).time
     return schedule.replace(meta=meta)

@@ -9,11 +9,11 @@ from hypothesis import given, settings, strategies as st
 from topocoll.collectives import COLLECTIVES
 from topocoll.errors import NotStronglyConnectedError, UnsupportedError
 from topocoll.schedule import verify
-from topocoll.synth.greedy import greedy_events
+from topocoll.synth.ten.greedy import greedy_events
 from topocoll.synth.ten import chunk_conditions, discretize, synthesize, ten_problem
 from topocoll.topology import Topology, topology
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 
 ALL = sorted(COLLECTIVES)
 

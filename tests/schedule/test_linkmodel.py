@@ -6,12 +6,12 @@ from hypothesis import given, settings, strategies as st
 
 from topocoll.errors import InvalidScheduleError
 from topocoll.schedule import Schedule, transfer_array, verify
-from topocoll.sim import simulate, simulate_many
+from topocoll.schedule.linkmodel import simulate, simulate_many
 from topocoll.synth import generate
 from topocoll.synth.ten import synthesize
 from topocoll.topology import topology
 
-from ..helpers import strongly_connected_digraphs
+from tests.helpers import strongly_connected_digraphs
 
 
 def test_unidirectional_ring_closed_form():

@@ -12,7 +12,7 @@ reported: with rounded shares the busiest link sets ``lambda_q = min_e c_e / loa
 ``loss = 1 - lambda_q / lambda``.
 
 >>> from topocoll.topology import topology
->>> from topocoll.synth.alltoall.pathlp import path_throughput
+>>> from topocoll.throughput.pathlp import path_throughput
 >>> r = path_throughput(topology("ring:5", bandwidth=1.0), max_hops=0)
 >>> q = quantize(r, topology("ring:5", bandwidth=1.0))
 >>> q.chunks, q.loss
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import UnsupportedError
-from ...schedule.model import Schedule, transfer_array
+from ..errors import UnsupportedError
+from ..schedule.model import Schedule, transfer_array
 
 __all__ = ["Quantized", "quantize", "alltoall_schedule", "rational_chunks"]
 

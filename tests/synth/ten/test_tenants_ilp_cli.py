@@ -7,8 +7,8 @@ from click.testing import CliRunner
 
 from topocoll.cli.main import cli
 from topocoll.schedule import load_schedule, verify
-from topocoll.sim import simulate_many
-from topocoll.synth.tenants import synthesize_tenants
+from topocoll.schedule.linkmodel import simulate_many
+from topocoll.synth.ten.tenants import synthesize_tenants
 from topocoll.synth.ten import synthesize
 
 

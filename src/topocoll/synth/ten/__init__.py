@@ -1,0 +1,17 @@
+"""Time-expanded-network (TEN) synthesis, after TACOS: any collective on any topology.
+
+* :mod:`.synthesis` -- the TEN model (chunks, pre/postconditions, discretized links, the chunk
+  lower bound) and :func:`synthesize`, the entry point;
+* :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links;
+* :mod:`.ilp` -- the ILP on HiGHS (horizon search, early termination, time clustering);
+* :mod:`.tenants` -- several collectives sharing one network.
+"""
+
+from .synthesis import (DEFAULT_SIZE, METHODS, TEN_COLLECTIVES, TenProblem, chunk_conditions,
+                        chunk_lower_bound, discretize, events_to_schedule, synthesize,
+                        ten_problem)
+from .tenants import TenantsResult, parse_tenant, synthesize_tenants
+
+__all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
+           "chunk_lower_bound", "events_to_schedule", "METHODS", "DEFAULT_SIZE",
+           "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant"]

@@ -1,0 +1,32 @@
+"""All-to-all: throughput LPs (link- and hop-bounded path-based), bounds, and hop-by-hop
+schedules (MATH.md section 6; seed 003).
+
+``lambda`` is the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at
+once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then takes
+``(M/N) / lambda``.
+
+>>> from topocoll.topology import topology
+>>> res = throughput(topology("hypercube:3", bandwidth=1.0))
+>>> round(res.lam, 6), res.status, round(res.time(8), 6)        # 2/N; (8/8)/0.25
+(0.25, 'optimal', 4.0)
+>>> res.bounds["distance"], res.bounds["bisection"]
+(0.25, 0.25)
+>>> r2 = throughput("complete:4", max_hops=0, bandwidth=1.0)
+>>> r2.method, round(r2.lam, 6), r2.longest_path
+('path', 1.0, 1)
+"""
+
+from .dual import certificate, hop_shortest_paths, pair_distances
+from .linklp import link_lp, link_throughput
+from .pathlp import hop_limits, pareto_frontier, path_throughput
+from .result import AlltoallResult, PathSet
+from .rewire import (OBJECTIVES, RewireResult, RewireStep, alltoall_objective, distance_objective,
+                     rewire)
+from .schedule import Quantized, alltoall_schedule, quantize, rational_chunks
+from .solve import METHODS, throughput
+
+__all__ = ["throughput", "AlltoallResult", "PathSet", "link_throughput", "path_throughput",
+           "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
+           "Quantized", "rational_chunks", "certificate", "pair_distances",
+           "hop_shortest_paths", "METHODS", "rewire", "RewireResult", "RewireStep",
+           "distance_objective", "alltoall_objective", "OBJECTIVES"]
