@@ -22,26 +22,68 @@ gossip topologies (the torch runtime is :mod:`topocoll.runtime`):
 3
 """
 
-from . import errors, units
-from .collectives import COLLECTIVES, Collective, collective
-from .errors import TopocollError
-from .schedule import (Evaluation, Schedule, VerifyReport, concatenate, dumps_schedule,
-                       evaluate, load_schedule, loads_schedule, relabel, reverse, save_schedule,
-                       transfer_array, verify)
-from .gossip import analyze as analyze_gossip, gossip_topology
-from .schedule.linkmodel import simulate
-from .synth import ALGORITHMS, expand_schedule, generate
-from .throughput import throughput as alltoall_throughput
-from .synth.ten import synthesize
-from .topology import (Topology, describe_families, diameter, distance_matrix,
-                       is_strongly_connected, load_topology, moore_depth, save_topology, topology)
+import sys
+import types
 
 __version__ = "0.1.0"
 
-__all__ = ["errors", "units", "COLLECTIVES", "Collective", "collective", "TopocollError",
-           "Topology", "topology", "describe_families", "load_topology", "save_topology",
-           "distance_matrix", "diameter", "is_strongly_connected", "moore_depth", "Schedule",
-           "transfer_array", "load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
-           "verify", "VerifyReport", "evaluate", "Evaluation", "reverse", "concatenate", "relabel",
-           "generate", "ALGORITHMS", "expand_schedule", "synthesize", "simulate",
-           "alltoall_throughput", "gossip_topology", "analyze_gossip", "__version__"]
+# Public names -> the module that defines them. Nothing is imported until a name is first used
+# (PEP 562), so ``import topocoll`` and the command line start without numpy, scipy or HiGHS.
+_MODULES = {
+    ".errors": ["TopocollError"],
+    ".collectives": ["COLLECTIVES", "Collective", "collective"],
+    ".topology": ["Topology", "describe_families", "load_topology", "save_topology",
+                  "distance_matrix", "diameter", "is_strongly_connected", "moore_depth"],
+    ".schedule": ["Schedule", "transfer_array", "load_schedule", "save_schedule",
+                  "loads_schedule", "dumps_schedule", "verify", "VerifyReport", "evaluate",
+                  "Evaluation", "reverse", "concatenate", "relabel", "simulate"],
+    ".synth": ["generate", "ALGORITHMS", "expand_schedule"],
+    ".synth.ten": ["synthesize"],
+}
+_RENAMED = {"topology": (".topology.registry", "topology"),
+            "alltoall_throughput": (".throughput", "throughput"),
+            "analyze_gossip": (".gossip", "analyze"),
+            "gossip_topology": (".gossip", "gossip_topology")}
+_SUBMODULES = ("errors", "units", "defaults", "results")
+_EXPORTS = {name: (module, name) for module, names in _MODULES.items() for name in names}
+_EXPORTS.update(_RENAMED)
+_EXPORTS.update({name: (f".{name}", None) for name in _SUBMODULES})
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name):
+    try:
+        module, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'topocoll' has no attribute {name!r}") from None
+    import importlib
+
+    value = importlib.import_module(module, __name__)
+    if attr is not None:
+        value = getattr(value, attr)
+    if name != "topology":             # see _Package
+        globals()[name] = value        # the next access is a plain attribute
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """``topocoll.topology`` names both a subpackage and the function that builds topologies;
+    the function wins. Without this the import system would bind the subpackage here the first
+    time it is imported, after any binding made by ``__getattr__``."""
+
+    @property
+    def topology(self):
+        return __getattr__("topology")
+
+    @topology.setter
+    def topology(self, value):
+        if not isinstance(value, types.ModuleType):
+            raise AttributeError("topocoll.topology is the function that builds topologies")
+
+
+sys.modules[__name__].__class__ = _Package

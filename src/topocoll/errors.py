@@ -16,6 +16,7 @@ __all__ = [
     "UnsupportedError",
     "InputTypeError",
     "ProcessGroupError",
+    "PlotUnavailableError",
 ]
 
 
@@ -65,3 +66,7 @@ class InputTypeError(TopocollError, TypeError):
 
 class ProcessGroupError(TopocollError, RuntimeError):
     """torch.distributed is not in the state an operation needs (no process group, wrong size)."""
+
+
+class PlotUnavailableError(UnsupportedError, ImportError):
+    """Plotting needs matplotlib, which is not installed."""

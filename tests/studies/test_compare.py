@@ -1,16 +1,15 @@
-"""topocoll.studies.compare: schedules side by side under one latency and bandwidth, verified, priced
-next to their lower bounds, and plotted."""
+"""topocoll.studies.compare: schedules side by side under one latency and bandwidth, verified,
+priced next to their lower bounds, and plotted."""
 
 import json
-import sys
 
 import numpy as np
 import pytest
 
 import topocoll as tc
-from topocoll.studies.compare import (DEFAULT_ALPHA, DEFAULT_NODE_BANDWIDTH, ComparisonRow,
-                              PlotUnavailableError, check_plot_target, compare, fastest,
-                              plot_comparison, require_matplotlib)
+from topocoll.defaults import ALPHA as DEFAULT_ALPHA, NODE_BANDWIDTH as DEFAULT_NODE_BANDWIDTH
+from topocoll.plotting import check_plot_target
+from topocoll.studies.compare import ComparisonRow, compare, fastest, plot_comparison
 from topocoll.errors import SpecError, UnsupportedError
 
 SIZES = [2**10, 2**20, 2**28]
@@ -153,15 +152,6 @@ def test_plot_refuses_nothing_and_bad_targets(tmp_path):
         check_plot_target(tmp_path / "x.nope")
     with pytest.raises(UnsupportedError, match="folder"):
         check_plot_target(tmp_path / "missing" / "x.png")
-
-
-def test_missing_matplotlib_says_how_to_install(monkeypatch):
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
-    with pytest.raises(PlotUnavailableError, match=r"pip install 'topocoll\[plot\]'") as info:
-        require_matplotlib()
-    assert isinstance(info.value, ImportError) and isinstance(info.value, tc.TopocollError)
 
 
 def test_cost_and_bound_are_linear_in_size():

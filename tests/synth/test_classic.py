@@ -21,12 +21,13 @@ import numpy as np
 import pytest
 
 import topocoll as tc
-from topocoll.errors import TopocollError, UnsupportedError
+from topocoll.errors import SpecError, TopocollError, UnsupportedError
 from topocoll.schedule import verify
-from topocoll.synth import ALGORITHMS, classic, dbt_topology, dbt_trees, generate
-from topocoll.synth.classic import (bfb_ring_allgather_columns, default_shift,
-                                    shifted_ring_topology)
-from topocoll.synth.trees import _depths, btree_parents
+from topocoll.synth import ALGORITHMS, classic, generate
+from topocoll.synth.classic import bfb_ring_allgather_columns
+from topocoll.synth.trees import _depths
+from topocoll.topology.families import default_shift, shifted_ring_graph
+from topocoll.topology.families.trees import btree_parents, dbt_graph, dbt_trees
 
 M = 2.0**20
 ALPHA = 1e-6
@@ -45,7 +46,7 @@ def _cost(schedule):
 @pytest.mark.parametrize("collective,factor", RING_COLLECTIVES)
 @pytest.mark.parametrize("algorithm", ["shiftedring", "shiftedbfbring"])
 def test_shifted_rings(algorithm, n, collective, factor):
-    topo = shifted_ring_topology(n)
+    topo = shifted_ring_graph(n)
     s = generate(topo, collective, algorithm)
     e = _cost(s)
     steps = n - 1 if algorithm == "shiftedring" else n // 2
@@ -64,8 +65,23 @@ def test_default_shift_rule():
         assert 2 <= s <= n - 2 and math.gcd(s, n) == 1
         assert all(math.gcd(r, n) != 1 for r in range(2, s))
     for n in (2, 3, 4, 6):
-        with pytest.raises(UnsupportedError, match="N = 5 and N >= 7"):
+        with pytest.raises(SpecError, match="N = 5 and N >= 7"):
             default_shift(n)
+        with pytest.raises(SpecError, match="N = 5 and N >= 7"):
+            tc.topology(f"shiftedring:{n}")
+
+
+def test_the_baselines_topologies_are_specs():
+    assert tc.topology("shiftedring:10").name == "shiftedring:10"
+    assert tc.topology("shiftedring:10,7").name == "shiftedring:10"     # 7 = -3 mod 10
+    assert np.array_equal(tc.topology("shiftedring:10").pairs[1],
+                          tc.topology("circulant:10:1,3").pairs[1])
+    with pytest.raises(SpecError, match="gcd"):
+        tc.topology("shiftedring:10,4")
+    t = tc.topology("dbt:8")
+    assert (t.name, t.num_links) == ("dbt:8", 28)
+    assert verify(generate("dbt:8", "allreduce", "dbt")).valid
+    assert verify(generate("shiftedring:11", "allreduce", "shiftedring")).valid
 
 
 def test_shift_from_the_circulant_and_as_option():
@@ -192,7 +208,7 @@ def test_torus_rings_dims_option_and_other_families():
 @pytest.mark.parametrize("n", [3, 4, 5, 8, 13, 16])
 @pytest.mark.parametrize("chunks", [1, 3])
 def test_dbt(n, chunks):
-    s = generate(dbt_topology(n), "allreduce", "dbt", chunks=chunks)
+    s = generate(dbt_graph(n), "allreduce", "dbt", chunks=chunks)
     e = _cost(s)
     depth = (n - 1).bit_length()              # ceil(log2 N), both trees
     assert s.meta["depths"] == [depth, depth]
@@ -205,7 +221,7 @@ def test_dbt(n, chunks):
 
 def test_dbt_two_nodes():
     """Both trees on the one (doubled) cable: each direction carries M/2 over 2b per step."""
-    e = _cost(generate(dbt_topology(2), "allreduce", "dbt"))
+    e = _cost(generate(dbt_graph(2), "allreduce", "dbt"))
     assert e.steps == 2
     assert e.T_B == pytest.approx(2 * M / (4 * B))
     assert e.bw_optimal
@@ -229,7 +245,7 @@ def test_dbt_topology_degree_and_complementary_leaves():
             assert (p < 0).sum() == 1
             assert _depths(p).max() == (n - 1).bit_length()
             assert np.bincount(p[p >= 0], minlength=n).max() <= 2
-        assert int(dbt_topology(n).out_degree(multi=True).max()) <= 4
+        assert int(dbt_graph(n).out_degree(multi=True).max()) <= 4
         if n % 2 == 0:   # mirror: leaves of tree 1 (odd ranks) are inner nodes of tree 2
             inner1 = np.bincount(p1[p1 >= 0], minlength=n) > 0
             inner2 = np.bincount(p2[p2 >= 0], minlength=n) > 0
@@ -247,8 +263,25 @@ def test_registry():
                               ("dbt", {"allreduce"}),
                               ("rhd", {"allgather", "reduce_scatter", "allreduce"}),
                               ("torusrings", {"allgather", "reduce_scatter", "allreduce"})]:
-        makes, summary, maker = ALGORITHMS[name]
-        assert set(makes) == collectives and summary and "\n" not in summary and callable(maker)
+        g = ALGORITHMS[name]
+        assert g.name == name and set(g.collectives) == collectives
+        assert g.summary and "\n" not in g.summary and callable(g.make)
+
+
+def test_every_generator_takes_the_one_signature():
+    """make(topology, collective, *, root=None, progress=None, **declared options): every
+    declared option is a keyword of the function, and nothing else is needed."""
+    import inspect
+
+    for g in ALGORITHMS.values():
+        params = inspect.signature(g.make).parameters
+        names = list(params)
+        assert names[:2] == ["topology", "collective"], g.name
+        for name in ("root", "progress", *g.options):
+            assert name in params and params[name].kind is inspect.Parameter.KEYWORD_ONLY, \
+                (g.name, name)
+        for p in list(params.values())[2:]:
+            assert p.default is not inspect.Parameter.empty, (g.name, p.name)
 
 
 @pytest.mark.parametrize("algorithm,spec", [
@@ -259,21 +292,25 @@ def test_unknown_option_is_named(algorithm, spec):
     with pytest.raises(UnsupportedError, match=f"^algorithm {algorithm} has no option bogus"):
         generate(spec, "allreduce", algorithm, bogus=1)
     with pytest.raises(UnsupportedError, match="algorithm dbt has no option bogus"):
-        generate(dbt_topology(4), "allreduce", "dbt", bogus=1)
+        generate(dbt_graph(4), "allreduce", "dbt", bogus=1)
 
 
-def test_bfb_options_are_forwarded(monkeypatch):
+def test_options_are_parsed_and_forwarded(monkeypatch):
     seen = {}
 
-    def fake(topology, collective, *, root=None, progress=None, chunks=None):
-        seen.update(chunks=chunks, root=root)
+    def fake(topology, collective, *, root=None, progress=None, chunks=None, **rest):
+        seen.update(chunks=chunks, root=root, **rest)
         return "made"
 
-    monkeypatch.setattr("topocoll.synth.bfb.bfb_schedule", fake)
-    assert generate("ring:4", "broadcast", "bfb", root=2, chunks=4) == "made"
-    assert seen == {"chunks": 4, "root": 2}
-    with pytest.raises(UnsupportedError, match="algorithm bfb has no option size"):
-        generate("ring:4", "allgather", "bfb", size=3)
+    from topocoll.synth import registry
+
+    monkeypatch.setitem(registry.ALGORITHMS, "bfb",
+                        registry.Generator("bfb", ("broadcast",), "fake", fake,
+                                           ALGORITHMS["bfb"].options))
+    assert generate("ring:4", "broadcast", "bfb", root=2, chunks="4", symmetry="no") == "made"
+    assert seen == {"chunks": 4, "root": 2, "symmetry": False}
+    with pytest.raises(UnsupportedError, match="algorithm bfb has no option bogus"):
+        generate("ring:4", "broadcast", "bfb", bogus=3)
 
 
 @pytest.mark.parametrize("algorithm,spec,options,match", [
@@ -285,7 +322,7 @@ def test_bfb_options_are_forwarded(monkeypatch):
     ("shiftedring", "circulant:9:1,2", {"shift": 4}, "has no link 0->4"),
 ])
 def test_bad_option_values(algorithm, spec, options, match):
-    topo = dbt_topology(5) if spec is None else spec
+    topo = dbt_graph(5) if spec is None else spec
     with pytest.raises(UnsupportedError, match=match) as info:
         generate(topo, "allreduce", algorithm, **options)
     assert "\n" not in str(info.value)
@@ -320,7 +357,7 @@ def test_torus_dims_that_do_not_fit():
 
 def test_other_collectives_rejected():
     with pytest.raises(UnsupportedError, match="algorithm dbt makes allreduce; not allgather"):
-        generate(dbt_topology(4), "allgather", "dbt")
+        generate(dbt_graph(4), "allgather", "dbt")
     with pytest.raises(UnsupportedError, match="makes allgather, reduce_scatter, allreduce"):
         generate("hypercube:2", "broadcast", "rhd")
     with pytest.raises(UnsupportedError):   # directly, bypassing generate
@@ -329,7 +366,7 @@ def test_other_collectives_rejected():
 
 def test_schedules_round_trip_through_files():
     for s in (generate("circulant:7:1,2", "allreduce", "shiftedbfbring"),
-              generate(dbt_topology(5), "allreduce", "dbt", chunks=2),
+              generate(dbt_graph(5), "allreduce", "dbt", chunks=2),
               generate("torus:2x3", "allreduce", "torusrings")):
         again = tc.loads_schedule(tc.dumps_schedule(s))
         assert again.meta == s.meta and verify(again).valid
@@ -338,8 +375,8 @@ def test_schedules_round_trip_through_files():
 
 # ------------------------------------------------------------------------------ mutation
 @pytest.mark.parametrize("make", [
-    lambda: generate(dbt_topology(5), "allreduce", "dbt"),
-    lambda: generate(dbt_topology(4), "allreduce", "dbt", chunks=2),
+    lambda: generate(dbt_graph(5), "allreduce", "dbt"),
+    lambda: generate(dbt_graph(4), "allreduce", "dbt", chunks=2),
     lambda: generate("hypercube:2", "allreduce", "rhd"),
     lambda: generate("hypercube:3", "allgather", "rhd"),
     lambda: generate("hypercube:3", "reduce_scatter", "rhd"),

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from topocoll.errors import InputTypeError, ScheduleFormatError, TopologyError
-from topocoll.topology import (DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology,
-                               generalized_kautz_graph, kautz_graph, load_topology, save_topology,
-                               topology_from_dict, torus_graph)
+from topocoll.defaults import LINK_BANDWIDTH, LINK_LATENCY
+from topocoll.topology import (Topology, generalized_kautz_graph, kautz_graph, load_topology,
+                               save_topology, topology_from_dict, torus_graph)
 
 
 def links(t):
@@ -97,9 +97,9 @@ def test_undirected_graphml_edges_become_two_links_with_default_values(tmp_path)
     assert t.num_nodes == 4 and t.num_links == 6
     # ids are relabelled in numeric order: 0, 1, 2, 10 -> 0, 1, 2, 3
     assert links(t) == sorted([
-        (0, 1, DEFAULT_BANDWIDTH, DEFAULT_LATENCY), (1, 0, DEFAULT_BANDWIDTH, DEFAULT_LATENCY),
-        (1, 2, 5e9, DEFAULT_LATENCY), (2, 1, 5e9, DEFAULT_LATENCY),
-        (2, 3, DEFAULT_BANDWIDTH, 2e-6), (3, 2, DEFAULT_BANDWIDTH, 2e-6)])
+        (0, 1, LINK_BANDWIDTH, LINK_LATENCY), (1, 0, LINK_BANDWIDTH, LINK_LATENCY),
+        (1, 2, 5e9, LINK_LATENCY), (2, 1, 5e9, LINK_LATENCY),
+        (2, 3, LINK_BANDWIDTH, 2e-6), (3, 2, LINK_BANDWIDTH, 2e-6)])
     assert t.name == "u"                        # no graph name: the file's stem
 
 
@@ -289,9 +289,8 @@ def test_model_rejects_what_the_reader_would():
 
 
 def test_links_without_bandwidth_or_latency_get_the_defaults():
-    from topocoll.topology import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 
     t = topology_from_dict({"nodes": 2, "links": [{"src": 0, "dst": 1}, {"src": 1, "dst": 0,
                                                                         "latency": 2e-6}]})
-    assert t.bandwidth.tolist() == [DEFAULT_BANDWIDTH, DEFAULT_BANDWIDTH]
-    assert t.latency.tolist() == [DEFAULT_LATENCY, 2e-6]
+    assert t.bandwidth.tolist() == [LINK_BANDWIDTH, LINK_BANDWIDTH]
+    assert t.latency.tolist() == [LINK_LATENCY, 2e-6]

@@ -6,7 +6,7 @@ import sys
 import click
 from rich.table import Table
 
-from .. import units
+from .. import defaults, units
 from ..schedule.cost import evaluate as _evaluate
 from ..schedule.io import save_schedule
 from ..schedule.verify import verify as _verify
@@ -24,7 +24,7 @@ __all__ = ["alltoall"]
               "most its shortest distance + L links (0: shortest paths only).")
 @click.option("--method", type=click.Choice(["link", "path"]), help="LP formulation [default: "
               "link, or path with --max-hops or -o].")
-@click.option("--size", default="1MiB", show_default=True,
+@click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Per-node buffer M; each pair "
               "moves M/N bytes.")
 @_topo_options
@@ -42,8 +42,11 @@ __all__ = ["alltoall"]
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha, solver,
              time_limit, frontier, output, chunks, as_json):
-    """Uniform all-to-all throughput of TOPO: lambda (bytes/s per ordered pair), the time
-    (M/N)/lambda, a dual certificate, the bounds, link utilization and optionally a schedule."""
+    """Uniform all-to-all throughput of TOPO: lambda, its time, a certificate and the bounds.
+
+    lambda is the rate in bytes/s of every ordered pair, the time of an all-to-all of M bytes
+    per node (M/N)/lambda; also a dual certificate, the bounds, link utilization and optionally
+    a schedule."""
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     if method is None:
         method = "path" if (max_hops is not None or output) else "link"

@@ -9,7 +9,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import units
 from ..errors import InvalidScheduleError, TopocollError
-from ..topology import topology
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
@@ -86,6 +85,8 @@ def _print_json(obj):
 
 
 def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
+    from ..topology import topology
+
     topo = topology(spec, bandwidth=bandwidth, latency=latency)
     if node_bandwidth is not None:
         topo = topo.with_node_bandwidth(node_bandwidth)

@@ -4,7 +4,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .. import units
+from .. import defaults, units
 from ..errors import SpecError
 from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_topology,
                       parse_param_value, plot_consensus, resolve_gossip_name)
@@ -102,7 +102,7 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     """
     topos = _build_all(topologies, nodes, extra)
     if plot:
-        from ..studies.compare import check_plot_target
+        from ..plotting import check_plot_target
 
         check_plot_target(plot)  # fail before the work, not after it
     facts = [analyze(t) for t in topos]
@@ -167,7 +167,7 @@ def _span(lo, hi):
 @click.option("-n", "--nodes", type=click.IntRange(1), help="World size n [default: the "
               "network's endpoints x --ranks-per-node]; a multiple of the endpoints places "
               "n/endpoints ranks per node.")
-@click.option("--size", default="1MiB", show_default=True,
+@click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Buffer size M per rank.")
 @click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
               help="Latency of every link, e.g. 10us [default: the network's].")

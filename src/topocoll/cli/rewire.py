@@ -3,7 +3,7 @@
 import click
 from rich.table import Table
 
-from .. import units
+from .. import defaults, units
 from ..topology import save_topology
 from ..throughput.rewire import OBJECTIVES, rewire as _rewire
 from ..units import format_time
@@ -30,7 +30,7 @@ def _value(objective, value):
               help="Stop after trying this many candidate swaps.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the candidate order.")
-@click.option("--size", default="1MiB", show_default=True,
+@click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"),
               help="Per-node buffer for the all-to-all time (scales it; ranking unchanged).")
 @click.option("--prescreen", is_flag=True,

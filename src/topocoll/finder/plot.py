@@ -1,12 +1,10 @@
 """Draw a finder result: the Pareto frontier as steps against T_B, the choice marked.
 
-matplotlib is imported only here, with the Agg canvas (no display, no global backend change),
-as :mod:`topocoll.studies.compare` does.
+matplotlib is imported only when drawing (see :mod:`topocoll.plotting`).
 """
 
-import os
-
 from ..errors import UnsupportedError
+from ..plotting import new_axes, save_figure
 from ..units import format_bandwidth, format_time
 
 __all__ = ["plot_frontier"]
@@ -17,19 +15,13 @@ def plot_frontier(result, path, *, title=None):
     .svg or .pdf): one point per candidate (steps per phase against T_B in units of M/B), the
     chosen one starred, the lower bound (Moore depth, (N-1)/N) as a cross, and each point's
     predicted workload time in its label."""
-    from ..studies.compare import require_matplotlib
     from ..topology.metrics import moore_depth
-
-    require_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
     if not result.frontier:
         raise UnsupportedError("nothing to plot: the frontier is empty")
-    fig = Figure(figsize=(7.5, 4.8))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes((7.5, 4.8))
+    from matplotlib.ticker import MaxNLocator
+
     steps = [c.steps for c in result.frontier]
     t_b = [c.t_b for c in result.frontier]
     ax.plot(steps, t_b, "-o", color="tab:blue", markersize=5, linewidth=1.2,
@@ -61,10 +53,4 @@ def plot_frontier(result, path, *, title=None):
                            f"{format_bandwidth(result.node_bandwidth)} per node; "
                            f"{result.workload.description}"), fontsize=9)
     ax.legend(fontsize=7, loc="upper right", frameon=False)
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110)
-    except ValueError as exc:
-        raise UnsupportedError(f"cannot write the plot {os.fspath(path)!r}: "
-                               f"{str(exc).splitlines()[0]}") from None
-    return path
+    return save_figure(fig, path, dpi=110)

@@ -333,19 +333,13 @@ def plot_consensus(topologies, path, iterations=50, *, seed=0, title=None):
     and write it to ``path`` (``.png``, ``.svg``, ``.pdf``). Every topology starts from the same
     random values (``seed``); errors below ``1e-16`` are drawn at ``1e-16``.
     """
-    from ..studies.compare import check_plot_target, require_matplotlib
+    from ..plotting import check_plot_target, new_axes, save_figure
 
-    require_matplotlib()
     check_plot_target(path)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     topologies = [_topo(t) for t in topologies]
     if not topologies:
         raise SpecError("plot_consensus needs at least one topology")
-    fig = Figure(figsize=(7, 4.5))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes((7, 4.5))
     steps = np.arange(iterations + 1)
     for t in topologies:
         x0 = np.random.default_rng(seed).standard_normal(t.size)
@@ -359,5 +353,4 @@ def plot_consensus(topologies, path, iterations=50, *, seed=0, title=None):
     ax.set_title(title or "consensus error of gossip averaging")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)

@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .. import defaults
 from ..collectives import collective as _collective
+from ..plotting import new_axes, save_figure
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..schedule.cost import evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, load_schedule, schedule_from_dict
@@ -37,32 +39,26 @@ from ..units import format_bandwidth, format_size, format_time, parse_bandwidth,
     parse_time
 
 __all__ = ["compare", "plot_comparison", "fastest", "ComparisonRow", "SizeCost",
-           "PlotUnavailableError", "require_matplotlib", "check_plot_target", "describe_settings",
-           "DEFAULT_SIZES", "DEFAULT_ALPHA", "DEFAULT_NODE_BANDWIDTH"]
-
-#: Buffer sizes priced when none are given: 1 KiB, 1 MiB, 64 MiB and 1 GiB.
-DEFAULT_SIZES = (2**10, 2**20, 2**26, 2**30)
-#: Latency of every link unless told otherwise: 10 us.
-DEFAULT_ALPHA = 1e-5
-#: Egress bandwidth of every node unless told otherwise: 100 Gbps (12.5 GB/s).
-DEFAULT_NODE_BANDWIDTH = 12.5e9
+           "describe_settings"]
 
 _CANONICAL_HEAD = b'{\n"format": "topocoll.schedule"'
 
 
-class PlotUnavailableError(UnsupportedError, ImportError):
-    """Plotting needs matplotlib, which is not installed."""
-
-
 @dataclass
 class SizeCost:
-    """One entry's cost at one buffer size (seconds)."""
+    """One entry's cost at one buffer size (seconds).
+
+    ``time_lower_bound`` is this topology's bound (its diameter's steps and the bandwidth
+    bound); ``degree_lower_bound`` the best any topology of the same size and degree could do
+    (Moore-depth steps and the same bandwidth bound), and ``*_ratio`` the time over each."""
 
     size: float
     T_B: float
     time: float
     time_lower_bound: float
     ratio: float | None
+    degree_lower_bound: float | None = None
+    degree_ratio: float | None = None
     fastest: bool = False
 
 
@@ -91,6 +87,7 @@ class ComparisonRow:
     steps: int | None = None
     diameter: int | None = None
     steps_lower_bound: int | None = None
+    moore_steps: int | None = None
     T_L: float | None = None
     T_B_per_byte: float | None = None
     latency_lower_bound: float | None = None
@@ -175,6 +172,16 @@ def _resolve(item):
     return _Entry(text, None, topology=_topology(text))
 
 
+def _resolve_pair(item):
+    """An entry and the one algorithm asked of it (``(entry, algorithm)``), or None for all."""
+    if isinstance(item, tuple):
+        if len(item) != 2 or not isinstance(item[1], str):
+            raise InputTypeError("a compare entry with its own algorithm is a pair "
+                                 f"(topology, algorithm name), not {item!r}")
+        return _resolve(item[0]), item[1]
+    return _resolve(item), None
+
+
 def _sizes(sizes):
     if isinstance(sizes, (str, int, float)):
         sizes = [sizes]
@@ -218,14 +225,18 @@ def _row(schedule, name, source, sizes, settings):
     per_byte = e0.T_B / e0.size
     bound_per_byte = e0.bw_lower_bound / e0.size
     latency_bound = e0.steps_lower_bound * alpha
+    # the Moore depth bounds every topology of this size and degree (twice for allreduce)
+    moore = e0.moore_steps * (2 if e0.collective == "allreduce" else 1)
     costs = []
     for e in evals:
         bound = latency_bound + e.bw_lower_bound
-        ratio = e.time / bound if bound > 0 else None
+        degree_bound = moore * alpha + e.bw_lower_bound
         costs.append(SizeCost(size=e.size, T_B=e.T_B, time=e.time, time_lower_bound=bound,
-                              ratio=ratio))
+                              ratio=e.time / bound if bound > 0 else None,
+                              degree_lower_bound=degree_bound,
+                              degree_ratio=e.time / degree_bound if degree_bound > 0 else None))
     return ComparisonRow(**base, status="ok", verified=True, steps=e0.steps, diameter=e0.diameter,
-                         steps_lower_bound=e0.steps_lower_bound, T_L=e0.T_L,
+                         steps_lower_bound=e0.steps_lower_bound, moore_steps=moore, T_L=e0.T_L,
                          T_B_per_byte=per_byte, latency_lower_bound=latency_bound,
                          bw_lower_bound_per_byte=bound_per_byte, sizes=costs)
 
@@ -243,17 +254,18 @@ def _unique(names):
     return out
 
 
-def compare(entries, sizes=DEFAULT_SIZES, collective="allreduce", algorithms=("bfb",), *,
-            alpha=DEFAULT_ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None):
+def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algorithms=("bfb",), *,
+            alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None):
     """Verify and price schedules side by side under the same latency and bandwidth.
 
     Parameters
     ----------
     entries : iterable
         Topology specs (``"torus:8x8"``), topology files, schedule files (``.json`` whose
-        ``"format"`` is ``"topocoll.schedule"``), Topologies and Schedules, in any mix.
+        ``"format"`` is ``"topocoll.schedule"``), Topologies and Schedules, in any mix; a
+        pair ``(topology, algorithm)`` runs only that algorithm on that topology.
     sizes : iterable of float or str
-        Buffer sizes M (``"1MiB"`` or bytes). Default :data:`DEFAULT_SIZES`.
+        Buffer sizes M (``"1MiB"`` or bytes). Default :data:`defaults.COMPARE_SIZES`.
     collective : str
         What to generate for topology entries (schedules keep their own). Default allreduce.
     algorithms : str or iterable of str
@@ -294,20 +306,23 @@ def compare(entries, sizes=DEFAULT_SIZES, collective="allreduce", algorithms=("b
     if link_bandwidth is not None:
         link_bandwidth = parse_bandwidth(link_bandwidth, what="link bandwidth")
     else:
-        node_bandwidth = parse_bandwidth(DEFAULT_NODE_BANDWIDTH if node_bandwidth is None
+        node_bandwidth = parse_bandwidth(defaults.NODE_BANDWIDTH if node_bandwidth is None
                                          else node_bandwidth, what="node bandwidth")
     settings = {"alpha": alpha, "node_bandwidth": node_bandwidth,
                 "link_bandwidth": link_bandwidth}
-    resolved = [_resolve(item) for item in entries]
+    resolved = [_resolve_pair(item) for item in entries]
     if not resolved:
         raise UnsupportedError("nothing to compare: give topology specs or schedule files")
 
     jobs = []  # (entry, algorithm or None)
-    for entry in resolved:
+    for entry, only in resolved:
         if entry.schedule is not None:
+            if only is not None:
+                raise UnsupportedError(f"{entry.source} is a schedule: it keeps its own "
+                                       f"algorithm, {only!r} cannot be asked of it")
             jobs.append((entry, None))
         else:
-            jobs.extend((entry, a) for a in algorithms)
+            jobs.extend((entry, a) for a in ([only] if only is not None else algorithms))
 
     rows = []
     for done, (entry, algorithm) in enumerate(jobs, 1):
@@ -359,45 +374,13 @@ def _best_overall(priced):
                key=lambda k: (wins[k], -priced[k].sizes[largest].time))
 
 
-def require_matplotlib():
-    """Import matplotlib or raise :class:`PlotUnavailableError` saying how to install it."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise PlotUnavailableError("plotting needs matplotlib, which is not installed; "
-                                   "pip install 'topocoll[plot]'") from None
-
-
-def check_plot_target(path):
-    """Raise now, before any work, if a plot cannot be written to ``path``: matplotlib missing,
-    a file suffix it cannot write, or a folder that does not exist."""
-    require_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    path = os.fspath(path)
-    suffix = os.path.splitext(path)[1].lstrip(".").lower()
-    formats = FigureCanvasAgg(Figure()).get_supported_filetypes()
-    if suffix and suffix not in formats:
-        raise UnsupportedError(f"cannot write the plot {path!r}: unknown format {suffix!r}; use "
-                               f".png, .svg or .pdf")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UnsupportedError(f"cannot write the plot {path!r}: no folder {folder!r}")
-
-
 def plot_comparison(rows, path, *, title=None):
     """Draw time against buffer size on log-log axes, one line per priced row, and the lower
     bound of the best row (fastest at the most sizes) dashed; write it to ``path`` (the suffix
     picks the format: .png, .svg, .pdf).
 
-    matplotlib is imported here, with the Agg canvas (no display, no global backend change).
+    matplotlib is imported here (see :mod:`topocoll.plotting`).
     """
-    require_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
     priced = [r for r in rows if r.priced]
     if not priced:
         raise UnsupportedError("nothing to plot: no schedule was verified and priced")
@@ -407,9 +390,9 @@ def plot_comparison(rows, path, *, title=None):
         lo, hi = lo / 8, hi * 8
     grid = np.geomspace(lo, hi, 200)
 
-    fig = Figure(figsize=(7, 4.5))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes((7, 4.5))
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
     for r in priced:
         line, = ax.plot(grid, r.T_L + r.T_B_per_byte * grid, linewidth=1.6, label=r.name)
         ax.plot([c.size for c in r.sizes], [c.time for c in r.sizes], "o",
@@ -431,13 +414,7 @@ def plot_comparison(rows, path, *, title=None):
     ax.grid(True, which="major", linewidth=0.5, alpha=0.5)
     ax.set_title(title or _default_title(priced), fontsize=10)
     ax.legend(fontsize=8, loc="upper left", frameon=False)
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=100)
-    except ValueError as exc:  # e.g. an unknown file suffix
-        raise UnsupportedError(f"cannot write the plot {os.fspath(path)!r}: "
-                               f"{str(exc).splitlines()[0]}") from None
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def _default_title(priced):
@@ -448,7 +425,7 @@ def _default_title(priced):
             f"({describe_settings(r.alpha, r.node_bandwidth, r.link_bandwidth)})")
 
 
-def describe_settings(alpha=DEFAULT_ALPHA, node_bandwidth=None, link_bandwidth=None):
+def describe_settings(alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None):
     """One line naming the latency and bandwidth applied to every entry, for titles.
 
     >>> describe_settings()
@@ -458,6 +435,6 @@ def describe_settings(alpha=DEFAULT_ALPHA, node_bandwidth=None, link_bandwidth=N
     if link_bandwidth is not None:
         bw = f"{format_bandwidth(parse_bandwidth(link_bandwidth))} per link"
     else:
-        nb = DEFAULT_NODE_BANDWIDTH if node_bandwidth is None else node_bandwidth
+        nb = defaults.NODE_BANDWIDTH if node_bandwidth is None else node_bandwidth
         bw = f"{format_bandwidth(parse_bandwidth(nb))} per node"
     return f"alpha {format_time(alpha)}, {bw}"

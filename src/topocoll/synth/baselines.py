@@ -14,9 +14,10 @@ from ..collectives import COPY, REDUCE
 from ..errors import UnsupportedError
 from ..schedule.model import Schedule, transfer_array
 from ..schedule.transforms import concatenate
+from .options import require_collective
 
-__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce",
-           "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",
+__all__ = ["ring_schedule", "biring_schedule", "ring_allgather", "ring_reduce_scatter",
+           "ring_allreduce", "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",
            "bidirectional_ring_allreduce", "RING_COLLECTIVES"]
 
 RING_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
@@ -87,3 +88,19 @@ def bidirectional_ring_allreduce(topology):
     """Bidirectional ring allreduce: 2(N-1) steps."""
     return concatenate(bidirectional_ring_reduce_scatter(topology),
                        bidirectional_ring_allgather(topology), "allreduce", algorithm="biring")
+
+
+def ring_schedule(topology, collective, *, root=None, progress=None):
+    """The classic ring ``collective`` (allgather, reduce_scatter or allreduce) on ``uniring:N``
+    (or any topology with the links ``i -> i+1 mod N``)."""
+    coll = require_collective(collective, RING_COLLECTIVES, "ring")
+    return {"allgather": ring_allgather, "reduce_scatter": ring_reduce_scatter,
+            "allreduce": ring_allreduce}[coll.name](topology)
+
+
+def biring_schedule(topology, collective, *, root=None, progress=None):
+    """The bidirectional ring ``collective`` on ``ring:N`` (links ``i -> i+-1 mod N``)."""
+    coll = require_collective(collective, RING_COLLECTIVES, "biring")
+    return {"allgather": bidirectional_ring_allgather,
+            "reduce_scatter": bidirectional_ring_reduce_scatter,
+            "allreduce": bidirectional_ring_allreduce}[coll.name](topology)

@@ -1,7 +1,8 @@
 """Classic baselines the seed paper (002, section 8) compares BFB against, each on its own
 topology: ShiftedRing and ShiftedBFBRing (TopoOpt's two superposed rings) and recursive
 halving-doubling on a hypercube. The traditional torus schedule is in :mod:`.torus_rings`, the
-double binary tree in :mod:`.trees`; the option helpers shared by all of them are here.
+double binary tree in :mod:`.trees`; the helpers that build a collective from an allgather
+are here.
 
 Every schedule is built as columns (:func:`~topocoll.schedule.model.transfer_array`); a
 reduce-scatter is the allgather reversed in time (MATH.md section 3; every topology here is
@@ -22,81 +23,21 @@ import math
 
 import numpy as np
 
-from ..collectives import COPY, collective as _collective
-from ..errors import UnsupportedError
+from ..collectives import COPY
+from ..errors import SpecError, UnsupportedError
 from ..schedule.model import Schedule, transfer_array
 from ..schedule.transforms import concatenate, reverse
-from ..topology.families import circulant_graph
-from ..topology.model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from .options import require_collective, require_links
+from ..topology.families import default_shift
 
 __all__ = ["shifted_ring_schedule", "shifted_bfb_ring_schedule", "rhd_schedule",
-           "shifted_ring_topology", "default_shift", "SHIFTED_RING_COLLECTIVES",
-           "RHD_COLLECTIVES"]
+           "SHIFTED_RING_COLLECTIVES", "RHD_COLLECTIVES"]
 
 SHIFTED_RING_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
 RHD_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
 
 
 # ---------------------------------------------------------------------------- shared helpers
-def take_options(algorithm, options, parsers):
-    """Parse keyword ``options`` of ``algorithm`` with ``parsers`` (name -> parser(value)).
-
-    An option it does not know raises ``UnsupportedError("algorithm X has no option Y")``.
-    """
-    for name in options:
-        if name not in parsers:
-            known = f" (it takes: {', '.join(sorted(parsers))})" if parsers else ""
-            raise UnsupportedError(f"algorithm {algorithm} has no option {name}{known}")
-    return {name: parsers[name](algorithm, name, value) for name, value in options.items()}
-
-
-def int_option(minimum):
-    """A parser for an integer option ``>= minimum`` (digit strings are accepted, as from a CLI)."""
-    def parse(algorithm, name, value):
-        if isinstance(value, str) and value.strip().lstrip("+").isdigit():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise UnsupportedError(f"algorithm {algorithm}: option {name} must be an integer, "
-                                   f"got {value!r}")
-        if value < minimum:
-            raise UnsupportedError(f"algorithm {algorithm}: option {name} must be >= {minimum}, "
-                                   f"got {value}")
-        return int(value)
-    return parse
-
-
-def bool_option(algorithm, name, value):
-    """A parser for a yes/no option (``True``/``False`` or ``"true"``, ``"no"``, ``"1"``, ...)."""
-    if isinstance(value, str):
-        key = value.strip().lower()
-        if key in ("1", "true", "yes", "on"):
-            return True
-        if key in ("0", "false", "no", "off"):
-            return False
-    elif isinstance(value, (bool, np.bool_)) or value in (0, 1):
-        return bool(value)
-    raise UnsupportedError(f"algorithm {algorithm}: option {name} must be true or false, "
-                           f"got {value!r}")
-
-
-def require_links(topology, src, dst, algorithm, rule):
-    """Raise ``UnsupportedError`` naming ``rule`` and the first missing link ``src -> dst``."""
-    src = np.asarray(src, dtype=np.int64).ravel()
-    dst = np.asarray(dst, dtype=np.int64).ravel()
-    missing = np.flatnonzero(topology.pair_index(src, dst) < 0)
-    if missing.size:
-        i = int(missing[0])
-        raise UnsupportedError(f"{algorithm} needs {rule}; {topology.name} has no link "
-                               f"{int(src[i])}->{int(dst[i])}")
-
-
-def require_collective(collective, makes, algorithm):
-    coll = _collective(collective)
-    if coll.name not in makes:
-        raise UnsupportedError(f"algorithm {algorithm} makes {', '.join(makes)}; not {coll.name}")
-    return coll
-
-
 def from_allgather(topology, transfers, collective, algorithm, meta=None):
     """The ``collective`` schedule from allgather ``transfers`` on a bidirectional ``topology``:
     the allgather itself, its time reversal (reduce-scatter), or both in sequence (allreduce)."""
@@ -158,40 +99,11 @@ def bfb_ring_allgather_columns(order, lo, hi):
 
 
 # ---------------------------------------------------------------------------- shifted rings
-def default_shift(n):
-    """The shift of the second ring: the smallest ``s >= 2`` with ``gcd(s, N) = 1`` and
-    ``s != N-1`` (so ``i -> i+s`` is a Hamiltonian cycle that shares no link with the ring
-    ``i -> i+1``). Exists exactly for N = 5 and N >= 7 (for N = 2, 3, 4, 6 the only units mod N
-    are +-1).
-
-    >>> [default_shift(n) for n in (5, 7, 8, 9, 10, 12, 30)]
-    [2, 2, 3, 2, 3, 5, 7]
-    """
-    for s in range(2, n - 1):
-        if math.gcd(s, n) == 1:
-            return s
-    raise UnsupportedError(f"a shifted ring needs a shift s with 2 <= s <= N-2 and gcd(s, N) = 1, "
-                           f"which exists for N = 5 and N >= 7; got N={n}")
-
-
 def _check_shift(n, s, algorithm):
     if not 2 <= s <= n - 2 or math.gcd(s, n) != 1:
         raise UnsupportedError(f"{algorithm} needs a shift s with 2 <= s <= N-2 and "
                                f"gcd(s, N) = 1; got s={s} for N={n}")
     return s
-
-
-def shifted_ring_topology(n, shift=None, *, bandwidth=DEFAULT_BANDWIDTH,
-                          latency=DEFAULT_LATENCY):
-    """TopoOpt's ShiftedRing topology: the circulant ``C(N, {1, s})`` (degree 4), i.e. the ring
-    ``i <-> i+1`` and the shifted ring ``i <-> i+s``; ``s`` defaults to :func:`default_shift`.
-
-    >>> shifted_ring_topology(10).name
-    'circulant:10:1,3'
-    """
-    n = int(n)
-    s = default_shift(n) if shift is None else _check_shift(n, int(shift), "shifted ring")
-    return circulant_graph(n, [1, s], bandwidth=bandwidth, latency=latency)
 
 
 def _shift_for(topology, shift, algorithm):
@@ -211,7 +123,10 @@ def _shift_for(topology, shift, algorithm):
                                    f"(two Hamiltonian rings); got {topology.name}")
         s = offsets[1]
     else:
-        s = default_shift(n)
+        try:
+            s = default_shift(n)
+        except SpecError as exc:
+            raise UnsupportedError(f"{algorithm}: {exc}") from None
     nodes = np.arange(n)
     for a in (1, s):
         require_links(topology, np.r_[nodes, nodes], np.r_[(nodes + a) % n, (nodes - a) % n],
@@ -219,33 +134,33 @@ def _shift_for(topology, shift, algorithm):
     return s
 
 
-def _shifted(topology, collective, algorithm, columns, options):
+def _shifted(topology, collective, algorithm, columns, shift):
     coll = require_collective(collective, SHIFTED_RING_COLLECTIVES, algorithm)
-    opts = take_options(algorithm, options, {"shift": int_option(1)})
     n = topology.num_nodes
-    s = _shift_for(topology, opts.get("shift"), algorithm)
+    s = _shift_for(topology, None if shift is None else int(shift), algorithm)
     first = np.arange(n)
     second = (np.arange(n) * s) % n
     t = np.concatenate([columns(first, 0.0, 0.5), columns(second, 0.5, 1.0)])
     return from_allgather(topology, t, coll, algorithm, meta={"shift": s})
 
 
-def shifted_ring_schedule(topology, collective, **options):
+def shifted_ring_schedule(topology, collective, *, shift=None, root=None, progress=None):
     """ShiftedRing (TopoOpt; seed 002 section 8.3): two superposed bidirectional rings, the ring
     ``i -> i+1`` and the shifted ring ``i -> i+s`` (``gcd(s, N) = 1``), each carrying half of
     every shard with the classic bidirectional ring schedule, so each direction of each ring
     carries a quarter.
 
-    Topology: ``circulant:N:1,s`` (or any topology with those links); option ``shift=s``
-    (default: the circulant's second offset, else :func:`default_shift`).
+    Topology: ``shiftedring:N[,S]`` = ``circulant:N:1,s`` (or any topology with those links);
+    option ``shift=s`` (default: the circulant's second offset, else
+    :func:`~topocoll.topology.families.default_shift`).
 
     Allgather and reduce-scatter: ``N-1`` steps, ``T_L = (N-1) alpha``,
     ``T_B = (N-1)/N * M/(4b)`` (bandwidth-optimal: node bandwidth B = 4b). Allreduce: twice both.
     """
-    return _shifted(topology, collective, "shiftedring", ring_allgather_columns, options)
+    return _shifted(topology, collective, "shiftedring", ring_allgather_columns, shift)
 
 
-def shifted_bfb_ring_schedule(topology, collective, **options):
+def shifted_bfb_ring_schedule(topology, collective, *, shift=None, root=None, progress=None):
     """ShiftedBFBRing (seed 002 section 8.3 and appendix E.1): the ShiftedRing topology with the
     BFB bidirectional-ring schedule on each ring, half of every shard per ring: each shard piece
     goes both ways round at once, so it needs half the steps.
@@ -254,7 +169,7 @@ def shifted_bfb_ring_schedule(topology, collective, **options):
     ``T_B = (N-1)/N * M/(4b)`` (bandwidth-optimal). Allreduce: twice both.
     Options as :func:`shifted_ring_schedule`.
     """
-    return _shifted(topology, collective, "shiftedbfbring", bfb_ring_allgather_columns, options)
+    return _shifted(topology, collective, "shiftedbfbring", bfb_ring_allgather_columns, shift)
 
 
 # ---------------------------------------------------------------------------- hypercube RHD
@@ -283,7 +198,7 @@ def rhd_allgather_columns(k):
     return np.concatenate(parts)
 
 
-def rhd_schedule(topology, collective, **options):
+def rhd_schedule(topology, collective, *, root=None, progress=None):
     """Recursive halving-doubling (Rabenseifner; MPICH) on a hypercube ``hypercube:k`` (or any
     topology with the links ``x <-> x xor 2^j``), N = 2^k.
 
@@ -299,6 +214,5 @@ def rhd_schedule(topology, collective, **options):
     Allreduce: ``2k`` steps, ``T_B = 2 (N-1)/N * M/b``. No options.
     """
     coll = require_collective(collective, RHD_COLLECTIVES, "rhd")
-    take_options("rhd", options, {})
     k = _hypercube_order(topology, "rhd")
     return from_allgather(topology, rhd_allgather_columns(k), coll, "rhd")

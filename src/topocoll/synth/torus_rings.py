@@ -26,27 +26,12 @@ import numpy as np
 from ..collectives import COPY
 from ..errors import UnsupportedError
 from ..schedule.model import transfer_array
-from .classic import (bool_option, from_allgather, require_collective, require_links,
-                      take_options)
+from .classic import from_allgather
+from .options import require_collective, require_links
 
 __all__ = ["torus_rings_schedule", "TORUS_RINGS_COLLECTIVES"]
 
 TORUS_RINGS_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
-
-
-def _dims_option(algorithm, name, value):
-    try:
-        if isinstance(value, str):
-            dims = tuple(int(part) for part in value.lower().split("x"))
-        else:
-            dims = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise UnsupportedError(f"algorithm {algorithm}: option {name} must be dimension sizes "
-                               f"like 4x6 or [4, 6], got {value!r}") from None
-    if not dims or min(dims) < 1:
-        raise UnsupportedError(f"algorithm {algorithm}: option {name} must be sizes >= 1, "
-                               f"got {value!r}")
-    return dims
 
 
 def _torus_dims(topology, dims, algorithm):
@@ -118,7 +103,8 @@ def torus_rings_columns(dims, *, multiport=True):
     return np.concatenate(out)
 
 
-def torus_rings_schedule(topology, collective, **options):
+def torus_rings_schedule(topology, collective, *, multiport=True, dims=None, root=None,
+                         progress=None):
     """Traditional (dimension-ordered ring) torus schedule on ``torus:k_1x...xk_D``.
 
     Options: ``multiport`` (default true: D' rotated parts per shard, see the module) and
@@ -140,9 +126,9 @@ def torus_rings_schedule(topology, collective, **options):
     Allreduce: twice the allgather's ``T_B``.
     """
     coll = require_collective(collective, TORUS_RINGS_COLLECTIVES, "torusrings")
-    opts = take_options("torusrings", options, {"multiport": bool_option, "dims": _dims_option})
-    dims = _torus_dims(topology, opts.get("dims"), "torusrings")
-    multiport = opts.get("multiport", True)
+    dims = _torus_dims(topology, None if dims is None else tuple(int(k) for k in dims),
+                       "torusrings")
+    multiport = bool(multiport)
     t = torus_rings_columns(dims, multiport=multiport)
     return from_allgather(topology, t, coll, "torusrings",
                           meta={"dims": list(dims), "multiport": multiport})

@@ -17,12 +17,12 @@ from .io import load_topology, save_topology, topology_from_dict
 from .metrics import (degree_summary, diameter, distance_matrix, eccentricity,
                       is_strongly_connected, moore_depth, require_strongly_connected,
                       unreachable_pair)
-from .model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
+from .model import Topology
 from .registry import FAMILIES, Family, describe_families, parse_spec, topology
 
 __all__ = [
     # model
-    "Topology", "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY",
+    "Topology",
     # families
     "torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",
     "complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph",

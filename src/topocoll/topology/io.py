@@ -12,7 +12,7 @@ all four fields. Self-loops are an error.
 
 GraphML (read with networkx): directed or undirected, parallel edges allowed; an undirected edge
 becomes two links; edges without ``bandwidth``/``latency`` attributes get
-:data:`DEFAULT_BANDWIDTH`/:data:`DEFAULT_LATENCY`; nodes with a true ``switch`` attribute are
+:data:`LINK_BANDWIDTH`/:data:`LINK_LATENCY`; nodes with a true ``switch`` attribute are
 switches; self-loops are dropped (counted in ``meta["dropped_self_loops"]``). Nodes are
 relabelled ``0..N-1``: in numeric order when every id is a whole number, else in file order.
 
@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputTypeError, ScheduleFormatError, TopologyError
-from .model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
+from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
+from .model import Topology
 
 __all__ = ["load_topology", "save_topology", "topology_from_dict"]
 
@@ -146,11 +147,11 @@ def topology_from_dict(data, where="topology"):
         if s == d:
             raise ScheduleFormatError(f"{at}: {s}->{d} is a self-loop; self-loops are not allowed")
         # like GraphML edges, links without bandwidth or latency get the defaults
-        b = link.get("bandwidth", DEFAULT_BANDWIDTH)
+        b = link.get("bandwidth", LINK_BANDWIDTH)
         if not _is_number(b) or b <= 0:
             raise ScheduleFormatError(f"{at}.bandwidth: must be a positive number, got "
                                       f"{b if _is_number(b) else _kind(b)}")
-        l = link.get("latency", DEFAULT_LATENCY)
+        l = link.get("latency", LINK_LATENCY)
         if not _is_number(l) or l < 0:
             raise ScheduleFormatError(f"{at}.latency: must be a non-negative number, got "
                                       f"{l if _is_number(l) else _kind(l)}")
@@ -263,9 +264,9 @@ def _load_graphml(path):
     index = {v: i for i, v in enumerate(nodes)}
     src, dst, bws, lats = [], [], [], []
     for u, v, data in graph.edges(data=True):
-        b = _graphml_value(data.get("bandwidth"), DEFAULT_BANDWIDTH, "bandwidth", (u, v), path,
+        b = _graphml_value(data.get("bandwidth"), LINK_BANDWIDTH, "bandwidth", (u, v), path,
                            positive=True)
-        l = _graphml_value(data.get("latency"), DEFAULT_LATENCY, "latency", (u, v), path,
+        l = _graphml_value(data.get("latency"), LINK_LATENCY, "latency", (u, v), path,
                            positive=False)
         ends = [(u, v)] if graph.is_directed() else [(u, v), (v, u)]
         for a, c in ends:

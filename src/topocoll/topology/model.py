@@ -9,14 +9,10 @@ Links are stored as numpy columns so that topologies with many thousands of link
 import numpy as np
 import scipy.sparse as sp
 
+from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ..errors import InputTypeError, TopologyError
 
-__all__ = ["Topology", "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY"]
-
-#: Default link bandwidth in bytes/s (100 Gbps) for generated topologies.
-DEFAULT_BANDWIDTH = 12.5e9
-#: Default link latency (alpha) in seconds for generated topologies.
-DEFAULT_LATENCY = 1e-5
+__all__ = ["Topology"]
 
 
 def _int_column(values, name):
@@ -79,7 +75,7 @@ class Topology:
     __slots__ = ("num_nodes", "src", "dst", "bandwidth", "latency", "name", "switches", "meta",
                  "_cache")
 
-    def __init__(self, num_nodes, src, dst, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY,
+    def __init__(self, num_nodes, src, dst, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY,
                  *, name=None, switches=(), drop_self_loops=False, meta=None):
         if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)):
             raise InputTypeError(f"num_nodes must be an integer, got {num_nodes!r}")
@@ -253,7 +249,7 @@ class Topology:
         return g
 
     @classmethod
-    def from_networkx(cls, graph, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY,
+    def from_networkx(cls, graph, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY,
                       name=None, drop_self_loops=False):
         """Build from a networkx graph; undirected edges become two directed links.
 

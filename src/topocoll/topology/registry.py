@@ -12,6 +12,8 @@ The families, as ``topocoll topologies`` lists them:
 * lattices and classics: ``ring:N``, ``uniring:N``, ``torus:D1xD2x...[:double]``,
   ``mesh:D1xD2x...``, ``hypercube:K``, ``complete:N``, ``circulant:N:A1,A2,...``,
   ``bipartite:N``, ``hamming:D,Q``;
+* the baselines' own topologies: ``shiftedring:N[,S]`` (TopoOpt) and ``dbt:N`` (NCCL's double
+  binary tree);
 * shift-register digraphs: ``kautz:D,K`` (Kautz), ``genkautz:N,D`` (generalized Kautz,
   Imase-Itoh), ``debruijn:D,K`` (de Bruijn);
 * generative families: ``twistedtorus:D1xD2x...[:T]`` (TPU v4), ``twistedhypercube:K``
@@ -46,7 +48,8 @@ from ..units import parse_bandwidth, parse_time
 from . import families as fam
 from .families import alltoall as a2a
 from .io import load_topology
-from .model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, Topology
+from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
+from .model import Topology
 
 __all__ = ["Family", "FAMILIES", "topology", "parse_spec", "describe_families"]
 
@@ -131,6 +134,13 @@ def _circulant(fields):
     return {"n": _int(fields[0]), "offsets": _ints(fields[1], ",")}
 
 
+def _n_and_shift(fields):
+    parts = _ints(fields[0], ",")
+    if len(parts) not in (1, 2):
+        raise _ArgError(f"expected N or N,S, got {fields[0].strip()!r}")
+    return {"n": parts[0], **({"shift": parts[1]} if len(parts) == 2 else {})}
+
+
 def _twisted_torus(fields):
     kwargs = _dims(fields)
     if len(fields) > 1:
@@ -201,6 +211,13 @@ FAMILIES = _families(
            "debruijn:2,5", fam.de_bruijn_graph, _pair("d", "k")),
     Family("bipartite", "N", "complete bipartite graph K(N,N): 2N nodes", "bipartite:4",
            fam.complete_bipartite_graph, _one("n")),
+    Family("shiftedring", "N[,S]",
+           "TopoOpt's shifted ring: circulant C(N,{1,S}), the rings i <-> i+1 and i <-> i+S, "
+           "gcd(S, N) = 1 (default the smallest such S >= 2); N = 5 or N >= 7",
+           "shiftedring:10", fam.shifted_ring_graph, _n_and_shift),
+    Family("dbt", "N",
+           "NCCL's double binary tree: a cable per edge of each of the two trees, degree <= 4",
+           "dbt:8", fam.dbt_graph, _one("n")),
     Family("hamming", "D,Q", "Hamming graph H(D,Q): Q^D nodes, degree D*(Q-1), diameter D",
            "hamming:3,4", fam.hamming_graph, _pair("d", "q")),
     Family("twistedtorus", "D1xD2x...[:T]",
@@ -327,7 +344,7 @@ def topology(spec, *, bandwidth=None, latency=None):
     bandwidth, latency : float or str, optional
         When given, every link gets this bandwidth (bytes/s, or e.g. ``"100Gbps"``) or latency
         (s, or e.g. ``"10us"``). Otherwise generated topologies get the defaults
-        (:data:`DEFAULT_BANDWIDTH`, :data:`DEFAULT_LATENCY`) and files keep their own values.
+        (:data:`LINK_BANDWIDTH`, :data:`LINK_LATENCY`) and files keep their own values.
 
     Raises
     ------
@@ -371,8 +388,8 @@ def topology(spec, *, bandwidth=None, latency=None):
     family, kwargs = parse_spec(text)
     try:
         return family.builder(**kwargs,
-                              bandwidth=DEFAULT_BANDWIDTH if bw is None else bw,
-                              latency=DEFAULT_LATENCY if lat is None else lat)
+                              bandwidth=LINK_BANDWIDTH if bw is None else bw,
+                              latency=LINK_LATENCY if lat is None else lat)
     except SpecError as err:
         raise SpecError(f"bad topology spec {spec!r}: {err}") from None
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from topocoll.collectives import COLLECTIVES
 from topocoll.errors import NotStronglyConnectedError, UnsupportedError
-from topocoll.schedule import verify
+from topocoll.schedule import simulate, verify
 from topocoll.synth.ten.greedy import greedy_events
 from topocoll.synth.ten import chunk_conditions, discretize, synthesize, ten_problem
 from topocoll.topology import Topology, topology
@@ -26,7 +26,7 @@ def test_every_collective_verifies_on_random_networks(topo, coll, chunks, seed):
     s = synthesize(topo, coll, chunks=chunks, size=64.0, seed=seed, root=root)
     report = verify(s)
     assert report.valid, report.summary()
-    m = s.meta
+    m = dict(s.meta, link_model_time=simulate(s, 64.0).time)
     # the link model never beats the chunk-model bound, and the ASAP link model never loses
     # to the TEN plan it was built from (ceil-discretized durations)
     assert m["link_model_time"] >= m["chunk_lower_bound"] * (1 - 1e-9)
@@ -60,13 +60,13 @@ def test_allgather_reaches_ingress_bound(spec, degree):
     slots = math.ceil((n - 1) / degree)
     chunk_time = 0.5e-6 + 2 ** 30 / n / (50 * 2 ** 30)
     assert s.meta["makespan_slots"] == slots
-    assert s.meta["link_model_time"] == pytest.approx(slots * chunk_time, rel=1e-12)
+    assert simulate(s, "1GiB").time == pytest.approx(slots * chunk_time, rel=1e-12)
 
 
 def test_tacos_regression_value_5x5_mesh():
     topo = topology("mesh:5x5", bandwidth="50GiB/s", latency="0.5us")
     s = synthesize(topo, "allgather", size="1GiB")
-    assert round(s.meta["link_model_time"] * 1e6, 6) == 9606.0
+    assert round(simulate(s, "1GiB").time * 1e6, 6) == 9606.0
 
 
 def test_schedule_causal_and_mutations_rejected():
@@ -115,7 +115,7 @@ def test_heterogeneous_discretization_and_bound():
     assert p.link_steps.min() >= 1
     # ceil discretization: a slot count never undercuts the real chunk time
     assert np.all(p.link_steps * p.time_step >= p.link_cost * (1 - 1e-12))
-    assert s.meta["chunk_lower_bound"] <= s.meta["link_model_time"] <= s.meta["ten_time"]
+    assert s.meta["chunk_lower_bound"] <= simulate(s, "1GiB").time <= s.meta["ten_time"]
 
 
 def test_discretize_explicit_factor():

@@ -7,11 +7,11 @@
 * :mod:`.tenants` -- several collectives sharing one network.
 """
 
-from .synthesis import (DEFAULT_SIZE, METHODS, TEN_COLLECTIVES, TenProblem, chunk_conditions,
+from .synthesis import (METHODS, TEN_COLLECTIVES, TenProblem, chunk_conditions,
                         chunk_lower_bound, discretize, events_to_schedule, synthesize,
                         ten_problem)
 from .tenants import TenantsResult, parse_tenant, synthesize_tenants
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
-           "chunk_lower_bound", "events_to_schedule", "METHODS", "DEFAULT_SIZE",
+           "chunk_lower_bound", "events_to_schedule", "METHODS",
            "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant"]

@@ -17,9 +17,9 @@ The TEN model shared by the greedy matcher (:mod:`topocoll.synth.ten.greedy`) an
 Allgather, broadcast, scatter, gather and alltoall are synthesized natively; reduce-scatter and
 reduce are the allgather / broadcast synthesized on the transposed topology and run backwards
 (:func:`topocoll.schedule.transforms.reverse`); allreduce is reduce-scatter then allgather
-(:func:`~topocoll.schedule.transforms.concatenate`). Every schedule is timed afterwards by the
-independent link-model simulator (:mod:`topocoll.schedule.linkmodel`), never by the synthesizer's
-own claim.
+(:func:`~topocoll.schedule.transforms.concatenate`). Time a schedule with the independent
+link-model simulator (:func:`topocoll.schedule.linkmodel.simulate`), never by the synthesizer's
+own claim: the synthesizer does not import it.
 
 >>> s = synthesize("mesh:3x3", "allgather", size="1GiB", seed=0)
 >>> s.meta["makespan_slots"], s.meta["chunk_lower_bound_slots"]
@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
+from ... import defaults
 from ...collectives import collective as _collective
 from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
 from ...schedule.model import Schedule, transfer_array
@@ -47,11 +48,9 @@ from ...units import parse_size, parse_time
 from .greedy import greedy_events
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
-           "chunk_lower_bound", "events_to_schedule", "METHODS", "DEFAULT_SIZE",
+           "chunk_lower_bound", "events_to_schedule", "METHODS",
            "TEN_COLLECTIVES"]
 
-#: Default buffer size for TEN synthesis: 1 GiB, as in the TACOS comparisons.
-DEFAULT_SIZE = float(2 ** 30)
 #: Synthesis methods.
 METHODS = ("greedy", "ilp")
 #: Collectives the TEN synthesizer makes (all eight).
@@ -176,7 +175,7 @@ class TenProblem:
         return (t.num_nodes, t.src, t.dst, self.link_steps, self.pre, self.post)
 
 
-def ten_problem(topology, collective, *, chunks=1, size=DEFAULT_SIZE, root=None,
+def ten_problem(topology, collective, *, chunks=1, size=defaults.SYNTHESIS_SIZE, root=None,
                 time_step=None):
     """Build the :class:`TenProblem` of a non-combining collective.
 
@@ -349,7 +348,7 @@ def _check_degree(k):
         raise UnsupportedError(f"unwind degree must be a whole number >= 1, got {k!r}")
 
 
-def synthesize(topology, collective, *, method="greedy", chunks=1, size=DEFAULT_SIZE,
+def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
                root=None, seed=0, restarts=1, workers=None, unwind_degree=None,
                fail_links=None, fail_nodes=None, time_step=None, time_limit=60.0,
                window=None, progress=None):
@@ -396,8 +395,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=DEFAULT_
     -------
     Schedule
         With ``meta``: ``method``, ``seed``, ``chunks``, ``size``, ``time_step``,
-        ``makespan_slots``, ``ten_time`` (slots x f), ``link_model_time`` (simulated),
-        ``chunk_lower_bound`` (seconds) and, for the greedy, ``restart_makespans``.
+        ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds) and, for the greedy, ``restart_makespans``.
 
     Examples
     --------
@@ -446,7 +444,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=DEFAULT_
         out = out.replace(meta=meta)
     else:
         out = _synth_one(topo, coll, root, **opts)
-    return _with_link_time(out, size)
+    return out
 
 
 def _phase(meta):
@@ -484,10 +482,3 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
 
 _TOPO_FACTS = ("unwound_switches", "unwind_degree", "nodes_kept", "failed_links",
                "failed_nodes")
-
-
-def _with_link_time(schedule, size):
-    from ...schedule.linkmodel import simulate
-    meta = dict(schedule.meta)
-    meta["link_model_time"] = simulate(schedule, size).time
-    return schedule.replace(meta=meta)

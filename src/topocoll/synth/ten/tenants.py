@@ -12,8 +12,8 @@ uses chunks of the same size ``M / (N * C)`` (broadcast and reduce cut their sin
   ``l`` during reversed slots ``[s, s+k)`` runs forward during ``[H-s-k, H-s)``. ``H`` starts at
   the larger of the two groups' spans and grows until the reversed group fits.
 
-Each tenant's schedule verifies on its own; the finish times come from the link-model simulator
-run on all tenants together (:func:`topocoll.schedule.linkmodel.simulate_many`).
+Each tenant's schedule verifies on its own; time them together with the link-model simulator
+(:func:`topocoll.schedule.linkmodel.simulate_many`), which takes the shared links into account.
 
 >>> res = synthesize_tenants("mesh:4x4", ["allgather", "broadcast:2", "reduce:9"])
 >>> [s.collective.name for s in res.schedules]
@@ -21,20 +21,21 @@ run on all tenants together (:func:`topocoll.schedule.linkmodel.simulate_many`).
 >>> from topocoll.schedule import verify
 >>> all(verify(s).valid for s in res.schedules)
 True
->>> len(res.finish_times) == 3 and res.time == max(res.finish_times)
-True
+>>> len(res.finish_slots), res.meta["horizon_slots"] >= max(res.finish_slots)
+(3, True)
 """
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ... import defaults
 from ...collectives import REDUCE, collective as _collective
 from ...errors import UnsupportedError
 from ...schedule.model import Schedule, transfer_array
 from ...units import parse_size
 from .greedy import greedy_events
-from .synthesis import DEFAULT_SIZE, _prepare_topology, chunk_conditions, discretize
+from .synthesis import _prepare_topology, chunk_conditions, discretize
 
 __all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant"]
 
@@ -74,8 +75,6 @@ class TenantsResult:
     ----------
     schedules : list of Schedule
         One per tenant, in the order given; each verifies on its own.
-    finish_times : list of float
-        When each tenant's last transfer ends in the link model, all tenants sharing links.
     finish_slots : list of int
         Each tenant's last TEN slot.
     time_step : float
@@ -83,23 +82,22 @@ class TenantsResult:
     """
 
     schedules: list
-    finish_times: list
     finish_slots: list
     time_step: float
     meta: dict = field(default_factory=dict)
 
-    @property
-    def time(self):
-        """When the last tenant finishes (link model)."""
-        return max(self.finish_times) if self.finish_times else 0.0
-
-    def to_dict(self):
-        return {"tenants": [{"collective": s.collective.name, "root": s.root,
-                             "transfers": s.num_transfers, "steps": s.num_steps,
-                             "finish_slots": fs, "link_model_time": ft}
-                            for s, fs, ft in zip(self.schedules, self.finish_slots,
-                                                 self.finish_times)],
-                "time": self.time, "time_step": self.time_step, **self.meta}
+    def to_dict(self, finish_times=None):
+        """JSON-ready; with ``finish_times`` (each tenant's link-model finish, from
+        :func:`~topocoll.schedule.linkmodel.simulate_many`) also those and their maximum."""
+        rows = [{"collective": s.collective.name, "root": s.root, "transfers": s.num_transfers,
+                 "steps": s.num_steps, "finish_slots": fs}
+                for s, fs in zip(self.schedules, self.finish_slots)]
+        out = {"tenants": rows, "time_step": self.time_step, **self.meta}
+        if finish_times is not None:
+            for row, ft in zip(rows, finish_times):
+                row["link_model_time"] = float(ft)
+            out["time"] = float(max(finish_times, default=0.0))
+        return out
 
 
 def _stack(tenants, n, chunks):
@@ -142,7 +140,7 @@ def _earliest_fit(ev, steps, occupied, low, high):
     return high
 
 
-def synthesize_tenants(topology, tenants, *, chunks=1, size=DEFAULT_SIZE, seed=0,
+def synthesize_tenants(topology, tenants, *, chunks=1, size=defaults.SYNTHESIS_SIZE, seed=0,
                        unwind_degree=None, fail_links=None, fail_nodes=None, time_step=None,
                        progress=None):
     """Synthesize several collectives that run at the same time on one network.
@@ -159,7 +157,6 @@ def synthesize_tenants(topology, tenants, *, chunks=1, size=DEFAULT_SIZE, seed=0
     -------
     TenantsResult
     """
-    from ...schedule.linkmodel import simulate_many
     tenants = [parse_tenant(t) for t in tenants]
     if not tenants:
         raise UnsupportedError("give at least one tenant collective")
@@ -230,7 +227,6 @@ def synthesize_tenants(topology, tenants, *, chunks=1, size=DEFAULT_SIZE, seed=0
                                 "size": float(size), "time_step": f,
                                 "makespan_slots": int(finish[i])})
                  for i, ((coll, root), t) in enumerate(zip(tenants, transfers))]
-    timed = simulate_many(schedules, size)
-    return TenantsResult(schedules, [r.time for r in timed], finish, f,
+    return TenantsResult(schedules, finish, f,
                          meta={"horizon_slots": int(max(horizon, occ_span)),
                                "topology": topo.name})

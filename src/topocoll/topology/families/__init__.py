@@ -16,12 +16,14 @@ spec-string registry is in :mod:`topocoll.topology.registry`.
 {'kind': 'mixed_radix', 'dims': [4, 4]}
 """
 
-from .classic import circulant_graph, complete_bipartite_graph, complete_graph, hamming_graph
+from .classic import (circulant_graph, complete_bipartite_graph, complete_graph, default_shift,
+                      hamming_graph, shifted_ring_graph)
 from .drg import (DISTANCE_REGULAR_GRAPHS, distance_regular_graph, doubled_odd_graph,
                   johnson_graph, odd_graph, paley_graph)
 from .generative import optimal_circulant_graph, random_regular_digraph, random_regular_graph
 from .kautz import de_bruijn_graph, generalized_kautz_graph, kautz_graph
 from .lattice import hypercube_graph, mesh_graph, ring_graph, torus_graph, uniring_graph
+from .trees import dbt_graph
 from .twisted import twisted_hypercube_graph, twisted_torus_graph
 
 __all__ = [
@@ -31,5 +33,5 @@ __all__ = [
     "twisted_torus_graph", "twisted_hypercube_graph", "optimal_circulant_graph",
     "random_regular_graph", "random_regular_digraph",
     "distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph", "johnson_graph",
-    "DISTANCE_REGULAR_GRAPHS",
+    "DISTANCE_REGULAR_GRAPHS", "shifted_ring_graph", "default_shift", "dbt_graph",
 ]

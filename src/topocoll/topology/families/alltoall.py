@@ -30,7 +30,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ...errors import SpecError
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 from ._field import GaloisField, prime_power
 from .drg import _projective_points
@@ -50,7 +50,7 @@ def _seeded_name(family, n, d, seed):
 
 
 # ---------------------------------------------------------------------- Jellyfish
-def jellyfish_graph(n, d, seed=0, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def jellyfish_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Jellyfish: a connected random ``d``-regular graph on ``n`` nodes, fixed by ``seed``.
 
     The links are exactly those of :func:`~topocoll.topology.families.random_regular_graph`
@@ -90,7 +90,7 @@ def jellyfish_graph(n, d, seed=0, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAUL
 
 
 # ---------------------------------------------------------------------- Xpander
-def xpander_graph(n, d, seed=0, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def xpander_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Xpander: a random ``k``-lift of the complete graph ``K_{d+1}``, ``n = k(d+1)`` nodes.
 
     Node ``u*k + i`` is copy ``i`` of base node ``u``. Every base edge ``u < v`` becomes the
@@ -236,7 +236,7 @@ def slimfly_generators(q):
     return x_set, x_prime, delta
 
 
-def slimfly_graph(q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def slimfly_graph(q, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Slim Fly: the McKay-Miller-Siran graph over GF(q), ``2q^2`` nodes, diameter 2.
 
     Nodes are ``(0, x, y)`` (id ``x*q + y``) and ``(1, m, c)`` (id ``q^2 + m*q + c``) for
@@ -290,7 +290,7 @@ def slimfly_graph(q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
 
 
 # ---------------------------------------------------------------------- PolarFly
-def polarfly_graph(q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def polarfly_graph(q, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """PolarFly: the Erdos-Renyi polarity graph ER_q, ``q^2 + q + 1`` nodes, diameter 2.
 
     Nodes are the points of the projective plane PG(2, q): vectors over GF(q) whose first
@@ -416,7 +416,7 @@ def _repair_loops(n, rows):
     return rows, "swap"
 
 
-def modified_de_bruijn_graph(n, d, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def modified_de_bruijn_graph(n, d, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Modified de Bruijn digraph: ``i -> d*i + j mod n`` (``j < d``), self-loops rewired so that
     every node has in- and out-degree exactly ``d``.
 

@@ -1,4 +1,5 @@
-"""Classic families: complete, complete bipartite, circulant and Hamming graphs.
+"""Classic families: complete, complete bipartite, circulant and Hamming graphs, and TopoOpt's
+shifted ring (a circulant of degree 4).
 
 All of them are bidirectional (every link ``u -> v`` has a partner ``v -> u``) and regular,
 and all are Cayley graphs of their node labelling, claimed in ``meta["symmetry"]``: complete
@@ -6,17 +7,20 @@ graphs and circulants are cyclic, K(n, n) is ``Z_2 x Z_n`` (side, index) and H(d
 ``Z_q^d``.
 """
 
+import math
+
 import numpy as np
 
 from ...errors import SpecError
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
-__all__ = ["complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph"]
+__all__ = ["complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph",
+           "shifted_ring_graph", "default_shift"]
 
 
-def complete_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def complete_graph(n, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Complete graph: a link from every node to every other node.
 
     Parameters
@@ -42,7 +46,7 @@ def complete_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
                          {"family": "complete", "n": n, "symmetry": {"kind": "cyclic"}})
 
 
-def complete_bipartite_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def complete_bipartite_graph(n, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Complete bipartite graph K(n, n): nodes ``0..n-1`` on one side, ``n..2n-1`` on the other.
 
     Parameters
@@ -69,7 +73,7 @@ def complete_bipartite_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_
                           "symmetry": {"kind": "mixed_radix", "dims": [2, n]}})
 
 
-def circulant_graph(n, offsets, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def circulant_graph(n, offsets, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Circulant graph C(n, offsets): ``i <-> i + a mod n`` for every offset ``a``.
 
     Parameters
@@ -124,7 +128,7 @@ def circulant_graph(n, offsets, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_
                           "symmetry": {"kind": "cyclic"}})
 
 
-def hamming_graph(d, q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def hamming_graph(d, q, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Hamming graph H(d, q): the ``q**d`` words of length ``d`` over ``q`` symbols, adjacent iff
     they differ in exactly one position.
 
@@ -160,3 +164,59 @@ def hamming_graph(d, q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY)
     return make_topology(name, num_nodes, src, dst, bandwidth, latency,
                          {"family": "hamming", "d": d, "q": q,
                           "symmetry": {"kind": "mixed_radix", "dims": [q] * d}})
+
+
+def default_shift(n):
+    """The shift of TopoOpt's second ring: the smallest ``s >= 2`` with ``gcd(s, N) = 1`` and
+    ``s != N-1`` (so ``i -> i+s`` is a Hamiltonian cycle that shares no link with the ring
+    ``i -> i+1``). Exists exactly for N = 5 and N >= 7 (for N = 2, 3, 4, 6 the only units mod N
+    are +-1).
+
+    >>> [default_shift(n) for n in (5, 7, 8, 9, 10, 12, 30)]
+    [2, 2, 3, 2, 3, 5, 7]
+    """
+    n = as_int(n, "shifted ring size")
+    for s in range(2, n - 1):
+        if math.gcd(s, n) == 1:
+            return s
+    raise SpecError(f"a shifted ring needs a shift s with 2 <= s <= N-2 and gcd(s, N) = 1, "
+                    f"which exists for N = 5 and N >= 7; got N={n}")
+
+
+def shifted_ring_graph(n, shift=None, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
+    """TopoOpt's ShiftedRing topology: the circulant ``C(N, {1, s})`` (degree 4), i.e. the ring
+    ``i <-> i+1`` and the shifted ring ``i <-> i+s`` with ``gcd(s, N) = 1``.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes: 5 or at least 7.
+    shift : int, optional
+        The second ring's offset ``s`` (``2 <= s <= N-2``, ``gcd(s, N) = 1``); default
+        :func:`default_shift`.
+    bandwidth, latency : float or str
+        Per-link bandwidth (bytes/s) and latency (s).
+
+    Returns
+    -------
+    Topology
+        The circulant (``meta`` as :func:`circulant_graph`'s), named ``"shiftedring:N"`` for
+        the default shift and ``"shiftedring:N,S"`` otherwise (``S`` normalized to
+        ``min(s, N-s)``).
+
+    Examples
+    --------
+    >>> shifted_ring_graph(10).name, shifted_ring_graph(10, 7).name
+    ('shiftedring:10', 'shiftedring:10')
+    >>> t = shifted_ring_graph(11, 3)
+    >>> t.name, t.meta["offsets"]
+    ('shiftedring:11,3', [1, 3])
+    """
+    n = as_int(n, "shifted ring size")
+    s = default_shift(n) if shift is None else as_int(shift, "shifted ring shift")
+    if not 2 <= s <= n - 2 or math.gcd(s, n) != 1:
+        raise SpecError(f"a shifted ring needs a shift s with 2 <= s <= N-2 and gcd(s, N) = 1; "
+                        f"got s={s} for N={n}")
+    s = min(s, n - s)
+    name = f"shiftedring:{n}" if s == default_shift(n) else f"shiftedring:{n},{s}"
+    return circulant_graph(n, [1, s], bandwidth=bandwidth, latency=latency).with_links(name=name)

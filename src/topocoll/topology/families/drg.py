@@ -19,7 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ...errors import SpecError
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 from ._field import GaloisField, prime_power
 
@@ -326,7 +326,7 @@ DISTANCE_REGULAR_GRAPHS = MappingProxyType({
 })
 
 
-def distance_regular_graph(graph, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def distance_regular_graph(graph, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """A named distance-regular graph: the paper's Table 7 and a few cubic classics.
 
     ===========================  =====  ======  ========  ===============================
@@ -401,7 +401,7 @@ def distance_regular_graph(graph, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAUL
 
 
 # ---------------------------------------------------------------------- parametrized families
-def paley_graph(q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def paley_graph(q, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Paley graph P(q): the elements of GF(q), ``x <-> x + s`` for every non-zero square ``s``.
 
     Strongly regular (distance-regular of diameter 2) with intersection array
@@ -435,7 +435,7 @@ def paley_graph(q, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
                          {"family": "paley", "q": q, "symmetry": _paley_symmetry(q)})
 
 
-def odd_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def odd_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Odd graph O_k: the ``(k-1)``-subsets of ``2k-1`` points, adjacent iff disjoint.
 
     ``C(2k-1, k-1)`` nodes, degree ``k``, diameter ``k-1``; distance-regular. O_2 is the
@@ -464,7 +464,7 @@ def odd_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
                          {"family": "odd", "k": k})
 
 
-def doubled_odd_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def doubled_odd_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Doubled odd graph D(O_k): the ``(k-1)``- and ``k``-subsets of ``2k-1`` points, adjacent
     iff one contains the other.
 
@@ -494,7 +494,7 @@ def doubled_odd_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY
                          {"family": "doubledodd", "k": k})
 
 
-def johnson_graph(n, k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def johnson_graph(n, k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Johnson graph J(n, k): the ``k``-subsets of ``n`` points, adjacent iff they share ``k-1``.
 
     ``C(n, k)`` nodes, degree ``k (n-k)``, diameter ``min(k, n-k)``; distance-regular.

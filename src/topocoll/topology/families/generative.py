@@ -11,7 +11,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 from ...errors import SpecError
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 
 __all__ = ["optimal_circulant_graph", "random_regular_graph", "random_regular_digraph",
@@ -40,7 +40,7 @@ def _tight_diameter(n):
     return d
 
 
-def optimal_circulant_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def optimal_circulant_graph(n, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """The degree-4 circulant C(n, {a, a+1}) of least diameter, ``ceil((sqrt(2n-1) - 1) / 2)``.
 
     No 4-regular circulant on ``n`` nodes has a smaller diameter than
@@ -140,7 +140,7 @@ def _cycle_rows(rng, n):
     return nxt
 
 
-def random_regular_graph(n, d, seed=0, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def random_regular_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """A connected random ``d``-regular graph on ``n`` nodes (bidirectional), fixed by ``seed``.
 
     Attempt ``i`` draws from the seed ``seed`` (``i = 0``) or from ``(seed, i)``; the first
@@ -259,8 +259,8 @@ def _permutation_layers(rng, n, d, *, rounds=2000):
     return rows
 
 
-def random_regular_digraph(n, d, seed=0, *, bandwidth=DEFAULT_BANDWIDTH,
-                           latency=DEFAULT_LATENCY):
+def random_regular_digraph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH,
+                           latency=LINK_LATENCY):
     """A strongly connected random digraph with in- and out-degree ``d``, fixed by ``seed``.
 
     A draw is the union of ``d`` random permutations of the nodes, each made free of fixed

@@ -9,13 +9,13 @@ node, parallel links counted).
 
 import numpy as np
 
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 
 __all__ = ["kautz_graph", "generalized_kautz_graph", "de_bruijn_graph"]
 
 
-def kautz_graph(d, k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def kautz_graph(d, k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Kautz digraph K(d, k): ``(d+1) * d**(k-1)`` nodes, out- and in-degree ``d``, diameter ``k``.
 
     The nodes are the strings ``s1 s2 ... sk`` over the letters ``0..d`` with no two equal
@@ -73,7 +73,7 @@ def _shift_register(name, num_nodes, dst, bandwidth, latency, meta):
                          drop_self_loops=True)
 
 
-def generalized_kautz_graph(n, d, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def generalized_kautz_graph(n, d, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Generalized Kautz (Imase-Itoh) digraph GK(n, d): ``i -> (-d*i - j) mod n``, ``j = 1..d``.
 
     For ``n = d**k + d**(k-1)`` it is isomorphic to the Kautz digraph K(d, k). Self-loops are
@@ -109,7 +109,7 @@ def generalized_kautz_graph(n, d, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAUL
                            {"family": "genkautz", "n": n, "d": d})
 
 
-def de_bruijn_graph(d, k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def de_bruijn_graph(d, k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """De Bruijn digraph B(d, k): ``d**k`` nodes, ``i -> (d*i + j) mod d**k`` for ``j < d``.
 
     Node ``i`` is the base-``d`` string of length ``k`` that spells ``i``; the arcs shift one

@@ -9,7 +9,7 @@ in :func:`uniring_graph`. Tori and rings claim their translation symmetry in
 import numpy as np
 
 from ...errors import SpecError
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
@@ -56,8 +56,8 @@ def _lattice_link_count(dims, num_nodes, *, wrap, double_size2=False):
     return num_nodes * per_node
 
 
-def torus_graph(dims, *, double_size2=False, bandwidth=DEFAULT_BANDWIDTH,
-                latency=DEFAULT_LATENCY):
+def torus_graph(dims, *, double_size2=False, bandwidth=LINK_BANDWIDTH,
+                latency=LINK_LATENCY):
     """Torus (wrap-around grid) of any number of dimensions and any sizes, bidirectional.
 
     Parameters
@@ -96,7 +96,7 @@ def torus_graph(dims, *, double_size2=False, bandwidth=DEFAULT_BANDWIDTH,
     return make_topology(name, num_nodes, src, dst, bandwidth, latency, meta)
 
 
-def mesh_graph(dims, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def mesh_graph(dims, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Grid without wrap-around, any number of dimensions, bidirectional links.
 
     Parameters
@@ -125,7 +125,7 @@ def mesh_graph(dims, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
                          {"family": "mesh", "dims": list(dims)})
 
 
-def ring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def ring_graph(n, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Bidirectional ring: ``i <-> i+1 mod n``.
 
     Parameters
@@ -151,7 +151,7 @@ def ring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
                          {"family": "ring", "n": n, "symmetry": {"kind": "cyclic"}})
 
 
-def uniring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def uniring_graph(n, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Unidirectional ring: ``i -> i+1 mod n``.
 
     Parameters
@@ -175,7 +175,7 @@ def uniring_graph(n, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
                          {"family": "uniring", "n": n, "symmetry": {"kind": "cyclic"}})
 
 
-def hypercube_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def hypercube_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Hypercube of dimension ``k``: ``2**k`` nodes, ``i <-> i xor 2**j`` for ``j < k``.
 
     Parameters

@@ -7,15 +7,15 @@ links. Every link is bidirectional.
 import numpy as np
 
 from ...errors import SpecError
-from ..model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
 __all__ = ["twisted_torus_graph", "twisted_hypercube_graph"]
 
 
-def twisted_torus_graph(dims, twist=None, *, bandwidth=DEFAULT_BANDWIDTH,
-                        latency=DEFAULT_LATENCY):
+def twisted_torus_graph(dims, twist=None, *, bandwidth=LINK_BANDWIDTH,
+                        latency=LINK_LATENCY):
     """Twisted torus: a torus whose shorter dimensions wrap around with a shift along the longest.
 
     Let ``L = max(dims)``. A dimension of size ``L`` is *long*, any other is *short*. Node
@@ -101,7 +101,7 @@ def twisted_torus_graph(dims, twist=None, *, bandwidth=DEFAULT_BANDWIDTH,
     return make_topology(name, num_nodes, src, dst, bandwidth, latency, meta)
 
 
-def twisted_hypercube_graph(k, *, bandwidth=DEFAULT_BANDWIDTH, latency=DEFAULT_LATENCY):
+def twisted_hypercube_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Twisted hypercube: the crossed cube CQ_k of Efe (1992), ``2**k`` nodes, degree ``k``,
     diameter ``ceil((k + 1) / 2)``.
 

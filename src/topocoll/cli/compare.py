@@ -1,0 +1,187 @@
+"""``topocoll compare`` (schedules side by side) and ``topocoll survey`` (its preset)."""
+
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from .. import defaults, units
+from ..plotting import check_plot_target
+from ..studies.compare import compare as _compare, describe_settings, fastest, plot_comparison
+from ..studies.survey import survey as _survey
+from ..synth import ALGORITHMS
+from ..units import format_size, format_time
+from .common import EXIT_INVALID, _Fail, _out, _print_json, _progress, _unit
+
+__all__ = ["compare", "survey"]
+
+
+@click.command()
+@click.argument("entries", metavar="TOPO-OR-SCHEDULE...", nargs=-1, required=True)
+@click.option("-c", "--collective", default="allreduce", show_default=True,
+              help="Collective generated for topology entries (schedule files keep their own).")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, default=("bfb",),
+              show_default=True, type=click.Choice(sorted(ALGORITHMS)),
+              help="Generator run on every topology entry (repeatable: one row each).")
+@click.option("--size", "sizes", multiple=True, default=tuple(map(units.format_size, defaults.COMPARE_SIZES)),
+              show_default=True, callback=_unit(units.parse_size, "--size"),
+              help="Buffer size M (repeatable).")
+@click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
+              callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
+@click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              help="Egress bandwidth of each node, split evenly over its out-links "
+                   f"[default: {units.format_bandwidth(defaults.NODE_BANDWIDTH)} unless "
+                   "--link-bandwidth is given].")
+@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+              help="Bandwidth of every link instead of --node-bandwidth.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Also draw time against size (log-log) into this file, e.g. compare.png "
+                   "(needs matplotlib: pip install 'topocoll[plot]').")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
+            as_json):
+    """Verify and price schedules side by side on the same latency and bandwidth.
+
+    Each TOPO-OR-SCHEDULE is a schedule file (.json with "format": "topocoll.schedule") or a
+    topology spec or file, for which a schedule is made with every --algorithm. Prints T_L, T_B,
+    time and time over the lower bound (steps bound x alpha + T_B bound) at each --size, and the
+    fastest entry at each size. Exits 1 if any schedule fails verification (it is listed, not
+    priced), 2 on bad input.
+    """
+    if node_bandwidth is not None and link_bandwidth is not None:
+        raise _Fail("give --node-bandwidth or --link-bandwidth, not both")
+    if plot:
+        check_plot_target(plot)  # fail before the work, not after it
+    update, bar = _progress("compare")
+    with bar:
+        rows = _compare(entries, sizes=sizes, collective=collective, algorithms=algorithms,
+                        alpha=alpha, node_bandwidth=node_bandwidth,
+                        link_bandwidth=link_bandwidth, progress=update)
+    settings = describe_settings(alpha, node_bandwidth, link_bandwidth)
+    if plot:
+        plot_comparison(rows, plot)
+    invalid = [r for r in rows if r.status == "invalid"]
+    if as_json:
+        winners = [fastest(rows, i) for i in range(len(sizes))]
+        _print_json({"collective": collective, "alpha": alpha,
+                     "node_bandwidth": rows[0].node_bandwidth,
+                     "link_bandwidth": link_bandwidth, "sizes": list(sizes),
+                     "valid": not invalid, "rows": [r.to_dict() for r in rows],
+                     "fastest": [{"size": m, "name": w.name if w else None}
+                                 for m, w in zip(sizes, winners)],
+                     "plot": plot})
+    else:
+        _print_comparison(rows, sizes, settings, plot)
+    if invalid:
+        sys.exit(EXIT_INVALID)
+
+
+def _print_comparison(rows, sizes, settings, plot):
+    colls = sorted({r.collective for r in rows})
+    what = colls[0] if len(colls) == 1 else "mixed collectives"
+    table = Table(title=f"{what}, {settings} on every entry; x bound = time / (steps bound x "
+                        "alpha + T_B bound); * fastest at that size")
+    for col in ("entry", "N", "d", "verified", "steps", "T_L"):
+        table.add_column(col, justify="left" if col == "entry" else "right")
+    if len(colls) > 1:
+        table.add_column("collective")
+    for m in sizes:
+        label = format_size(m)
+        table.add_column(f"T_B@{label}", justify="right")
+        table.add_column(f"time@{label}", justify="right")
+        table.add_column("x bound", justify="right")
+    for r in rows:
+        verified = {True: "yes", False: "NO"}.get(r.verified, "-")
+        cells = [escape(r.name), str(r.nodes), str(r.degree), verified,
+                 "-" if r.steps is None else str(r.steps),
+                 "-" if r.T_L is None else format_time(r.T_L)]
+        if len(colls) > 1:
+            cells.append(r.collective)
+        if r.priced:
+            for c in r.sizes:
+                ratio = "-" if c.ratio is None else f"{c.ratio:.2f}"
+                cells += [format_time(c.T_B), format_time(c.time) + (" *" if c.fastest else ""),
+                          ratio]
+        else:
+            cells += [r.status] + ["-"] * (3 * len(sizes) - 1)
+        table.add_row(*cells)
+    _out.print(table)
+    for i, m in enumerate(sizes):
+        best = fastest(rows, i)
+        if best is None:
+            continue
+        c = best.sizes[i]
+        others = sorted((r for r in rows if r.priced and r is not best),
+                        key=lambda r: r.sizes[i].time)
+        line = (f"fastest at {format_size(m)}: {best.name}, {format_time(c.time)}"
+                + ("" if c.ratio is None else f" ({c.ratio:.2f}x its lower bound)"))
+        if others:
+            nxt = others[0]
+            slower = nxt.sizes[i].time / c.time
+            pct = 100 * (slower - 1)
+            by = (f"{pct:.2g}% slower" if pct < 10 else f"{slower:.2f}x slower") \
+                if pct > 1e-7 else "as fast"
+            line += f"; next {nxt.name}, {by}"
+        _out.print(line, markup=False)
+    for r in rows:
+        if not r.priced:
+            _out.print(f"{r.status}: {r.name}: {r.reason}", markup=False)
+    if plot:
+        _out.print(f"plot written to {plot}", markup=False)
+
+
+@click.command()
+@click.option("--nodes", default=64, show_default=True, type=click.IntRange(4),
+              help="Cluster size N.")
+@click.option("--topology", "specs", multiple=True, help="Topology spec (repeatable; default: "
+              "tori, hypercube, circulant, generalized Kautz and ring of N nodes).")
+@click.option("--size", "sizes", multiple=True,
+              default=tuple(map(units.format_size, defaults.SURVEY_SIZES)), show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
+@click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
+              callback=_unit(units.parse_time, "--alpha"), help="Per-step latency.")
+@click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
+              show_default=True,
+              callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              help="Egress bandwidth of each node, split over its links.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
+    """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce."""
+    update, bar = _progress("survey")
+    with bar:
+        rows = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
+                       node_bandwidth=node_bandwidth, progress=update)
+    if as_json:
+        _print_json([r.to_dict() for r in rows])
+        return
+    table = Table(title=f"allreduce on {nodes} nodes, alpha {format_time(alpha)}, "
+                        f"{units.format_bandwidth(node_bandwidth)} per node "
+                        "(bound: Moore-depth steps + bandwidth-optimal T_B for that degree)")
+    for col in ("topology", "algo", "d", "verified", "steps", "T_L"):
+        table.add_column(col, justify="right")
+    for m in sizes:
+        label = format_size(m)
+        table.add_column(f"T_B@{label}", justify="right")
+        table.add_column(f"time@{label}", justify="right")
+        table.add_column(f"bound@{label}", justify="right")
+        table.add_column("x bound", justify="right")
+    for r in rows:
+        cells = [escape(r.topology), r.algorithm, str(r.degree), "yes" if r.verified else "NO",
+                 "-" if r.steps is None else str(r.steps),
+                 "-" if r.T_L is None else format_time(r.T_L)]
+        for c in r.sizes:
+            cells += [format_time(c.T_B), format_time(c.time),
+                      format_time(c.degree_lower_bound), f"{c.degree_ratio:.2f}"]
+        if not r.priced:
+            cells += [r.status] + ["-"] * (4 * len(sizes) - 1)
+        table.add_row(*cells)
+    _out.print(table)
+    ring = rows[-1]
+    for i, m in enumerate(sizes):
+        best = fastest(rows, i)
+        if best is None or not ring.priced:
+            continue
+        speedup = ring.sizes[i].time / best.sizes[i].time
+        _out.print(f"{format_size(m)}: fastest is {best.topology} ({best.algorithm}), "
+                   f"{speedup:.2f}x the classic ring allreduce", markup=False)

@@ -1,0 +1,155 @@
+"""``topocoll find``: the best topology and allreduce schedule for a cluster."""
+
+import os
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .. import defaults, units
+from ..finder import Workload, find as _find, load_workload, plot_frontier
+from ..schedule.io import save_schedule
+from ..topology import save_topology
+from ..units import format_time
+from .common import EXIT_INVALID, _Fail, _NullContext, _err, _out, _print_json, _unit
+
+__all__ = ["find"]
+
+
+@click.command()
+@click.option("-n", "--nodes", required=True, type=int, help="Cluster size N (>= 2).")
+@click.option("-d", "--degree", required=True, type=int,
+              help="Links (ports) per node d (>= 1); candidates use at most d neighbours.")
+@click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
+              callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
+@click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
+              show_default=True,
+              callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              help="Egress bandwidth B of each node, split evenly over its links.")
+@click.option("--size", "sizes", multiple=True, callback=_unit(units.parse_size, "--size"),
+              help="Allreduce buffer size M (repeatable: one allreduce each) "
+                   f"[default: {units.format_size(defaults.SIZE)}].")
+@click.option("--sizes", "sizes_file", type=click.Path(dir_okay=False),
+              help="Workload file: a JSON list of a model's layer sizes in bytes (bucketed, see "
+                   "--bucket-size), {\"sizes\": [[SIZE, WEIGHT], ...]}, or lines SIZE [WEIGHT].")
+@click.option("--bucket-size", callback=_unit(units.parse_size, "--bucket-size"),
+              help="With a layer list: fuse gradients into buckets of this size, one allreduce "
+                   "per bucket (PyTorch DDP uses 25MiB) [default: one allreduce per layer].")
+@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False),
+              help="Write topology.json, allreduce.json (the verified schedule) and "
+                   "frontier.png into this folder (created if missing).")
+@click.option("--no-evaluate", is_flag=True,
+              help="Predictions only: do not build, verify and evaluate the choice.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, outdir,
+         no_evaluate, no_cache, as_json):
+    """The best topology and allreduce schedule for N nodes of degree d and a workload.
+
+    Searches base topologies, expansions and generative families, keeps the Pareto frontier of
+    (steps, T_B), picks the fastest for the workload, then builds its allreduce, verifies it
+    and evaluates it. Prints the frontier, the choice, its predicted and evaluated time and
+    the ratio to the lower bound 2*(Moore steps*alpha + (N-1)/N*M/B).
+    """
+    if nodes < 2:
+        raise _Fail(f"--nodes must be at least 2, got {nodes}")
+    if degree < 1:
+        raise _Fail(f"--degree must be at least 1, got {degree}")
+    if sizes and sizes_file:
+        raise _Fail("give --size or --sizes, not both")
+    if bucket_size is not None and not sizes_file:
+        raise _Fail("--bucket-size applies to a layer list given with --sizes")
+    if sizes_file:
+        workload = load_workload(sizes_file, bucket_size=bucket_size)
+    elif sizes:
+        workload = (Workload.single(sizes[0]) if len(sizes) == 1
+                    else Workload.weighted([(m, 1) for m in sizes]))
+    else:
+        workload = Workload.single(defaults.SIZE)
+    plot_ok = True
+    if outdir:
+        try:
+            os.makedirs(outdir, exist_ok=True)
+        except OSError as exc:
+            raise _Fail(f"cannot create {outdir}: {exc.strerror}") from None
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            plot_ok = False
+    update, bar = _find_progress()
+    with bar:
+        result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
+                       evaluate=not no_evaluate or bool(outdir), keep_schedule=bool(outdir),
+                       cache=not no_cache, progress=update)
+    for note in result.warnings:
+        click.echo(f"warning: {note}", err=True)
+    files = {}
+    if outdir and result.schedule is not None:
+        files["topology"] = os.path.join(outdir, "topology.json")
+        files["schedule"] = os.path.join(outdir, "allreduce.json")
+        save_topology(result.schedule.topology, files["topology"])
+        save_schedule(result.schedule, files["schedule"])
+        if plot_ok:
+            files["plot"] = os.path.join(outdir, "frontier.png")
+            plot_frontier(result, files["plot"])
+        else:
+            click.echo("warning: no frontier plot: matplotlib is not installed "
+                       "(pip install 'topocoll[plot]')", err=True)
+    if as_json:
+        doc = result.to_dict()
+        doc["files"] = files
+        _print_json(doc)
+    else:
+        _print_find(result, files)
+    if not result.success:
+        raise _Fail(result.message, EXIT_INVALID)
+
+
+def _find_progress():
+    """A stage-by-stage progress line on stderr when it is a terminal."""
+    if not _err.is_terminal:
+        return None, _NullContext()
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                   console=_err, transient=True)
+    task = bar.add_task("searching", total=None)
+
+    def update(stage, done, total):
+        bar.update(task, description=escape(stage), completed=done, total=total)
+    return update, bar
+
+
+def _print_find(result, files):
+    settings = (f"alpha {format_time(result.alpha)}, "
+                f"{units.format_bandwidth(result.node_bandwidth)} per node; "
+                f"{result.workload.description}")
+    table = Table(title=f"Pareto frontier for {result.nodes} nodes of degree {result.degree} "
+                        f"({settings}); steps and T_B per phase, allreduce = 2 phases; "
+                        "* the choice")
+    for col in ("#", "topology", "N", "d", "steps", "T_B (M/B)", "kind", "predicted time",
+                "x bound"):
+        table.add_column(col, justify="left" if col in ("topology", "kind") else "right")
+    for i, (c, t) in enumerate(zip(result.frontier, result.times), 1):
+        mark = " *" if result.best is not None and c.name == result.best.name else ""
+        kind = c.kind + ("" if c.exact else " (bound)" if c.kind == "expanded" else
+                         " (conjecture)")
+        table.add_row(str(i), escape(c.name) + mark, str(c.nodes), str(c.degree), str(c.steps),
+                      f"{c.t_b:.5f}", kind, format_time(t), f"{t / result.lower_bound:.3f}")
+    _out.print(table)
+    best = result.best
+    if best is None:
+        return
+    line = (f"choice: {best.name}, predicted {format_time(result.predicted_time)}")
+    if result.evaluated_time is not None:
+        ev = result.evaluation
+        line += (f", evaluated {format_time(result.evaluated_time)} (allreduce of "
+                 f"{ev['steps']} steps, {ev['transfers']} transfers, verified"
+                 f"{', from the cache' if ev['source'] == 'cache' else ''})")
+    line += f"; lower bound {format_time(result.lower_bound)}"
+    ratio = result.ratio if result.ratio is not None else result.predicted_ratio
+    line += f": {ratio:.3f}x"
+    _out.print(line, markup=False)
+    if result.status == 2:
+        _out.print(result.message, markup=False)
+    if files:
+        _out.print("wrote " + ", ".join(files.values()), markup=False)

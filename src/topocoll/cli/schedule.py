@@ -1,0 +1,138 @@
+"""``topocoll schedule`` (make one), ``verify`` (check one) and ``evaluate`` (price one)."""
+
+import sys
+
+import click
+from rich.table import Table
+
+from .. import defaults, units
+from ..schedule.cost import evaluate as _evaluate
+from ..schedule.io import load_schedule, save_schedule
+from ..schedule.linkmodel import simulate as _link_model
+from ..schedule.verify import verify as _verify
+from ..synth import ALGORITHMS, generate
+from ..units import format_size, format_time
+from .common import EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress, \
+    _topo_options, _unit
+
+__all__ = ["schedule", "verify", "evaluate"]
+
+
+@click.command()
+@click.argument("topo")
+@click.option("-c", "--collective", required=True, help="allgather, reduce_scatter, allreduce, "
+              "broadcast, reduce, scatter, gather or alltoall.")
+@click.option("-a", "--algorithm", default="bfb", show_default=True,
+              type=click.Choice(sorted(ALGORITHMS)), help="Schedule generator.")
+@click.option("--root", type=int, help="Root node of a rooted collective (default 0).")
+@_topo_options
+@click.option("-o", "--output", help="Write the schedule file here ('-' for stdout).")
+@click.option("--chunks", type=click.IntRange(1), help="bfb: cut every shard into K equal chunks; "
+              "every transfer moves whole chunks (reports the loss against the fractional "
+              "optimum).")
+@click.option("--size", callback=_unit(units.parse_size, "--size"), help="bfb: buffer size M; "
+              "balance latency + load per link for this size (heterogeneous links).")
+@click.option("--workers", type=click.IntRange(1), help="bfb: processes for the load-balancing "
+              "problems (default: every core).")
+@click.option("--no-symmetry", is_flag=True, help="bfb: solve every node's problems even on "
+              "vertex-transitive topologies.")
+@click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
+              help="Another algorithm option, e.g. -O shift=3 for shiftedring (repeatable).")
+@click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
+def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
+             chunks, size, workers, no_symmetry, extra, no_verify):
+    """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file)."""
+    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    options = {}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise _Fail(f"--option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = value.strip()
+    for key, value in (("chunks", chunks), ("size", size), ("workers", workers)):
+        if value is not None:
+            options[key] = value
+    if no_symmetry:
+        options["symmetry"] = False
+    update, bar = _progress(f"{algorithm} {collective} on {t.name}")
+    with bar:
+        s = generate(t, collective, algorithm, root=root, progress=update, **options)
+    status = "not verified"
+    if not no_verify:
+        report = _verify(s)
+        if not report.valid:  # a generator bug: say so rather than hand out a wrong schedule
+            raise _Fail(f"generated schedule failed verification: {report.summary()}",
+                        EXIT_INVALID)
+        status = "verified"
+    if output == "-":
+        save_schedule(s, sys.stdout.buffer)
+        sys.stdout.flush()
+    elif output:
+        save_schedule(s, output)
+    where = f", written to {output}" if output and output != "-" else ""
+    notes = ""
+    if "chunk_loss" in s.meta:
+        notes = (f"; {s.meta['chunks']} chunks per shard cost {100 * s.meta['chunk_loss']:.2f}% "
+                 f"bandwidth time over the fractional optimum (bound "
+                 f"{100 * s.meta['chunk_loss_bound']:.2f}%)")
+    click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
+               f"{s.num_transfers} transfers, {status}{where}{notes}", err=output == "-")
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--max-errors", default=10, show_default=True, type=click.IntRange(1),
+              help="How many violations to list.")
+def verify(file, as_json, max_errors):
+    """Check a schedule file; exit 0 iff it is valid, else list the first violations."""
+    s = load_schedule(file)
+    report = _verify(s, max_errors=max_errors)
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        click.echo(report.summary())
+        if not report.valid:
+            counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items())
+            click.echo(f"  {report.error_count} violations ({counts}); first ones:")
+            for e in report.errors:
+                click.echo(f"  - [{e.kind}] {e.message}")
+        for w in report.warnings:
+            click.echo(f"  note: {w}")
+    sys.exit(0 if report.valid else EXIT_INVALID)
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--size", "sizes", multiple=True, default=(units.format_size(defaults.SIZE),), show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
+@_topo_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per size).")
+def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
+    """Price a schedule file: T_L, T_B, time, lower bounds and optimality flags."""
+    s = load_schedule(file)
+    if node_bandwidth is not None:
+        s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
+    results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
+    link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
+                  for m in sizes]
+    if as_json:
+        docs = [dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]
+        _print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    e0 = results[0]
+    _out.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
+               f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
+               f"{e0.moore_steps}), T_L {format_time(e0.T_L)}")
+    table = Table()
+    for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal",
+                "link-model time"):
+        table.add_column(col, justify="right")
+    for e, lt in zip(results, link_times):
+        table.add_row(format_size(e.size), format_time(e.T_B), format_time(e.time),
+                      format_time(e.bw_lower_bound), f"{e.bw_ratio:.4f}",
+                      "yes" if e.bw_optimal else "no", format_time(lt))
+    _out.print(table)
+    flags = [name for name, ok in (("diameter-optimal", e0.diameter_optimal),
+                                   ("Moore-optimal", e0.moore_optimal)) if ok]
+    _out.print("flags: " + (", ".join(flags) if flags else "none"))

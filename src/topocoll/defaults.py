@@ -1,0 +1,32 @@
+"""The one default cluster: what every job assumes when the user does not say.
+
+Topologies built from spec strings get :data:`LINK_BANDWIDTH` and :data:`LINK_LATENCY` on every
+link; jobs that compare topologies fairly (``compare``, ``survey``, ``find``) give every node
+:data:`NODE_BANDWIDTH` of egress split over its links and every link the latency :data:`ALPHA`.
+Buffer sizes default to :data:`SIZE`, except where a job needs several (:data:`COMPARE_SIZES`,
+:data:`SURVEY_SIZES`) or follows the paper it reproduces (:data:`SYNTHESIS_SIZE`, TACOS).
+
+>>> from topocoll.units import format_bandwidth, format_size, format_time
+>>> format_time(ALPHA), format_bandwidth(NODE_BANDWIDTH), format_size(SIZE)
+('10us', '100Gbps', '1MiB')
+"""
+
+__all__ = ["ALPHA", "LINK_LATENCY", "LINK_BANDWIDTH", "NODE_BANDWIDTH", "SIZE", "COMPARE_SIZES",
+           "SURVEY_SIZES", "SYNTHESIS_SIZE"]
+
+#: Latency of every link (the alpha of the alpha-beta model): 10 us.
+ALPHA = 1e-5
+#: Latency of a link of a topology built from a spec: the same 10 us.
+LINK_LATENCY = ALPHA
+#: Bandwidth of a link of a topology built from a spec: 100 Gbps (12.5 GB/s).
+LINK_BANDWIDTH = 12.5e9
+#: Egress bandwidth of a node in fair comparisons, split over its out-links: 100 Gbps.
+NODE_BANDWIDTH = 12.5e9
+#: Buffer size M of one collective: 1 MiB.
+SIZE = float(2**20)
+#: Buffer sizes ``compare`` prices: 1 KiB, 1 MiB, 64 MiB and 1 GiB.
+COMPARE_SIZES = (2**10, 2**20, 2**26, 2**30)
+#: Buffer sizes ``survey`` prices: 1 MiB and 256 MiB.
+SURVEY_SIZES = (2**20, 2**28)
+#: Buffer size TEN synthesis discretizes links for: 1 GiB, as in the TACOS paper.
+SYNTHESIS_SIZE = float(2**30)

@@ -1,0 +1,138 @@
+"""The generators behind :func:`generate`: one table, one signature.
+
+Every generator is a function
+
+``make(topology, collective, *, root=None, progress=None, **options)``
+
+that returns a :class:`~topocoll.schedule.model.Schedule`. Its options are declared here with a
+parser each (:mod:`topocoll.synth.options`), so :func:`generate` checks and converts them the
+same way for every generator (``-O chunks=4`` on the command line, ``chunks=4`` from Python).
+
+>>> s = generate("hypercube:3", "allreduce", "bfb")
+>>> s.num_steps
+6
+>>> generate("torus:3x5", "allgather", "torusrings", multiport="no").meta["multiport"]
+False
+>>> sorted(ALGORITHMS["dbt"].options)
+['chunks']
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..collectives import COLLECTIVES, collective as _collective
+from ..errors import UnsupportedError
+from ..topology import topology as _topology
+from . import baselines, bfb, classic, torus_rings, trees
+from .options import (any_option, bool_option, choice_option, dims_option, int_option,
+                      size_option, take_options, time_option)
+from .ten import synthesis as ten
+
+__all__ = ["Generator", "ALGORITHMS", "generate"]
+
+
+@dataclass(frozen=True)
+class Generator:
+    """One schedule generator.
+
+    Attributes
+    ----------
+    name : str
+        The algorithm's name (``generate(..., algorithm=name)``, ``topocoll schedule -a``).
+    collectives : tuple of str
+        The collectives it makes.
+    summary : str
+        One line saying what it is.
+    make : callable
+        ``make(topology, collective, *, root=None, progress=None, **options)``.
+    options : dict
+        Option name -> parser ``parser(algorithm, name, value)``.
+    """
+
+    name: str
+    collectives: tuple
+    summary: str
+    make: Callable = field(repr=False)
+    options: dict = field(default_factory=dict, repr=False)
+
+
+def _table(*generators):
+    return {g.name: g for g in generators}
+
+
+#: Every generator, by name.
+ALGORITHMS = _table(
+    Generator("bfb", bfb.BFB_COLLECTIVES,
+              "breadth-first broadcast, per-(node, step) load balancing", bfb.bfb_schedule,
+              {"symmetry": bool_option, "workers": int_option(1), "size": size_option,
+               "chunks": int_option(1)}),
+    Generator("ring", baselines.RING_COLLECTIVES,
+              "classic unidirectional ring (links i -> i+1)", baselines.ring_schedule),
+    Generator("biring", baselines.RING_COLLECTIVES,
+              "bidirectional ring, half of each shard each way", baselines.biring_schedule),
+    Generator("shiftedring", classic.SHIFTED_RING_COLLECTIVES,
+              "TopoOpt ShiftedRing: rings i->i+1 and i->i+s on shiftedring:N, half of each "
+              "shard per bidirectional ring (option shift)", classic.shifted_ring_schedule,
+              {"shift": int_option(1)}),
+    Generator("shiftedbfbring", classic.SHIFTED_RING_COLLECTIVES,
+              "ShiftedRing topology with the BFB ring schedule on each ring (half the steps; "
+              "option shift)", classic.shifted_bfb_ring_schedule, {"shift": int_option(1)}),
+    Generator("dbt", trees.DBT_COLLECTIVES,
+              "NCCL double binary tree on dbt:N, half of each shard per tree (option chunks)",
+              trees.dbt_schedule, {"chunks": int_option(1)}),
+    Generator("rhd", classic.RHD_COLLECTIVES,
+              "recursive halving-doubling on hypercube:k, one link per step",
+              classic.rhd_schedule),
+    Generator("ten", tuple(COLLECTIVES),
+              "time-expanded-network synthesis (TACOS greedy; options method=ilp, chunks, "
+              "seed, restarts, size ...); also `topocoll synth`", ten.synthesize,
+              {"method": choice_option(*ten.METHODS), "chunks": int_option(1),
+               "size": size_option, "seed": int_option(0), "restarts": int_option(1),
+               "workers": int_option(1), "unwind_degree": int_option(1),
+               "fail_links": any_option, "fail_nodes": any_option, "time_step": time_option,
+               "time_limit": time_option, "window": int_option(1)}),
+    Generator("torusrings", torus_rings.TORUS_RINGS_COLLECTIVES,
+              "traditional torus schedule: ring collectives dimension after dimension "
+              "(options multiport, dims)", torus_rings.torus_rings_schedule,
+              {"multiport": bool_option, "dims": dims_option}),
+)
+
+
+def generate(topology, collective, algorithm="bfb", *, root=None, progress=None, **options):
+    """Make a schedule.
+
+    Parameters
+    ----------
+    topology : Topology or str
+        A topology or a spec string (``"torus:4x4"``) or topology file path.
+    collective : str
+        One of the eight collectives.
+    algorithm : str
+        A key of :data:`ALGORITHMS`.
+    root : int, optional
+        Root node of rooted collectives (default 0).
+    progress : callable, optional
+        Called as ``progress(done, total)`` during long work.
+    **options
+        Options of the algorithm (e.g. ``shift`` for shiftedring, ``chunks`` for dbt,
+        ``multiport`` for torusrings; see ``ALGORITHMS[name].options``); one it does not know
+        raises ``UnsupportedError`` naming it.
+    """
+    topo = _topology(topology)
+    topo.require_no_switches("schedule generation")
+    coll = _collective(collective)
+    generator = ALGORITHMS.get(algorithm)
+    if generator is None:
+        raise UnsupportedError(f"unknown algorithm {algorithm!r}; choose one of "
+                               f"{', '.join(ALGORITHMS)}")
+    if coll.name not in generator.collectives:
+        raise UnsupportedError(f"algorithm {algorithm} makes {', '.join(generator.collectives)}; "
+                               f"not {coll.name}")
+    if coll.rooted:
+        root = 0 if root is None else root
+        if not 0 <= int(root) < topo.num_nodes:
+            raise UnsupportedError(f"root must be a node 0..{topo.num_nodes - 1}, got {root}")
+    elif root is not None:
+        raise UnsupportedError(f"{coll.name} takes no root")
+    parsed = take_options(algorithm, options, generator.options)
+    return generator.make(topo, coll, root=root, progress=progress, **parsed)
