@@ -1,6 +1,6 @@
 """All-to-all link LP: HiGHS solve time for random regular graphs (Jellyfish) of degree 4 and 8.
 
-Targets (issue 6): 64 nodes in at most 2 s, 256 nodes of degree 8 in at most 60 s, memory
+Targets: 64 nodes in at most 2 s, 256 nodes of degree 8 in at most 60 s, memory
 under 8 GiB. Every case runs in a fresh process (so peak memory is its own) ``--repeat`` times;
 times are medians of wall clock and of CPU time (CPU time is what an idle machine would show
 when other work shares the cores). Also prints lambda, the certified gap and lambda over the

@@ -1,9 +1,10 @@
 """BFB at scale: generation and verification time for hypercubes and 2D tori.
 
-Prints one table with the paper's generation figures (seed 002, section 8.5.1: hypercube of
-1024 nodes 52.7 s, 2D torus of 2500 nodes 61.1 s), our speed-up over them (paper / ours, for
-generation with the schedule file written) and our own targets. Each case runs in a
-fresh process (so peak memory is its own) ``--repeat`` times; times are medians.
+Prints one table with the generation figures of Zhao et al., "Efficient Direct-Connect Topologies
+for Collective Communications", NSDI 2025, section 8.5.1 (hypercube of 1024 nodes 52.7 s, 2D torus
+of 2500 nodes 61.1 s), our speed-up over them (paper / ours, for generation with the schedule file
+written) and our own targets. Each case runs in a fresh process (so peak memory is its own)
+``--repeat`` times; times are medians.
 
     python benchmarks/bfb_scale.py                 # full table (several minutes)
     python benchmarks/bfb_scale.py --quick         # small cases only
@@ -22,7 +23,7 @@ import tempfile
 import time
 
 PAPER = {"hypercube:10": 52.7, "torus:50x50": 61.1}
-# our targets for generation with the schedule file written (issue 3), seconds
+# our targets for generation with the schedule file written, seconds
 TARGET = {"hypercube:10": 5.0, "torus:50x50": 6.0, "genkautz:1024,4": 10.0}
 FULL = ["hypercube:6", "hypercube:7", "hypercube:8", "hypercube:9", "hypercube:10",
         "torus:8x8", "torus:16x16", "torus:32x32", "torus:40x40", "torus:50x50",

@@ -1,4 +1,4 @@
-"""Topology finder benchmarks (issue 4, item 7) beside the paper's figures (seed 002 section 5.4,
+"""Topology finder benchmarks beside the figures of Zhao et al. (NSDI 2025) (section 5.4,
 Table 4 and appendix G).
 
     (a) the whole Pareto frontier for every N from 2 to 2000 at d = 4, predictions only, from an

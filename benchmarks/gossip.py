@@ -10,11 +10,11 @@ neighbours receives d * M bytes, a ring all_reduce 2 (n-1)/n * M, so the bandwid
 ratio is ``d n / (2 (n-1))``; "measured / model" compares the two. Loopback processes share
 two cores here, so the numbers are about message counts and copies, not a network.
 
-Part 2 prints ``rho`` (of the period product; per iteration = rho^(1/period)) and the iterations
-to the exact average for every built-in gossip topology at n = 4, 8, ..., 256 (from
-``topocoll.gossip.analysis.rho_table``), next to the closed forms of MATH.md section 7 where one
-exists (exponential graph ``1 - 2/(ceil(log2 n)+1)`` for even n; ring with weights 1/3
-``(1 + 2 cos(2 pi / n))/3``; complete averaging 0).
+Part 2 prints ``rho`` (of the period product; per iteration = rho^(1/period)) and the iterations to
+the exact average for every built-in gossip topology at n = 4, 8, ..., 256 (from
+``topocoll.gossip.analysis.rho_table``), next to the closed forms of docs/math.md section 7 where
+one exists (exponential graph ``1 - 2/(ceil(log2 n)+1)`` for even n; ring with weights 1/3 ``(1 + 2
+cos(2 pi / n))/3``; complete averaging 0).
 
     python benchmarks/gossip.py                     # both parts (a few minutes)
     python benchmarks/gossip.py --no-rho --iters 20 # timings only
@@ -98,7 +98,7 @@ def timing(worlds, sizes, iters, warmup):
 
 
 def closed_form(name, n):
-    """rho from MATH.md section 7 where it gives one (None otherwise)."""
+    """rho from docs/math.md section 7 where it gives one (None otherwise)."""
     if name in ("complete", "fully-connected-graph"):
         return 0.0
     if name == "exponential-graph" and n % 2 == 0:
@@ -114,7 +114,7 @@ def rho_part(sizes):
     from topocoll.gossip import rho_table
 
     print("\nPart 2: rho of the period product (and per iteration), iterations to the exact "
-          "average, closed form where MATH.md gives one")
+          "average, closed form where docs/math.md gives one")
     t0 = time.perf_counter()
     rows = rho_table(sizes=sizes)
     head = (f"{'topology':<36} {'n':>4} {'period':>6} {'rho':>9} {'rho/iter':>9} "

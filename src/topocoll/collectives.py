@@ -29,7 +29,7 @@ OP_NAMES = ("copy", "reduce")
 
 @dataclass(frozen=True)
 class Collective:
-    """A collective: shards, start state and end state (see DESIGN.md, "The Schedule file").
+    """A collective: shards, start state and end state (docs/format.md, "Collectives").
 
     Attributes
     ----------

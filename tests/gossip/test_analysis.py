@@ -24,7 +24,7 @@ def mean_matrix(n):
 
 @given(st.integers(1, 48).map(lambda h: 2 * h))
 def test_exponential_graph_rho_closed_form_for_even_n(n):
-    # MATH.md: uniform weights 1/(1+ceil(log2 n)) give rho = 1 - 2/(ceil(log2 n)+1), n even.
+    # docs/math.md section 7: weights 1/(1+ceil(log2 n)) give rho = 1 - 2/(ceil(log2 n)+1), n even
     m = math.ceil(math.log2(n))
     assert rho(gossip_topology("exponential-graph", n).matrix()) == pytest.approx(
         1 - 2 / (m + 1), abs=1e-12)

@@ -1,5 +1,6 @@
 """BFB: validity on random digraphs, steps = diameter, bandwidth optimality on the families where
-the paper proves it, and per-step optimality against an independent Hall-bound oracle."""
+Zhao et al. (NSDI 2025) prove it, and per-step optimality against an independent Hall-bound
+oracle."""
 
 import itertools
 

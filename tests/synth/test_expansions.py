@@ -1,6 +1,6 @@
-"""Expansions (MATH.md section 4): topology transforms, the expanded schedules of every kind and
-collective verified by the model checker, their evaluated costs against the predictions, repeated
-expansions, bandwidth optimality where it is promised, mutations and bad input."""
+"""Expansions (docs/math.md section 4): topology transforms, the expanded schedules of every kind
+and collective verified by the model checker, their evaluated costs against the predictions,
+repeated expansions, bandwidth optimality where it is promised, mutations and bad input."""
 
 import networkx as nx
 import numpy as np

@@ -1,4 +1,4 @@
-"""All-to-all LPs against closed forms (MATH.md section 6), duality certificates checked
+"""All-to-all LPs against closed forms (docs/math.md section 6), duality certificates checked
 independently, primal feasibility of the returned flows and routes, and the bounds."""
 
 from itertools import combinations
@@ -99,7 +99,7 @@ def test_distance_bound_exact_on_arc_transitive(spec):
 
 
 def test_bipartite_shortest_paths_suffice():
-    # seed 003 section 1.5: 2-hop paths within a side reach n/(3n-2)
+    # 2-hop paths within a side reach n/(3n-2)
     for n in (3, 4, 5):
         r = path_throughput(unit(f"bipartite:{n}"), max_hops=0)
         assert r.lam == pytest.approx(n / (3 * n - 2), rel=REL)

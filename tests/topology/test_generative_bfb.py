@@ -1,6 +1,6 @@
-"""BFB on the generative families where the paper proves or verifies bandwidth optimality:
-distance-regular graphs (Appendix E.3), twisted tori (computationally verified), circulants
-C(n, {a, a+1}) (proved for degree 4), and the 8-node twisted hypercube (Appendix I).
+"""BFB on the generative families where Zhao et al. (NSDI 2025) prove or verify bandwidth
+optimality: distance-regular graphs (Appendix E.3), twisted tori (computationally verified),
+circulants C(n, {a, a+1}) (proved for degree 4), and the 8-node twisted hypercube (Appendix I).
 
 Every schedule is model-checked, takes exactly diameter steps, and is bandwidth-optimal."""
 

@@ -1,4 +1,5 @@
-"""Spec strings: the DESIGN.md table, options, files, overrides, and every kind of nonsense."""
+"""Spec strings: the families table of docs/format.md, options, files, overrides, and every kind of
+nonsense."""
 
 import dataclasses
 

@@ -1,5 +1,6 @@
 """The topology finder: the best direct-connect topology and allreduce schedule for a cluster
-(N nodes of degree d, latency alpha, node bandwidth B) and a workload (seed 002 section 5.4).
+(N nodes of degree d, latency alpha, node bandwidth B) and a workload (Zhao et al., "Efficient
+Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5.4).
 
 * :func:`find`: search, choose for the workload, build, verify and evaluate the choice;
   returns a :class:`FindResult` (``status``, ``message``, ``frontier``, ``best``,

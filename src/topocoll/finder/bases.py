@@ -6,8 +6,8 @@ of M/B, every node's egress bandwidth split evenly over its links) and stored in
 cache; a cache hit is never re-verified. Entries are computed lazily, only for the sizes and
 degrees a search visits.
 
-The catalogue (seed 002 Table 9 and appendix E; at most :data:`MAX_BASE_NODES` nodes):
-complete graphs, complete bipartite graphs K(n,n), Hamming graphs H(k,q) and hypercubes,
+The catalogue (Zhao et al. (NSDI 2025), Table 9 and appendix E; at most :data:`MAX_BASE_NODES`
+nodes): complete graphs, complete bipartite graphs K(n,n), Hamming graphs H(k,q) and hypercubes,
 bidirectional and unidirectional rings, optimal degree-4 circulants, Kautz digraphs, the
 distance-regular graphs of :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`, and small
 tori. Larger members of the bandwidth-optimal families enter the search through closed forms

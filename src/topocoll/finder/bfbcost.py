@@ -1,6 +1,6 @@
 """The cost of the optimal BFB schedule of a topology without building the schedule.
 
-BFB's load-balancing problem of receiver v at step t (MATH.md section 2) is fractional
+BFB's load-balancing problem of receiver v at step t (docs/math.md section 2) is fractional
 bipartite load balancing: sources u at distance t from v, each to be sent in full by in-
 neighbours w of v with ``dist(u, w) = t-1``, minimising the busiest in-link's time. By max-flow
 min-cut its optimum is a Hall-type maximum over sets A of in-neighbours::

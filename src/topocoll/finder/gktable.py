@@ -1,13 +1,13 @@
 """The shipped table of exact BFB costs of the generalized Kautz digraph GK(n, d).
 
 The finder offers ``genkautz:N,d`` at every target size. Its exact BFB cost
-(:func:`topocoll.finder.bfbcost.genkautz_cost`) takes O(N^2) work per N, about 0.2 s at
-N = 2000, and a sweep over every N up to 2000 would spend minutes on it alone. The costs depend
-on nothing but ``(n, d)``, so, as the paper suggests for its search ("results can be saved for
+(:func:`topocoll.finder.bfbcost.genkautz_cost`) takes O(N^2) work per N, about 0.2 s at N = 2000,
+and a sweep over every N up to 2000 would spend minutes on it alone. The costs depend on nothing
+but ``(n, d)``, so, as Zhao et al. (NSDI 2025) suggest for their search ("results can be saved for
 future use"), they are computed once by this module and shipped with the package: a sweep then
-reads them instead of recomputing them. Sizes outside the table are computed on demand (and
-cached by the finder). The tests recompute a random sample of the rows with the live code and
-require equality, so the table cannot drift from :mod:`topocoll.finder.bfbcost`.
+reads them instead of recomputing them. Sizes outside the table are computed on demand (and cached
+by the finder). The tests recompute a random sample of the rows with the live code and require
+equality, so the table cannot drift from :mod:`topocoll.finder.bfbcost`.
 
 Regenerate (minutes; uses every core)::
 

@@ -5,15 +5,14 @@ schedule, described by a *recipe*:
 
 * ``("spec", S)``: a topology spec whose schedule is BFB. Bases of the database
   (:mod:`~topocoll.finder.bases`, measured), bandwidth-optimal families through closed forms
-  (complete and complete bipartite graphs, Hamming graphs and hypercubes, rings, optimal
-  degree-4 circulants, large distance-regular graphs: BFB takes
-  ``diameter`` steps and T_B = (N-1)/N, proven in seed 002 appendix E), tori, and, at the target
-  only, the generalized Kautz digraph (its BFB cost computed by :mod:`~topocoll.finder.bfbcost`,
-  up to degree 10),
-  for even degrees of 6 or more a circulant with geometric offsets, and at degree 6 the best 3D
-  twisted torus (TPU v4);
+  (complete and complete bipartite graphs, Hamming graphs and hypercubes, rings, optimal degree-4
+  circulants, large distance-regular graphs: BFB takes ``diameter`` steps and T_B = (N-1)/N, proven
+  in Zhao et al. (NSDI 2025), appendix E), tori, and, at the target only, the generalized Kautz
+  digraph (its BFB cost computed by :mod:`~topocoll.finder.bfbcost`, up to degree 10), for even
+  degrees of 6 or more a circulant with geometric offsets, and at degree 6 the best 3D twisted
+  torus (TPU v4);
 * ``("line", R)``, ``("degree", R, m)``, ``("power", R, n)``: an expansion of recipe R
-  (:mod:`topocoll.synth.expansions`), predicted by MATH.md section 4:
+  (:mod:`topocoll.synth.expansions`), predicted by docs/math.md section 4:
 
   ======  ========  =====  ============  =====================================
   kind    nodes     degree steps         T_B (units of M/B)
@@ -101,7 +100,7 @@ def pareto_frontier(points, key=None, *, tol=0.0, keep_ties=True):
 
 # ---------------------------------------------------------------------- predictions
 def predict(kind, steps, t_b, nodes, **params):
-    """``(steps, t_b)`` after one expansion of a base with ``nodes`` nodes (MATH.md table).
+    """``(steps, t_b)`` after one expansion of a base with ``nodes`` nodes (docs/math.md section 4).
 
     >>> predict("line", 3, 15/16, 16)
     (4, 1.0)
@@ -280,8 +279,8 @@ def _circulant_diameter(n, offsets):
 
 def circulant_rule(n, degree):
     """A circulant of even ``degree`` >= 6 on ``n`` nodes: offsets ``1, s, s^2, ...`` (degree/2
-    of them) with the s of least diameter among ``2 .. 2 n^(2/degree)``. Returns
-    ``(spec, diameter)`` or None. Its BFB is bandwidth-optimal by the seed's Conjecture 1
+    of them) with the s of least diameter among ``2 .. 2 n^(2/degree)``. Returns ``(spec,
+    diameter)`` or None. Its BFB is bandwidth-optimal by Conjecture 1 of Zhao et al. (NSDI 2025)
     (proven for degree 4 only).
 
     >>> circulant_rule(100, 6)

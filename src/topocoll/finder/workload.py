@@ -6,17 +6,17 @@ Three ways to make one:
 * :meth:`Workload.single`: one buffer size M;
 * :meth:`Workload.weighted`: sizes with weights (a histogram of the job's allreduces);
 * :meth:`Workload.from_layers`: a model's layer (gradient) sizes, fused into buckets as data-
-  parallel training does (seed 002 section 8.4: "the distribution of allreduce sizes, which could
-  be the layer sizes or a fixed value like the bucket size in PyTorch DDP"). Gradients become
-  ready in reverse layer order during backpropagation; consecutive ready gradients are fused into
-  one bucket until it holds at least ``bucket_size`` bytes, and every bucket is one allreduce
-  (PyTorch DDP's rule, whose default bucket is 25 MiB). Without a bucket size every layer is its
-  own allreduce (the seed's testbed runs).
+  parallel training does (Zhao et al. (NSDI 2025), section 8.4: "the distribution of allreduce
+  sizes, which could be the layer sizes or a fixed value like the bucket size in PyTorch DDP").
+  Gradients become ready in reverse layer order during backpropagation; consecutive ready gradients
+  are fused into one bucket until it holds at least ``bucket_size`` bytes, and every bucket is one
+  allreduce (PyTorch DDP's rule, whose default bucket is 25 MiB). Without a bucket size every layer
+  is its own allreduce (the paper's testbed runs).
 
-The cost of one allreduce of M bytes on a candidate whose reduce-scatter and allgather phases
-take ``steps`` steps and ``T_B`` (in units of M/B) each is ``2 * (steps * alpha + T_B * M / B)``
-(MATH.md sections 1 and 4); a workload costs the weighted sum. The lower bound of one allreduce on
-N nodes of degree d is ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``.
+The cost of one allreduce of M bytes on a candidate whose reduce-scatter and allgather phases take
+``steps`` steps and ``T_B`` (in units of M/B) each is ``2 * (steps * alpha + T_B * M / B)``
+(docs/math.md sections 1 and 4); a workload costs the weighted sum. The lower bound of one
+allreduce on N nodes of degree d is ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``.
 
 >>> w = Workload.from_layers([4, 4, 4, 12], bucket_size=8)
 >>> w.sizes, w.weights

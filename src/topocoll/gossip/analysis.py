@@ -1,4 +1,4 @@
-"""Convergence analysis of gossip topologies (MATH.md section 7).
+"""Convergence analysis of gossip topologies (docs/math.md section 7).
 
 Averaging ``x <- W_k x`` reaches the mean from every start iff the matrices (or their product over
 a period) are row and column stochastic and the product's other eigenvalues lie strictly inside

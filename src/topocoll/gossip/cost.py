@@ -24,7 +24,7 @@ of one iteration are in flight together, so
     time    = T_alpha + T_beta
 
 (parallel links between one pair add their bandwidths, as in the schedule cost model). This is
-the fluid, pipelined (cut-through) alpha-beta model of MATH.md section 1 applied to one
+the fluid, pipelined (cut-through) alpha-beta model of docs/math.md section 1 applied to one
 iteration: a lower-bound-style estimate that is exact for contention-free patterns, and ranks
 topologies by their busiest link.
 

@@ -1,9 +1,8 @@
 """Gossip topologies: a periodic sequence of mixing matrices, seen two ways.
 
-An iteration of decentralized averaging applies a mixing matrix ``W``:
-``x_i <- sum_j W[i, j] x_j`` (row ``i`` holds the weights rank ``i`` applies; MATH.md section 7).
-A topology repeats ``period`` matrices ``W_0 .. W_{period-1}``; iteration ``k`` uses
-``W_{k mod period}``.
+An iteration of decentralized averaging applies a mixing matrix ``W``: ``x_i <- sum_j W[i, j] x_j``
+(row ``i`` holds the weights rank ``i`` applies; docs/math.md section 7). A topology repeats
+``period`` matrices ``W_0 .. W_{period-1}``; iteration ``k`` uses ``W_{k mod period}``.
 
 * :class:`GroupTopology` is decent_dp's model: every iteration splits the ranks into disjoint
   groups ``R`` with a weight ``w``; each member keeps ``w`` of its own value and takes

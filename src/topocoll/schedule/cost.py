@@ -1,4 +1,4 @@
-"""The step-synchronous alpha-beta cost model (MATH.md section 1).
+"""The step-synchronous alpha-beta cost model (docs/math.md section 1).
 
 Step t costs ``alpha_t + beta_t``: ``alpha_t`` is the largest latency of a link used in step t,
 ``beta_t`` the largest, over ordered node pairs (u, v), of the bytes sent u -> v in step t divided

@@ -1,10 +1,10 @@
 """Reading and writing the schedule file (``format: "topocoll.schedule"``, ``version: 1``).
 
 Files are written in one canonical layout: the header keys first, then ``"transfers"`` with one
-transfer per line, in the key order of DESIGN.md. Reading such a file takes a vectorised path that
-parses the transfer lines with numpy; any other valid JSON layout is read by the general path.
-Either way every field is validated and errors name the offending field, e.g.
-``transfers[17].lo: lo must be in [0, 1)``.
+transfer per line, in the key order of docs/format.md. Reading such a file takes a vectorised path
+that parses the transfer lines with numpy; any other valid JSON layout is read by the general path.
+Either way every field is validated and errors name the offending field, e.g. ``transfers[17].lo:
+lo must be in [0, 1)``.
 
 >>> import io as _io
 >>> from topocoll.topology import topology

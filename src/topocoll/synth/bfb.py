@@ -1,4 +1,5 @@
-"""BFB (breadth-first broadcast) schedules (MATH.md section 2, seed 002 section 6).
+"""BFB (breadth-first broadcast) schedules (docs/math.md section 2; Zhao et al., "Efficient
+Direct-Connect Topologies for Collective Communications", NSDI 2025, section 6).
 
 In step t every node v receives, from its in-neighbours, the shards of the nodes at distance t
 from it; the shard of u may come from any in-neighbour w at distance t-1 from u. How much of each
@@ -66,8 +67,8 @@ def _segments(keys):
 
 def _link_costs(topology, size):
     """Per pair: time per shard (``coef``) and fixed time (``const``), both scaled so that the
-    largest ``coef`` is 1. Without a size only bandwidth counts (LP (3) of the paper); with a
-    buffer size M the link latency is added (LP (13), appendix D.3)."""
+    largest ``coef`` is 1. Without a size only bandwidth counts (LP (3) of Zhao et al.); with
+    a buffer size M the link latency is added (LP (13), appendix D.3)."""
     _, _, pbw, plat = topology.pairs
     if pbw.size == 0:
         return pbw, pbw
@@ -410,7 +411,7 @@ def bfb_allgather(topology, *, progress=None, symmetry=True, workers=None, size=
         Processes for the load-balancing problems (default: every core).
     size : float or str, optional
         Buffer size M. When given, each link's latency joins its load in the per-(node, step)
-        problems (the paper's heterogeneous LP), and links whose latency alone would set the
+        problems (the heterogeneous LP of Zhao et al.), and links whose latency alone would set the
         step time are left unused.
     chunks : int, optional
         Cut every shard into this many equal chunks: every transfer moves whole chunks. The

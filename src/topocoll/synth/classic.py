@@ -1,11 +1,11 @@
-"""Classic baselines the seed paper (002, section 8) compares BFB against, each on its own
-topology: ShiftedRing and ShiftedBFBRing (TopoOpt's two superposed rings) and recursive
+"""Classic baselines that Zhao et al. (NSDI 2025), section 8, compare BFB against, each on its
+own topology: ShiftedRing and ShiftedBFBRing (TopoOpt's two superposed rings) and recursive
 halving-doubling on a hypercube. The traditional torus schedule is in :mod:`.torus_rings`, the
 double binary tree in :mod:`.trees`; the helpers that build a collective from an allgather
 are here.
 
 Every schedule is built as columns (:func:`~topocoll.schedule.model.transfer_array`); a
-reduce-scatter is the allgather reversed in time (MATH.md section 3; every topology here is
+reduce-scatter is the allgather reversed in time (docs/math.md section 3; every topology here is
 bidirectional), an allreduce the reduce-scatter followed by the allgather.
 
 Costs below use N nodes, buffer M, link bandwidth b, per-step latency alpha.
@@ -70,7 +70,8 @@ def ring_allgather_columns(order, lo, hi):
 
 
 def bfb_ring_allgather_columns(order, lo, hi):
-    """BFB bidirectional ring allgather (seed 002, appendix E.1) on the cycle ``order``.
+    """BFB bidirectional ring allgather (Zhao et al. (NSDI 2025), appendix E.1) on the cycle
+    ``order``.
 
     Every shard piece ``[lo, hi)`` goes both ways round at once, one hop per step, for
     ``floor((N-1)/2)`` steps; for even N the node opposite the owner then gets ``[lo, mid)`` from
@@ -145,10 +146,11 @@ def _shifted(topology, collective, algorithm, columns, shift):
 
 
 def shifted_ring_schedule(topology, collective, *, shift=None, root=None, progress=None):
-    """ShiftedRing (TopoOpt; seed 002 section 8.3): two superposed bidirectional rings, the ring
-    ``i -> i+1`` and the shifted ring ``i -> i+s`` (``gcd(s, N) = 1``), each carrying half of
-    every shard with the classic bidirectional ring schedule, so each direction of each ring
-    carries a quarter.
+    """ShiftedRing: two superposed bidirectional rings, the ring ``i -> i+1`` and the shifted
+    ring ``i -> i+s`` (``gcd(s, N) = 1``), each carrying half of every shard with the classic
+    bidirectional ring schedule, so each direction of each ring carries a quarter (Wang et al.,
+    "TopoOpt: Co-optimizing Network Topology and Parallelization Strategy for Distributed
+    Training Jobs", NSDI 2023; compared in Zhao et al., NSDI 2025, section 8.3).
 
     Topology: ``shiftedring:N[,S]`` = ``circulant:N:1,s`` (or any topology with those links);
     option ``shift=s`` (default: the circulant's second offset, else
@@ -161,9 +163,9 @@ def shifted_ring_schedule(topology, collective, *, shift=None, root=None, progre
 
 
 def shifted_bfb_ring_schedule(topology, collective, *, shift=None, root=None, progress=None):
-    """ShiftedBFBRing (seed 002 section 8.3 and appendix E.1): the ShiftedRing topology with the
-    BFB bidirectional-ring schedule on each ring, half of every shard per ring: each shard piece
-    goes both ways round at once, so it needs half the steps.
+    """ShiftedBFBRing (Zhao et al. (NSDI 2025), section 8.3 and appendix E.1): the ShiftedRing
+    topology with the BFB bidirectional-ring schedule on each ring, half of every shard per ring:
+    each shard piece goes both ways round at once, so it needs half the steps.
 
     Allgather and reduce-scatter: ``floor(N/2)`` steps, ``T_L = floor(N/2) alpha``,
     ``T_B = (N-1)/N * M/(4b)`` (bandwidth-optimal). Allreduce: twice both.

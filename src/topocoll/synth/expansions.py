@@ -1,5 +1,6 @@
 """Expansions: a base topology with an allgather schedule becomes a larger topology with a
-schedule, without solving anything new (MATH.md section 4; seed 002 section 5, appendices C, F).
+schedule, without solving anything new (docs/math.md section 4; Zhao et al., "Efficient
+Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5, appendices C, F).
 
 =================================  ========  =====  ==========  =================================
 expansion                          nodes     degree steps       T_B in units of M/B
@@ -15,7 +16,7 @@ bandwidth on the network in question, so the units change with the degree.) Degr
 and Cartesian powers keep bandwidth optimality; products of different graphs take BFB
 (:func:`product_schedule`).
 
-One detail differs from the seed's Definition 2: in the line graph, an L-node never receives its
+One detail differs from the paper's Definition 2: in the line graph, an L-node never receives its
 own shard back (the literal construction sends it once, which is harmless in an allgather but
 counts that node's contribution twice in the reversed reduce-scatter).
 
@@ -100,7 +101,7 @@ def measure(schedule):
 
 
 def predict(kind, steps, t_b, N, d=None, **params):
-    """Predicted ``(steps, t_b)`` of an expanded allgather (MATH.md section 4), from the base's
+    """Predicted ``(steps, t_b)`` of an expanded allgather (docs/math.md section 4), from the base's
     ``steps`` and ``t_b`` (units of M/B) on ``N`` nodes of degree ``d``.
 
     ``params``: ``m`` for ``"degree"``, ``n`` for ``"power"``. Degree expansion with ``m = 1``
@@ -302,7 +303,7 @@ def reverse_isomorphism(topology, *, limit=ISOMORPHISM_LIMIT):
 def _transpose_allgather(ag, target, phi=None):
     """An allgather on ``target`` (a topology equal to ``ag.topology``'s transpose) from the
     allgather ``ag``: the same transfers if G^T = G, else ``ag`` relabelled through an
-    isomorphism G -> G^T (Theorem 4 of the seed)."""
+    isomorphism G -> G^T (Theorem 4 of Zhao et al.)."""
     g = ag.topology
     if _self_transpose(g):
         return ag.replace(topology=target)
@@ -344,7 +345,7 @@ def _base_allgathers(schedule, gt):
 
 # ---------------------------------------------------------------------------- allgather expansions
 def _line_allgather(ag, topology=None):
-    """Allgather on L(G) from an allgather on G (seed Definition 2).
+    """Allgather on L(G) from an allgather on G (Zhao et al., Definition 2).
 
     L-node ``e = (y, x)`` owns shard ``e``. Step 1: every L-node sends its shard to all its
     out-neighbours, so each out-link ``(x, z)`` of x holds every shard ``(y, x)`` ("x's data").
@@ -382,7 +383,7 @@ def _line_allgather(ag, topology=None):
 
 
 def _degree_allgather(ag, m, topology=None):
-    """Allgather on G*m from an allgather on G (seed Definition 4).
+    """Allgather on G*m from an allgather on G (Zhao et al., Definition 4).
 
     An A-transfer ``(t, u -> w, [lo, hi) of x)`` becomes ``(t, u_i -> w_j, [lo, hi) of x_i)``
     for every i and j: copy i of every node forwards the shards of copy i, and every copy of
@@ -414,7 +415,7 @@ def _degree_allgather(ag, m, topology=None):
 
 
 def _power_allgather(ag, n, topology=None):
-    """Allgather on G^n from an allgather on G (seed Definition 14, MATH.md section 4).
+    """Allgather on G^n from an allgather on G (Zhao et al., Definition 14).
 
     Every shard is cut into n parts; in phase p (p = 0..n-1, steps(A) steps each) part k runs
     A along dimension ``j = (k + p) mod n``, so the parts use disjoint links at every step.
@@ -459,7 +460,7 @@ def _power_allgather(ag, n, topology=None):
 
 
 def _bidirectional_allgather(ag, phi, topology=None):
-    """Allgather on G + G^T (seed appendix F): ``[0, 1/2)`` of every shard runs A on G, and
+    """Allgather on G + G^T (Zhao et al., appendix F): ``[0, 1/2)`` of every shard runs A on G, and
     ``[1/2, 1)`` runs A relabelled through ``phi`` (an allgather on G^T) on the reverse links;
     the shard of x travels as shard phi(x) there."""
     g = ag.topology
@@ -543,7 +544,7 @@ def _expand(kind, schedule, params, make_topology, expand_ag, collective, phi=No
 
 
 def line_graph_expansion(schedule, *, collective=None):
-    """The schedule on the line graph L(G) (seed section 5.1, Definition 2).
+    """The schedule on the line graph L(G) (Zhao et al., section 5.1, Definition 2).
 
     ``schedule``: an allgather, reduce-scatter or allreduce on G; ``collective``: the one to
     make (default: the same). Steps + 1; T_B at most ``t_B + 1/N`` in units of M/B.
@@ -552,17 +553,17 @@ def line_graph_expansion(schedule, *, collective=None):
 
 
 def degree_expansion_schedule(schedule, m, *, collective=None):
-    """The schedule on the degree expansion G*m (seed section 5.2, Definition 4): m copies of
-    every node; steps + 1 (none for m = 1), T_B ``t_B + (m-1)/(m*N)`` in units of M/B, so a
-    bandwidth-optimal base stays bandwidth-optimal."""
+    """The schedule on the degree expansion G*m (Zhao et al., section 5.2, Definition 4): m
+    copies of every node; steps + 1 (none for m = 1), T_B ``t_B + (m-1)/(m*N)`` in units of
+    M/B, so a bandwidth-optimal base stays bandwidth-optimal."""
     m = _positive_int(m, "m", "degree expansion")
     return _expand("degree", schedule, {"m": m}, lambda g: degree_expansion(g, m),
                    lambda ag, topo: _degree_allgather(ag, m, topo), collective)
 
 
 def cartesian_power_expansion(schedule, n, *, collective=None):
-    """The schedule on the Cartesian power G^n (seed section 5.3, Definition 14): n parts of
-    every shard run the base along the dimensions in rotated orders; n * steps, T_B
+    """The schedule on the Cartesian power G^n (Zhao et al., section 5.3, Definition 14): n parts
+    of every shard run the base along the dimensions in rotated orders; n * steps, T_B
     ``t_B * N/(N-1) * (N^n-1)/N^n`` in units of M/B (bandwidth-optimal from an optimal base)."""
     n = _positive_int(n, "n", "cartesian power")
     return _expand("power", schedule, {"n": n}, lambda g: cartesian_power(g, n),
@@ -570,9 +571,9 @@ def cartesian_power_expansion(schedule, n, *, collective=None):
 
 
 def bidirectional_expansion(schedule, isomorphism=None, *, collective=None):
-    """The schedule on G + G^T for a reverse-symmetric G (seed appendix F): half of every shard
-    on the base schedule, half on it mapped through ``isomorphism`` (G -> G^T, found with
-    networkx for at most :data:`ISOMORPHISM_LIMIT` nodes when not given) onto the reverse
+    """The schedule on G + G^T for a reverse-symmetric G (Zhao et al., appendix F): half of
+    every shard on the base schedule, half on it mapped through ``isomorphism`` (G -> G^T, found
+    with networkx for at most :data:`ISOMORPHISM_LIMIT` nodes when not given) onto the reverse
     links. Same steps and the same T_B in units of M/B (the node bandwidth doubles)."""
     g = schedule.topology if isinstance(schedule, Schedule) else None
     if g is None:
@@ -585,8 +586,8 @@ def bidirectional_expansion(schedule, isomorphism=None, *, collective=None):
 
 
 def product_schedule(factors, collective="allgather", **options):
-    """A schedule on the Cartesian product of different graphs: BFB on the product (seed
-    section 5.3; bandwidth-optimal when every factor's BFB is; translation symmetry of Cayley
+    """A schedule on the Cartesian product of different graphs: BFB on the product
+    (Zhao et al., section 5.3; bandwidth-optimal when every factor's BFB is; translation symmetry of Cayley
     factors carries over). ``options`` go to :func:`~topocoll.synth.bfb.bfb_schedule`."""
     from .bfb import bfb_schedule
 

@@ -1,5 +1,5 @@
 """The traditional torus schedule (Sack and Gropp, "Collective algorithms for multiported torus
-networks", seed 002 reference [57], sections 6.2 and 8.5.2): ring collectives dimension after
+networks", ACM TOPC 2015, sections 6.2 and 8.5.2): ring collectives dimension after
 dimension.
 
 Allgather on ``torus:k_1 x ... x k_D``: a classic bidirectional ring allgather (half of every

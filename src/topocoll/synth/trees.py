@@ -1,14 +1,15 @@
 """Double binary tree (DBT) allreduce, as in NCCL (Sanders, Speck and Traeff's two-tree idea;
-seed 002 reference [35], [58]; baseline (3) of section 8.3).
+Sanders, Speck and Traeff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+scan", Parallel Computing 2009; baseline (3) of Zhao et al., NSDI 2025, section 8.3).
 
 The two trees and the topology ``dbt:N`` that holds their links are defined in
 :mod:`topocoll.topology.families.trees`.
 
-Schedule (shard model of DESIGN.md: N shards of M/N): tree 1 handles ``[0, 1/2)`` of every shard,
-tree 2 ``[1/2, 1)``. Each half is cut into ``chunks`` = K equal chunks (option, default 1). Up:
-chunk c is reduced into the parent by a node at depth h in step ``H - h + 1 + c`` (H = the tree's
-depth), so the root holds chunk c fully reduced after step ``H + c``; down: the root copies it
-to its children in step ``H + c + 1`` and a node at depth h receives it in step ``H + c + h``.
+Schedule (shard model of docs/format.md: N shards of M/N): tree 1 handles ``[0, 1/2)`` of every
+shard, tree 2 ``[1/2, 1)``. Each half is cut into ``chunks`` = K equal chunks (option, default 1).
+Up: chunk c is reduced into the parent by a node at depth h in step ``H - h + 1 + c`` (H = the
+tree's depth), so the root holds chunk c fully reduced after step ``H + c``; down: the root copies
+it to its children in step ``H + c + 1`` and a node at depth h receives it in step ``H + c + h``.
 One step per tree level each way, pipelined over the chunks; the two trees run at the same time.
 
 Both trees have depth ``H = ceil(log2 N)`` (NCCL's tree: 0 -> 2^(H-1) -> ... -> 1; mirroring

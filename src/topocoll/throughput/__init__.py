@@ -1,5 +1,5 @@
 """All-to-all: throughput LPs (link- and hop-bounded path-based), bounds, and hop-by-hop
-schedules (MATH.md section 6; seed 003).
+schedules (docs/math.md section 6).
 
 ``lambda`` is the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at
 once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then takes

@@ -1,8 +1,8 @@
 """Greedy degree-preserving rewiring: edge swaps accepted when an objective improves.
 
-The seed's section 2.2: start from a good expander (Jellyfish, a modified de Bruijn digraph,
-...), try swapping the endpoints of two links, keep the swap if the all-to-all time drops, and
-stop at a local minimum or when the time budget runs out.
+As in the all-to-all topology studies (Jellyfish, Xpander): start from a good expander (Jellyfish,
+a modified de Bruijn digraph, ...), try swapping the endpoints of two links, keep the swap if the
+all-to-all time drops, and stop at a local minimum or when the time budget runs out.
 
 * Bidirectional topologies swap cables: ``a--b, c--d`` become ``a--c, b--d`` or
   ``a--d, b--c``; every node keeps its degree and the topology stays bidirectional.
@@ -80,7 +80,7 @@ def _sum_of_distances(topology):
 class distance_objective:  # noqa: N801 - used like a function, named like the others
     """Sum of the hop distances over all ordered pairs (lower is better).
 
-    Cheap (one BFS per node), and a proxy for all-to-all time: MATH.md section 6 bounds
+    Cheap (one BFS per node), and a proxy for all-to-all time: docs/math.md section 6 bounds
     ``lambda <= total capacity / sum of distances``.
 
     >>> from topocoll.topology import topology

@@ -1,4 +1,4 @@
-"""Upper bounds on uniform all-to-all throughput (MATH.md section 6, seed 003 section 1.6).
+"""Upper bounds on uniform all-to-all throughput (docs/math.md section 6).
 
 All bounds are on ``lambda``, the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``,
 can sustain at once (the multicommodity-flow LP of :mod:`topocoll.throughput`):

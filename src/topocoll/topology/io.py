@@ -1,6 +1,6 @@
 """Topology files: the ``topocoll.topology`` JSON format and GraphML.
 
-JSON (the file contract of DESIGN.md)::
+JSON (the file format of docs/format.md)::
 
     {"format": "topocoll.topology", "version": 1, "name": "ring:4", "nodes": 4,
      "links": [{"src": 0, "dst": 1, "bandwidth": 12.5e9, "latency": 1e-5}, ...],

@@ -226,7 +226,7 @@ class Topology:
 
     # ------------------------------------------------------------------ interchange
     def to_dict(self):
-        """The ``topocoll.topology`` file form (see DESIGN.md)."""
+        """The ``topocoll.topology`` file form (see docs/format.md)."""
         links = [{"src": int(s), "dst": int(d), "bandwidth": float(b), "latency": float(l)}
                  for s, d, b, l in zip(self.src.tolist(), self.dst.tolist(),
                                        self.bandwidth.tolist(), self.latency.tolist())]

@@ -19,7 +19,7 @@ The families, as ``topocoll topologies`` lists them:
 * generative families: ``twistedtorus:D1xD2x...[:T]`` (TPU v4), ``twistedhypercube:K``
   (crossed cube), ``optcirculant:N`` (least-diameter C(N,{a,a+1})),
   ``randomregular:N,D[:SEED]`` and ``randomdigraph:N,D[:SEED]``;
-* distance-regular graphs: ``drg:NAME`` (the paper's Table 7: ``drg:octahedron`` ...
+* distance-regular graphs: ``drg:NAME`` (Table 7 of Zhao et al., NSDI 2025: ``drg:octahedron`` ...
   ``drg:gh33-incidence``, see :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`),
   ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``;
 * all-to-all expanders (:mod:`~topocoll.topology.families.alltoall`):
@@ -238,7 +238,7 @@ FAMILIES = _families(
            "permutations), reproducible by SEED", "randomdigraph:16,2",
            fam.random_regular_digraph, _random, optional=1),
     Family("drg", "NAME",
-           "distance-regular graph by name: the paper's Table 7 (" +
+           "distance-regular graph by name: Table 7 of Zhao et al., NSDI 2025 (" +
            ", ".join(list(fam.DISTANCE_REGULAR_GRAPHS)[:-4]) + ") and " +
            ", ".join(list(fam.DISTANCE_REGULAR_GRAPHS)[-4:]),
            "drg:odd4", fam.distance_regular_graph, _word("graph")),

@@ -1,4 +1,5 @@
-"""Topology transforms of the expansion techniques (MATH.md section 4, seed 002 section 5).
+"""Topology transforms of the expansion techniques (docs/math.md section 4;
+Zhao et al. (NSDI 2025), section 5).
 
 * :func:`line_graph` -- one node per link, an edge for every pair of consecutive links;
 * :func:`degree_expansion` -- m copies of every node, every link replaced by m*m links;

@@ -1,4 +1,5 @@
-"""Greedy link-chunk matching on the time-expanded network (TACOS-Greedy, MATH.md section 5).
+"""Greedy link-chunk matching on the time-expanded network (TACOS-Greedy, docs/math.md
+section 5).
 
 The problem is given in the raw TEN form shared with the ILP (:mod:`topocoll.synth.ten`):
 directed links ``link_src -> link_dst`` that carry one chunk at a time for ``link_steps`` TEN

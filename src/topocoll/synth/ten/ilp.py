@@ -1,4 +1,5 @@
-"""ILP synthesis of chunk schedules on a time-expanded network (MATH.md section 5, TACOS-ILP).
+"""ILP synthesis of chunk schedules on a time-expanded network (docs/math.md section 5,
+TACOS-ILP).
 
 The network is given as ``L`` directed links; link ``l`` carries one chunk at a time and a chunk
 sent on it at slot ``t`` arrives at ``t + link_steps[l]``. A collective is a precondition
@@ -14,7 +15,7 @@ Formulation (one model per horizon ``T``, solved with HiGHS through ``highspy``)
   leave a node whose ``hold`` is 1, so integral sends force exact holds;
 * at most one chunk in flight per link: the sends of ``l`` starting in ``(t - k_l, t]`` sum to
   at most 1;
-* the paper's objective, "maximise chunks delivered by t_f" (the needed ``(c, n)`` held at
+* TACOS's objective, "maximise chunks delivered by t_f" (the needed ``(c, n)`` held at
   ``T``), is used where partial progress matters (early termination, time clustering). To
   decide whether ``T`` is feasible the needed holds at ``T`` are instead fixed to 1 with no
   objective: HiGHS answers that feasibility question 10-50 times faster, and an infeasible
@@ -24,13 +25,14 @@ Variables are pruned exactly: ``sent[c, l, t]`` exists only if the sender can ho
 (``t >= dist(holders of c, src)``), the receiver does not hold ``c`` already, and the arrival can
 still reach some node needing ``c`` by ``T`` (``t + k_l + dist(dst, m) <= T``).
 
-Why increasing horizons and not one makespan-objective model: every horizon model is as small as
-it can be (a makespan objective needs the horizon of the upper bound and a makespan variable
-tied to every send), an infeasible horizon is a proof that the makespan is larger (the reported
-``lower_bound``), and a partial incumbent of the horizon being solved at the time limit is
-exactly what the paper's early termination completes. The search starts at a combinatorial lower bound (distances and
-in-link capacities) and stops below an upper bound from earliest-arrival list scheduling (several
-seeded routing orders), so it solves at most ``upper - lower`` models; often none.
+Why increasing horizons and not one makespan-objective model: every horizon model is as small as it
+can be (a makespan objective needs the horizon of the upper bound and a makespan variable tied to
+every send), an infeasible horizon is a proof that the makespan is larger (the reported
+``lower_bound``), and a partial incumbent of the horizon being solved at the time limit is exactly
+what TACOS's early termination completes. The search starts at a combinatorial lower bound
+(distances and in-link capacities) and stops below an upper bound from earliest-arrival list
+scheduling (several seeded routing orders), so it solves at most ``upper - lower`` models; often
+none.
 
 Early termination: when the time limit hits, the delivery-maximising model of the current
 horizon (warm-started from the list schedule) runs in the last tenth of the limit, kept in

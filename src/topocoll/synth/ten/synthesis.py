@@ -1,4 +1,6 @@
-"""Time-expanded-network (TEN) synthesis of every collective (TACOS, MATH.md section 5).
+"""Time-expanded-network (TEN) synthesis of every collective (docs/math.md section 5; Won et
+al., "TACOS: Topology-Aware Collective Algorithm Synthesizer for Distributed Training", MICRO
+2024).
 
 The TEN model shared by the greedy matcher (:mod:`topocoll.synth.ten.greedy`) and the ILP
 (:mod:`topocoll.synth.ten.ilp`):
@@ -395,7 +397,8 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     -------
     Schedule
         With ``meta``: ``method``, ``seed``, ``chunks``, ``size``, ``time_step``,
-        ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds) and, for the greedy, ``restart_makespans``.
+        ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds) and, for
+        the greedy, ``restart_makespans``.
 
     Examples
     --------

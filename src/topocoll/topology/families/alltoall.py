@@ -2,7 +2,7 @@
 modified de Bruijn digraph.
 
 All-to-all throughput is bounded by bisection bandwidth and by ``capacity / sum of distances``
-(MATH.md section 6), so good all-to-all topologies are expanders of small diameter:
+(docs/math.md section 6), so good all-to-all topologies are expanders of small diameter:
 
 * ``jellyfish:N,D[,SEED]``: a seeded random ``D``-regular graph (Singla et al., NSDI'12), the
   same graph as ``randomregular:N,D:SEED``;

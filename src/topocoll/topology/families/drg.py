@@ -1,10 +1,11 @@
-"""Distance-regular graphs: the catalogue of the paper's Table 7 and four parametrized families.
+"""Distance-regular graphs: the catalogue of Table 7 of
+Zhao et al. (NSDI 2025) and four parametrized families.
 
 A connected graph is *distance-regular* when, for nodes ``u, v`` at distance ``i``, the numbers
 ``c_i``, ``a_i``, ``b_i`` of neighbours of ``v`` at distance ``i-1``, ``i``, ``i+1`` from ``u``
 depend only on ``i``; the *intersection array* ``{b_0, ..., b_{D-1}; c_1, ..., c_D}`` lists
 them. On every distance-regular graph BFB gives a bandwidth-optimal allgather in ``D`` steps
-(the paper's Appendix E.3). All graphs here are undirected (two links per edge) and regular.
+(appendix E.3 of that paper). All graphs here are undirected (two links per edge) and regular.
 
 Node numbering: ``k``-subsets of ``{0..n-1}`` are numbered in colexicographic order, the subset
 ``c_0 < ... < c_{k-1}`` being ``sum(C(c_i, i+1))``; incidence graphs number the points first,
@@ -312,7 +313,7 @@ def _order(b, c):
 
 #: The named distance-regular graphs of :func:`distance_regular_graph`: name -> a dict with
 #: ``description``, ``intersection_array`` (``[[b_0, ...], [c_1, ...]]``), ``nodes``,
-#: ``degree`` and ``diameter``. The first fifteen are the paper's Table 7, in its order.
+#: ``degree`` and ``diameter``. The first fifteen are Table 7 of Zhao et al., in its order.
 DISTANCE_REGULAR_GRAPHS = MappingProxyType({
     name: MappingProxyType({
         "description": description,
@@ -327,7 +328,7 @@ DISTANCE_REGULAR_GRAPHS = MappingProxyType({
 
 
 def distance_regular_graph(graph, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
-    """A named distance-regular graph: the paper's Table 7 and a few cubic classics.
+    """A named distance-regular graph: Table 7 of Zhao et al. (NSDI 2025) and a few cubic classics.
 
     ===========================  =====  ======  ========  ===============================
     name                         nodes  degree  diameter  intersection array
@@ -439,7 +440,7 @@ def odd_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     """Odd graph O_k: the ``(k-1)``-subsets of ``2k-1`` points, adjacent iff disjoint.
 
     ``C(2k-1, k-1)`` nodes, degree ``k``, diameter ``k-1``; distance-regular. O_2 is the
-    triangle, O_3 the Petersen graph, O_4 (35 nodes) is in the paper's Table 7.
+    triangle, O_3 the Petersen graph, O_4 (35 nodes) is in Table 7 of Zhao et al. (NSDI 2025).
 
     Parameters
     ----------

@@ -110,7 +110,7 @@ def twisted_hypercube_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY
     ``2i`` is set (Efe's pair relation ``00~00, 10~10, 01~11, 11~01``); bits above ``d`` and,
     for odd ``d``, bit ``d-1`` stay. Dimension ``d`` thus joins the two halves ``u_d = 0`` and
     ``u_d = 1`` of a ``CQ_{d+1}`` by a perfect matching that is *crossed* instead of straight.
-    For ``k <= 2`` it is the hypercube; ``CQ_3`` is the 8-node twisted cube of the paper's
+    For ``k <= 2`` it is the hypercube; ``CQ_3`` is the 8-node twisted cube of Zhao et al.'s
     Appendix I (diameter 2 instead of 3). Crossed cubes are not vertex-transitive for
     ``k >= 5``, so no ``meta["symmetry"]`` is claimed; BFB is bandwidth-optimal on them for
     ``k <= 4`` but not beyond.
