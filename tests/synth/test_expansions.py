@@ -358,15 +358,12 @@ def test_allreduce_that_is_not_reduce_scatter_then_allgather_is_rejected():
         line_graph_expansion(mixed)
 
 
-def test_large_expansion_is_fast_and_consistent():
-    """Vectorised paths: L(L(kautz:4,2)) (320 nodes, ~100k transfers) and ring:8^3."""
-    import time
-
+def test_large_expansion_is_consistent():
+    """Vectorised paths: L(L(kautz:4,2)) (320 nodes, ~100k transfers) and ring:8^3 (their speed
+    is measured by benchmarks/construction.py)."""
     a = bfb_allgather(topology("kautz:4,2"))
-    start = time.perf_counter()
     x = line_graph_expansion(line_graph_expansion(a))
     y = cartesian_power_expansion(bfb_allgather(topology("ring:8")), 3)
-    assert time.perf_counter() - start < 5.0
     assert x.num_nodes == 320 and x.num_transfers > 100_000
     assert y.num_nodes == 512 and y.num_transfers > 800_000
     steps, t_b = measure(x)

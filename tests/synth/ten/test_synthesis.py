@@ -27,10 +27,15 @@ def test_every_collective_verifies_on_random_networks(topo, coll, chunks, seed):
     report = verify(s)
     assert report.valid, report.summary()
     m = dict(s.meta, link_model_time=simulate(s, 64.0).time)
-    # the link model never beats the chunk-model bound, and the ASAP link model never loses
-    # to the TEN plan it was built from (ceil-discretized durations)
+    # the link model never beats the chunk-model bound
     assert m["link_model_time"] >= m["chunk_lower_bound"] * (1 - 1e-9)
-    assert m["link_model_time"] <= m["ten_time"] * (1 + 1e-9)
+    # With one link per pair, each link serves the plan's transfers in the plan's order, each
+    # no later than its (ceil-discretized) slot, so the ASAP link model never loses to the plan.
+    # Parallel links break this: the link model picks a link greedily (first to finish), not
+    # the plan's, and a greedy choice can delay a later transfer (a list-scheduling anomaly).
+    pairs = topo.src.astype(int) * topo.num_nodes + topo.dst
+    if np.unique(pairs).size == pairs.size:
+        assert m["link_model_time"] <= m["ten_time"] * (1 + 1e-9)
 
 
 def test_same_seed_same_schedule_and_other_seed_may_differ():
