@@ -1,4 +1,4 @@
-"""Shared test helpers: random strongly connected digraphs for hypothesis, the examples folder."""
+"""Shared test helpers: random strongly connected digraphs for hypothesis, the fixture files."""
 
 from pathlib import Path
 
@@ -7,7 +7,17 @@ from hypothesis import strategies as st
 
 from topocoll.topology import Topology
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def schedule_fixtures():
+    """The schedule files in ``tests/data``, sorted; each one's ``meta`` says what it is
+    (``note``, ``expect``: ``"valid"`` or ``"invalid"``, and for invalid ones the first ``kind``
+    of violation). Raises when there are none, so no loop over them passes vacuously."""
+    paths = sorted(DATA.glob("*.json"))
+    if not paths:
+        raise FileNotFoundError(f"no schedule fixtures in {DATA}")
+    return paths
 
 
 @st.composite

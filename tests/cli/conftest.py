@@ -5,11 +5,11 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "examples"
+from tests.helpers import DATA
+
 TIMEOUT = 120
 
 
@@ -61,8 +61,8 @@ def run(tmp_path):
 
 @pytest.fixture(scope="session")
 def examples_dir():
-    assert EXAMPLES.is_dir(), f"shared examples are missing: {EXAMPLES}"
-    return EXAMPLES
+    """``tests/data``, the schedule fixture files."""
+    return DATA
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ import pytest
 
 import topocoll
 
+from tests.helpers import schedule_fixtures
+
 FAMILIES = ["ring", "uniring", "torus", "mesh", "hypercube", "complete", "circulant", "kautz",
             "genkautz", "debruijn", "bipartite", "hamming"]
 EVALUATE_KEYS = {"collective", "nodes", "steps", "T_L", "T_B", "time", "bw_lower_bound",
@@ -174,25 +176,24 @@ def test_biring_on_uniring_fails(run, tmp_path):
     assert not (tmp_path / "b.json").exists()
 
 
-# --------------------------------------------------------------------------- shared examples
+# --------------------------------------------------------------------------- fixture files
 
-@pytest.mark.parametrize("name", ["ring8-allgather-bfb.json", "uniring5-allreduce-ring.json"])
-def test_example_valid(run, examples_dir, name):
-    r = run("verify", examples_dir / name)
-    assert r.returncode == 0, r
-    assert r.stdout_lines[0].startswith("valid"), r
+_PHRASES = {"causality": "does not hold", "double_count": "second time",
+            "incomplete": "lacks"}
 
 
-@pytest.mark.parametrize("name, kind, phrase", [
-    ("invalid-causality.json", "causality", "does not hold"),
-    ("invalid-double-count.json", "double_count", "second time"),
-])
-def test_example_invalid(run, examples_dir, name, kind, phrase):
-    r = run("verify", examples_dir / name)
-    assert r.returncode == 1, r
-    assert r.stdout_lines[0].startswith("invalid"), r
-    assert phrase in r.stdout, r
-    assert kind in r.stdout, r
+@pytest.mark.parametrize("path", schedule_fixtures(), ids=lambda p: p.stem)
+def test_verify_fixture(run, path):
+    meta = json.loads(path.read_text())["meta"]
+    r = run("verify", path)
+    if meta["expect"] == "valid":
+        assert r.returncode == 0, r
+        assert r.stdout_lines[0].startswith("valid"), r
+    else:
+        assert r.returncode == 1, r
+        assert r.stdout_lines[0].startswith("invalid"), r
+        assert _PHRASES[meta["kind"]] in r.stdout, r
+        assert f"[{meta['kind']}]" in r.stdout, r
 
 
 def test_verify_json_on_invalid_example(run, examples_dir):

@@ -11,7 +11,7 @@ import topocoll as tc
 from topocoll.errors import ScheduleFormatError, TopocollError
 from topocoll.schedule import dumps_schedule, load_schedule, loads_schedule, save_schedule
 
-from tests.helpers import EXAMPLES
+from tests.helpers import schedule_fixtures
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +54,13 @@ def test_round_trip_rooted_and_file_object(tmp_path):
     assert back.root == 5
 
 
-def test_examples_load():
-    for path in EXAMPLES.glob("*.json"):
+def test_fixtures_load_and_round_trip():
+    for path in schedule_fixtures():
+        doc = json.loads(path.read_text())
         s = load_schedule(path)
-        assert s.num_transfers == len(json.loads(path.read_text())["transfers"])
+        assert s.num_transfers == len(doc["transfers"])
+        assert s.topology.num_links == len(doc["topology"]["links"])
+        same(s, loads_schedule(dumps_schedule(s)))
 
 
 def test_empty_schedule_round_trip():

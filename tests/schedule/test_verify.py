@@ -1,5 +1,5 @@
 """The verifier: hand-made schedules for every collective, every kind of violation, mutation
-tests on generated schedules, and the shared examples."""
+tests on generated schedules, and the fixture files in tests/data."""
 
 import json
 
@@ -11,7 +11,7 @@ from topocoll.collectives import COPY, REDUCE
 from topocoll.schedule import Schedule, transfer_array, verify
 from topocoll.topology import topology
 
-from tests.helpers import EXAMPLES
+from tests.helpers import schedule_fixtures
 
 
 def make(spec, collective, rows, root=None):
@@ -21,22 +21,29 @@ def make(spec, collective, rows, root=None):
     return Schedule(topology(spec), collective, t, root=root)
 
 
-# --------------------------------------------------------------------------- examples
-@pytest.mark.parametrize("name,valid,kind", [
-    ("ring8-allgather-bfb", True, None),
-    ("uniring5-allreduce-ring", True, None),
-    ("invalid-causality", False, "causality"),
-    ("invalid-double-count", False, "double_count"),
-])
-def test_shared_examples(name, valid, kind):
-    path = EXAMPLES / f"{name}.json"
-    note = json.loads(path.read_text())["meta"]["note"]
-    assert note.startswith("valid" if valid else "invalid")
+# --------------------------------------------------------------------------- fixtures
+@pytest.mark.parametrize("path", schedule_fixtures(), ids=lambda p: p.stem)
+def test_fixture_verifies_as_its_meta_says(path):
+    meta = json.loads(path.read_text())["meta"]
+    assert meta["expect"] in ("valid", "invalid")
+    assert meta["note"].startswith(meta["expect"] + ":")
     report = verify(tc.load_schedule(path))
-    assert report.valid is valid
-    if kind:
-        assert kind in report.counts
-        assert report.errors[0].kind == kind
+    assert report.valid is (meta["expect"] == "valid"), report.summary()
+    if meta["expect"] == "invalid":
+        assert meta["kind"] in report.counts
+        assert report.errors[0].kind == meta["kind"]
+    else:
+        assert "kind" not in meta and report.error_count == 0
+
+
+def test_fixtures_cover_the_four_kinds():
+    seen = set()
+    for path in schedule_fixtures():
+        doc = json.loads(path.read_text())
+        meta = doc["meta"]
+        seen.add((meta["expect"], meta.get("kind") or doc["collective"]))
+    assert {("valid", "allgather"), ("valid", "allreduce"), ("invalid", "causality"),
+            ("invalid", "double_count")} <= seen
 
 
 # --------------------------------------------------------------------------- hand-made, all eight

@@ -94,7 +94,8 @@ def verify(file, as_json, max_errors):
         click.echo(report.summary())
         if not report.valid:
             counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items())
-            click.echo(f"  {report.error_count} violations ({counts}); first ones:")
+            noun = "violation" if report.error_count == 1 else "violations"
+            click.echo(f"  {report.error_count} {noun} ({counts}); first ones:")
             for e in report.errors:
                 click.echo(f"  - [{e.kind}] {e.message}")
         for w in report.warnings:
