@@ -1,10 +1,15 @@
-"""Make tests/data fixtures (run once; the files are committed)."""
+"""How the schedule fixtures in this folder were made (they are committed; re-run from the
+repository root with ``python tests/data/make_fixtures.py`` only to change them).
+
+Each file's ``meta`` says what it is: ``note`` (a sentence starting "valid:" or "invalid:"),
+``expect`` and, for invalid files, the ``kind`` of the first violation the verifier reports.
+"""
 import json
 import numpy as np
 import topocoll as tc
-from topocoll.schedule import verify, dumps_schedule, loads_schedule
+from topocoll.schedule import dumps_schedule, verify
 
-out = "tests/data/"
+out = "tests/data/"  # noqa: relative to the repository root
 
 def _pretty(doc):
     """One key per line; every link and transfer on a line of its own."""
@@ -38,11 +43,7 @@ save("valid-allgather-bfb-circulant6.json", ag,
 ar = tc.generate(tc.topology("uniring:4", bandwidth=1.0, latency=1.0), "allreduce", "ring")
 save("valid-allreduce-ring-uniring4.json", ar,
      "valid: ring reduce-scatter then allgather on a unidirectional 4-ring, 6 steps", "valid")
-# causality: drop the step-1 transfer that first carries shard 0 out of node 0, so step 2
-# forwards pieces of shard 0 that their sender never received
 t = ag.transfers
-first = np.flatnonzero((t["step"] == 1) & (t["shard"] == 0))
-print(t[first])
 
 keep = ~((t["step"] == 1) & (t["src"] == 0) & (t["dst"] == 4) & (t["shard"] == 0))
 save("invalid-causality.json", ag.replace(transfers=t[keep]),
