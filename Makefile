@@ -37,6 +37,8 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
 	touch $@
 
 bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/startup.py
+	$(BIN)/python benchmarks/construction.py
 	$(BIN)/python benchmarks/bfb_scale.py
 	$(BIN)/python benchmarks/finder.py
 	$(BIN)/python benchmarks/ten_synthesis.py
