@@ -18,7 +18,7 @@ gossip topologies (the torch runtime is :mod:`topocoll.runtime`):
 (True, True)
 >>> round(tc.alltoall_throughput("hypercube:3", bandwidth=1.0).lam, 6)   # 2/N
 0.25
->>> tc.analyze_gossip(tc.gossip_topology("one-peer-exp", 8))["exact_average_after"]
+>>> tc.analyze_gossip(tc.gossip_topology("one-peer-exp", 8)).exact_average_after
 3
 """
 

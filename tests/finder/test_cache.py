@@ -1,9 +1,8 @@
-"""The SQLite results cache: hits are instant and equal, --no-cache, damaged and locked files,
+"""The SQLite results cache: hits do no work and are equal, --no-cache, damaged and locked files,
 version changes."""
 
 import os
 import sqlite3
-import time
 
 import pytest
 
@@ -34,18 +33,22 @@ def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     assert cache_version().startswith(topocoll.__version__ + "/")
 
 
-def test_second_run_is_a_hit_and_equal(tmp_path):
+def test_second_run_is_a_hit_and_equal(tmp_path, monkeypatch):
+    import topocoll.finder.core as core
+
+    builds = []
+    real_build = core.build_allreduce
+    monkeypatch.setattr(core, "build_allreduce", lambda c: builds.append(c) or real_build(c))
     first = run(True)
     assert (tmp_path / "cache" / FILE_NAME).exists()
     assert first.status == 0 and not first.from_cache["frontier"]
     assert not first.from_cache["evaluation"] and first.evaluation["source"] == "fresh"
-    start = time.perf_counter()
+    assert len(builds) == 1
     second = run(True)
-    elapsed = time.perf_counter() - start
     assert second.from_cache == {"frontier": True, "evaluation": True}
     assert second.evaluation["source"] == "cache" and second.schedule is None
+    assert len(builds) == 1          # the hit built nothing (its speed: benchmarks/finder.py)
     same(first, second)
-    assert elapsed < 0.25 and elapsed < first.seconds["total"] / 3
 
 
 def test_no_cache_neither_reads_nor_writes(tmp_path):
@@ -85,11 +88,9 @@ def test_locked_file_is_bypassed_not_waited_for(tmp_path):
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")
     try:
-        start = time.perf_counter()
-        r = run(Cache(path, timeout=0.2))
+        r = run(Cache(path, timeout=0.2))     # a lock held forever: bypassed, not waited for
         assert r.success and any("locked" in w for w in r.warnings)
         assert not r.from_cache["frontier"]
-        assert time.perf_counter() - start < 30
         ref = run(False)
         same(r, ref)
     finally:

@@ -174,15 +174,32 @@ def test_stochasticity_checks_reject_mutated_matrices():
 
 def test_analyze_reports_what_info_prints():
     f = analyze(gossip_topology("one-peer-exp", 8))
-    assert f["period"] == 3 and f["rho"] == 0.0 and f["exact_average_after"] == 3
-    assert f["degree"] == [{"iteration": k, "in_min": 1, "in_max": 1, "out_min": 1, "out_max": 1}
-                           for k in range(3)]
-    assert f["groups"] == [4, 4, 4]
-    assert f["rho_iterations"] == pytest.approx([1.0, 1.0, 1.0])
+    assert f.success and f.status == 0 and "exactly after 3" in f.message
+    assert f.period == 3 and f.rho == 0.0 and f.exact_average_after == 3
+    assert f.degree == [{"iteration": k, "in_min": 1, "in_max": 1, "out_min": 1, "out_max": 1}
+                        for k in range(3)]
+    assert f.groups == [4, 4, 4]
+    assert f.rho_iterations == pytest.approx([1.0, 1.0, 1.0])
+    d = f.to_dict()
+    assert list(d)[:4] == ["success", "status", "status_name", "message"]
+    assert d["groups"] == [4, 4, 4] and d["exact_average_after"] == 3
     g = analyze(gossip_topology("star-graph", 5))
-    assert g["exact_average_after"] is None and g["static"]
-    assert g["degree"][0]["in_max"] == 4 and g["degree"][0]["in_min"] == 1
-    assert "groups" not in g
+    assert g.success and g.exact_average_after is None and g.static
+    assert g.degree[0]["in_max"] == 4 and g.degree[0]["in_min"] == 1
+    assert g.groups is None and "groups" not in g.to_dict()
+
+
+@pytest.mark.parametrize("matrix, rule", [
+    (np.eye(4), "rho = 1"),                                        # nobody mixes
+    (np.kron(np.eye(2), np.full((2, 2), 0.5)), "rho = 1"),         # two halves never meet
+    (np.array([[0.5, 0.5, 0], [0.5, 0.5, 0], [0.5, 0, 0.5]]), "column"),   # the mean drifts
+    (np.array([[0.5, 0.4, 0], [0.5, 0.5, 0], [0, 0.1, 1.0]]), "row"),
+])
+def test_topologies_that_never_average_are_infeasible(matrix, rule):
+    a = analyze(GraphTopology("broken", matrix))
+    assert a.status == 4 and not a.success and not a.averages
+    assert "never averages" in a.message and rule in a.message
+    assert a.to_dict()["status_name"] == "INFEASIBLE"
 
 
 def test_rho_table_rows():

@@ -149,7 +149,7 @@ def _print_find(result, files):
     ratio = result.ratio if result.ratio is not None else result.predicted_ratio
     line += f": {ratio:.3f}x"
     _out.print(line, markup=False)
-    if result.status == 2:
+    if result.status != 0 and result.evaluation is not None:   # a fallback: say from what
         _out.print(result.message, markup=False)
     if files:
         _out.print("wrote " + ", ".join(files.values()), markup=False)

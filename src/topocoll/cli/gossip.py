@@ -105,7 +105,7 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
         from ..plotting import check_plot_target
 
         check_plot_target(plot)  # fail before the work, not after it
-    facts = [analyze(t) for t in topos]
+    facts = [analyze(t).to_dict() for t in topos]
     if plot:
         plot_consensus(topos, plot, iterations, seed=seed)
     if as_json:

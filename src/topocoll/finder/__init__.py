@@ -3,7 +3,7 @@
 Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5.4).
 
 * :func:`find`: search, choose for the workload, build, verify and evaluate the choice;
-  returns a :class:`FindResult` (``status``, ``message``, ``frontier``, ``best``,
+  returns a :class:`FindResult` (``success``, ``status``, ``message``, ``frontier``, ``best``,
   ``predicted_time``, ``evaluated_time``, ``lower_bound``, ``ratio``, ``schedule``).
 * :func:`find_range`: Pareto frontiers for many N (predictions only).
 * :class:`Search`, :class:`Candidate`, :func:`pareto_frontier`, :func:`predict`: the search.
@@ -14,20 +14,20 @@ Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5.4
 
 >>> import topocoll.finder as tf
 >>> r = tf.find(64, 4, "1MiB", cache=False, evaluate=False)
->>> r.status, r.best.nodes, r.best.degree <= 4
-(1, 64, True)
+>>> r.status_name, r.best.nodes, r.best.degree <= 4
+('NOT_PROVEN', 64, True)
 """
 
 from .bases import BaseDatabase, BaseEntry, catalogue, compute_base
 from .bfbcost import bfb_cost, genkautz_cost
 from .build import build_allreduce, priced
 from .cache import ALGORITHM_VERSION, Cache, cache_dir
-from .core import STATUS, FindResult, as_workload, find, find_range, frontier
+from .core import FindResult, as_workload, find, find_range, frontier
 from .plot import plot_frontier
 from .search import Candidate, Search, pareto_frontier, predict
 from .workload import Workload, bucket_layers, load_workload
 
-__all__ = ["find", "find_range", "frontier", "FindResult", "STATUS", "as_workload", "Search",
+__all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "Search",
            "Candidate", "pareto_frontier", "predict", "Workload", "bucket_layers",
            "load_workload", "BaseDatabase", "BaseEntry", "catalogue", "compute_base", "Cache",
            "cache_dir", "ALGORITHM_VERSION", "build_allreduce", "priced", "plot_frontier",

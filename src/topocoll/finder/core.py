@@ -21,33 +21,28 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..results import Result, Status
 from ..units import format_time, parse_bandwidth, parse_time
 from .build import build_allreduce, priced
 from .cache import Cache
 from .search import Candidate, Search
 from .workload import Workload
 
-__all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "STATUS"]
-
-#: ``status`` codes of :class:`FindResult` and what they mean.
-STATUS = {
-    0: "the chosen candidate was built, verified and evaluated",
-    1: "the choice was not evaluated (evaluate=False)",
-    2: "the best candidate could not be built or verified; the next best one was",
-    3: "no frontier candidate could be built and verified",
-}
+__all__ = ["find", "find_range", "frontier", "FindResult", "as_workload"]
 
 
 @dataclass
-class FindResult:
-    """What :func:`find` found (in the manner of ``scipy.optimize.OptimizeResult``).
+class FindResult(Result):
+    """What :func:`find` found: a :class:`~topocoll.results.Result` with ``success``,
+    ``status`` and ``message`` and the fields below.
+
+    ``status`` (the one table of :mod:`topocoll.results`): 0 (``SUCCESS``) the chosen candidate
+    was built, verified and evaluated; 2 (``NOT_PROVEN``) the choice rests on predictions only
+    (``evaluate=False``), or the best-predicted candidate could not be built or verified and
+    the next best one was; 5 (``FAILED``) no frontier candidate could be built and verified.
 
     Attributes
     ----------
-    status : int
-        See :data:`STATUS`; ``success`` is true for 0, 1 and 2.
-    message : str
-        One line saying what happened.
     frontier : list of Candidate
         The Pareto frontier over (steps, T_B), fewest steps first.
     times : list of float
@@ -69,8 +64,6 @@ class FindResult:
         this call (a cached evaluation rebuilds nothing unless ``keep_schedule``).
     """
 
-    status: int
-    message: str
     nodes: int
     degree: int
     alpha: float
@@ -91,10 +84,6 @@ class FindResult:
     seconds: dict = field(default_factory=dict)
 
     @property
-    def success(self):
-        return self.status in (0, 1, 2)
-
-    @property
     def topology(self):
         return None if self.schedule is None else self.schedule.topology
 
@@ -112,8 +101,7 @@ class FindResult:
             best.update(lower_bound=self.lower_bound, ratio=self.ratio,
                         predicted_ratio=self.predicted_ratio,
                         evaluated_time=self.evaluated_time, evaluation=self.evaluation)
-        return {"status": self.status, "success": self.success, "message": self.message,
-                "nodes": self.nodes, "degree": self.degree, "alpha": self.alpha,
+        return {**super().to_dict(), "nodes": self.nodes, "degree": self.degree, "alpha": self.alpha,
                 "node_bandwidth": self.node_bandwidth, "workload": self.workload.to_dict(),
                 "frontier": [self.entry(c, t) for c, t in zip(self.frontier, self.times)],
                 "best": best, "warnings": list(self.warnings),
@@ -355,7 +343,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         searched = time.perf_counter()
         times, order = _choose(candidates, workload, alpha, bandwidth)
         lower = workload.lower_bound(nodes, degree, alpha=alpha, bandwidth=bandwidth)
-        result = FindResult(status=1, message="", nodes=nodes, degree=degree, alpha=alpha,
+        result = FindResult(status=Status.NOT_PROVEN, message="", nodes=nodes, degree=degree, alpha=alpha,
                             node_bandwidth=bandwidth, workload=workload, frontier=candidates,
                             times=times, best=candidates[order[0]],
                             predicted_time=times[order[0]], lower_bound=lower,
@@ -383,7 +371,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
             result.schedule = schedule
             result.from_cache["evaluation"] = evaluation["source"] == "cache"
             result.seconds.update(seconds)
-            result.status = 0 if rank == 0 else 2
+            result.status = Status.SUCCESS if rank == 0 else Status.NOT_PROVEN
             result.message = (f"chose {c.name}: evaluated {format_time(result.evaluated_time)} "
                               f"(predicted {format_time(times[i])}), {result.ratio:.3f}x the "
                               f"lower bound {format_time(lower)}")
@@ -392,7 +380,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
                                   + "; ".join(failures)
             break
         else:
-            result.status = 3
+            result.status = Status.FAILED
             result.message = "no frontier candidate could be built and verified: " + \
                 "; ".join(failures)
         return result

@@ -10,7 +10,7 @@ simulation) and :mod:`~topocoll.gossip.cost` prices one iteration on a physical 
 >>> t = gossip_topology("alternating-exp-ring", 16, local_size=4)
 >>> t.period, len(t.groups(0))
 (4, 3)
->>> analyze(t)["exact_average_after"]
+>>> analyze(t).exact_average_after
 4
 """
 

@@ -7,21 +7,24 @@ the period product ``P = W_{p-1} ... W_1 W_0``, and ``rho(P)^(1/p)`` per iterati
 
 >>> from topocoll.gossip import gossip_topology
 >>> summary = analyze(gossip_topology("one-peer-exp", 8))
->>> summary["period"], summary["rho"], summary["exact_average_after"]
-(3, 0.0, 3)
+>>> summary.success, summary.period, summary.rho, summary.exact_average_after
+(True, 3, 0.0, 3)
 >>> round(rho(gossip_topology("exponential-graph", 16).matrix()), 12)
 0.6
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import InputTypeError, SpecError, TopocollError
+from ..results import Result, Status
 from .model import GossipTopology
 from .registry import GOSSIP_TOPOLOGIES, gossip_topology, resolve_gossip_name
 
 __all__ = ["mixing_matrix", "period_product", "is_row_stochastic", "is_column_stochastic",
            "is_doubly_stochastic", "stochasticity", "rho", "period_rho", "exact_average_after",
-           "consensus_errors", "analyze", "rho_table", "same_mixing", "plot_consensus",
+           "consensus_errors", "analyze", "GossipAnalysis", "rho_table", "same_mixing", "plot_consensus",
            "DEFAULT_TOL", "EXACT_TOL", "TABLE_SIZES", "TABLE_PARAMS"]
 
 #: Tolerance of the stochasticity checks (row and column sums equal to 1).
@@ -218,35 +221,124 @@ def consensus_errors(topology, iterations, x0=None, *, seed=None, start=0, relat
     return errors
 
 
-def analyze(topology, *, max_iterations=None, tol=DEFAULT_TOL):
-    """The facts ``topocoll gossip info`` prints, as one dict.
+@dataclass
+class GossipAnalysis(Result):
+    """What :func:`analyze` finds: a :class:`~topocoll.results.Result` whose ``status`` is 0
+    (``SUCCESS``) when the topology averages (every start reaches the mean) and 4
+    (``INFEASIBLE``) when it never does, with ``message`` saying why.
 
-    Keys: ``name``, ``nodes``, ``model`` (``groups``/``graph``), ``static``, ``period``,
-    ``params``, ``rho`` (of the period product), ``rho_per_iteration`` (``rho ** (1/period)``),
-    ``rho_iterations`` (each ``W_k``), ``exact_average_after`` (``None`` when never),
-    ``row_stochastic``, ``column_stochastic``, ``symmetric``, ``degree`` (one dict per
-    iteration: ``in_min``, ``in_max``, ``out_min``, ``out_max``, other ranks only) and, for group
-    topologies, ``groups`` (number of groups of more than one rank per iteration).
+    Attributes
+    ----------
+    name : str
+    nodes : int
+    model : str
+        ``"groups"`` (decent_dp) or ``"graph"`` (Bluefog).
+    static : bool
+    period : int
+    params : dict
+    rho : float
+        ``||P - 11^T/n||_2`` of the period product P (docs/math.md section 7).
+    rho_per_iteration : float
+        ``rho ** (1 / period)``.
+    rho_iterations : list of float
+        ``rho`` of each ``W_k``.
+    exact_average_after : int or None
+        Iterations after which every start sits exactly at the mean (``None``: only in the
+        limit, or never).
+    row_stochastic, column_stochastic, symmetric : bool
+        Whether the property holds in every iteration.
+    degree : list of dict
+        Per iteration: ``iteration``, ``in_min``, ``in_max``, ``out_min``, ``out_max`` (other
+        ranks only).
+    groups : list of int or None
+        Group topologies: the number of groups of more than one rank per iteration.
+    """
+
+    name: str
+    nodes: int
+    model: str
+    static: bool
+    period: int
+    params: dict
+    rho: float
+    rho_per_iteration: float
+    rho_iterations: list
+    exact_average_after: int | None
+    row_stochastic: bool
+    column_stochastic: bool
+    symmetric: bool
+    degree: list
+    groups: list | None = None
+
+    @property
+    def averages(self):
+        """True if averaging reaches the mean from every start."""
+        return self.status == Status.SUCCESS
+
+    def to_dict(self):
+        """The core result fields, then every attribute (``groups`` only for group
+        topologies), JSON-ready."""
+        out = {**super().to_dict(), "name": self.name, "nodes": self.nodes, "model": self.model,
+               "static": self.static, "period": self.period, "params": dict(self.params),
+               "rho": self.rho, "rho_per_iteration": self.rho_per_iteration,
+               "rho_iterations": list(self.rho_iterations),
+               "exact_average_after": self.exact_average_after,
+               "row_stochastic": self.row_stochastic,
+               "column_stochastic": self.column_stochastic, "symmetric": self.symmetric,
+               "degree": [dict(d) for d in self.degree]}
+        if self.groups is not None:
+            out["groups"] = list(self.groups)
+        return out
+
+
+def analyze(topology, *, max_iterations=None, tol=DEFAULT_TOL):
+    """The facts ``topocoll gossip info`` prints, as a :class:`GossipAnalysis`.
+
+    ``status`` is 0 when the topology averages: every ``W_k`` is row and column stochastic and
+    the period product contracts (``rho < 1``); else 4, and ``message`` names the rule broken.
+
+    Examples
+    --------
+    >>> from topocoll.gossip import gossip_topology
+    >>> a = analyze(gossip_topology("ring-graph", 8))
+    >>> a.status_name, round(a.rho, 6), a.exact_average_after
+    ('SUCCESS', 0.804738, None)
     """
     t = _topo(topology)
     r = period_rho(t)
-    facts = {"name": t.name, "nodes": t.size, "model": t.model, "static": t.is_static,
-             "period": t.period, "params": dict(t.params), "rho": r,
-             "rho_per_iteration": r ** (1.0 / t.period),
-             "rho_iterations": [rho(w) for w in t.matrices()],
-             "exact_average_after": exact_average_after(t, max_iterations)}
-    facts.update(stochasticity(t, tol))
-    del facts["nonnegative"]
+    facts = stochasticity(t, tol)
     degree = []
     for k in range(t.period):
         din, dout = t.degrees(k)
         degree.append({"iteration": k, "in_min": int(din.min()), "in_max": int(din.max()),
                        "out_min": int(dout.min()), "out_max": int(dout.max())})
-    facts["degree"] = degree
+    groups = None
     if t.model == "groups":
-        facts["groups"] = [sum(1 for ranks, _ in t.groups(k) if len(ranks) > 1)
-                           for k in range(t.period)]
-    return facts
+        groups = [sum(1 for ranks, _ in t.groups(k) if len(ranks) > 1) for k in range(t.period)]
+    exact = exact_average_after(t, max_iterations)
+    status, message = _verdict(t, r, facts, exact)
+    return GossipAnalysis(status=status, message=message, name=t.name, nodes=t.size,
+                          model=t.model, static=t.is_static, period=t.period,
+                          params=dict(t.params), rho=r, rho_per_iteration=r ** (1.0 / t.period),
+                          rho_iterations=[rho(w) for w in t.matrices()],
+                          exact_average_after=exact, row_stochastic=facts["row_stochastic"],
+                          column_stochastic=facts["column_stochastic"],
+                          symmetric=facts["symmetric"], degree=degree, groups=groups)
+
+
+def _verdict(t, r, facts, exact):
+    """(status, message) of :func:`analyze`: does averaging reach the mean, and if not, why."""
+    where = f"{t.name} on {t.size} ranks"
+    if not facts["row_stochastic"]:
+        return Status.INFEASIBLE, f"{where} never averages: some W_k has a row not summing to 1"
+    if not facts["column_stochastic"]:
+        return Status.INFEASIBLE, (f"{where} never averages: some W_k has a column not summing "
+                                   "to 1 (the mean drifts)")
+    if r >= 1 - DEFAULT_TOL:
+        return Status.INFEASIBLE, (f"{where} never averages: rho = {r:.6g} >= 1 over a period "
+                                   "(some ranks never mix)")
+    when = f"exactly after {exact} iterations" if exact is not None else "in the limit"
+    return Status.SUCCESS, f"{where} averages {when}: rho = {r:.6g} per period of {t.period}"
 
 
 def same_mixing(a, b, tol=1e-12):
