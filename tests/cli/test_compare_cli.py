@@ -71,9 +71,10 @@ def test_json_mix_of_schedule_file_and_spec(run, ring8_allgather):
             "--json")
     assert r.returncode == 0, r
     out = r.json()
-    assert out["valid"] is True and out["sizes"] == [2**20]
+    assert list(out)[:4] == ["success", "status", "status_name", "message"]
+    assert out["success"] is True and out["status"] == 0 and out["sizes"] == [2**20]
     assert (out["alpha"], out["link_bandwidth"], out["node_bandwidth"]) == (2e-6, 1e9, None)
-    got = [(row["name"], row["status"]) for row in out["rows"]]
+    got = [(row["name"], row["verdict"]) for row in out["rows"]]
     assert got == [("ring:8 bfb [s.json]", "ok"), ("ring:8 bfb", "ok"),
                    ("ring:8 ring", "ok"), ("uniring:8 bfb", "ok"), ("uniring:8 ring", "ok")]
     from_file = out["rows"][0]
@@ -84,6 +85,15 @@ def test_json_mix_of_schedule_file_and_spec(run, ring8_allgather):
     assert from_file["sizes"][0]["ratio"] >= 1 - 1e-9
     winner = out["fastest"][0]["name"]
     assert [row["name"] for row in out["rows"] if row["sizes"][0]["fastest"]] == [winner]
+
+
+def test_invalid_schedule_json_has_status_3(run, broken):
+    r = run("compare", "broken.json", "ring:8", "-c", "allgather", "--size", "1MiB", "--json")
+    assert r.returncode == 1, r
+    out = r.json()
+    assert (out["success"], out["status"], out["status_name"]) == (False, 3, "INVALID")
+    assert "broken.json" in out["message"]
+    assert [row["verdict"] for row in out["rows"]] == ["invalid", "ok"]
 
 
 def test_invalid_schedule_is_listed_and_exit_is_1(run, broken):
@@ -121,3 +131,14 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: "), proc
     assert "pip install 'topocoll[plot]'" in lines[0], proc
     assert not (tmp_path / "x.png").exists()
+
+
+def test_survey_json_is_compares_result(run):
+    r = run("survey", "--nodes", "16", "--topology", "torus:4x4", "--size", "1MiB", "--json")
+    assert r.returncode == 0, r
+    out = r.json()
+    assert list(out)[:4] == ["success", "status", "status_name", "message"]
+    assert out["status"] == 0 and out["collective"] == "allreduce" and out["sizes"] == [2**20]
+    assert [(row["topology"], row["algorithm"], row["verdict"]) for row in out["rows"]] == [
+        ("torus:4x4", "bfb", "ok"), ("ring:16", "biring", "ok"), ("uniring:16", "ring", "ok")]
+    assert all(row["sizes"][0]["degree_ratio"] >= 1 - 1e-9 for row in out["rows"])

@@ -18,7 +18,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def two_rows():
-    return compare(["ring:8", "hypercube:3"], sizes=SIZES)
+    return compare(["ring:8", "hypercube:3"], sizes=SIZES).rows
 
 
 def _invalid_schedule_file(tmp_path):
@@ -36,7 +36,7 @@ def test_rows_for_two_topologies(two_rows):
     assert [r.name for r in two_rows] == ["ring:8 bfb", "hypercube:3 bfb"]
     for r in two_rows:
         assert isinstance(r, ComparisonRow)
-        assert (r.status, r.verified, r.collective, r.algorithm) == ("ok", True, "allreduce",
+        assert (r.verdict, r.verified, r.collective, r.algorithm) == ("ok", True, "allreduce",
                                                                       "bfb")
         assert r.nodes == 8
         assert [c.size for c in r.sizes] == SIZES
@@ -80,12 +80,14 @@ def test_one_fastest_per_size(two_rows):
 
 def test_invalid_schedule_is_marked_not_priced(tmp_path):
     path = _invalid_schedule_file(tmp_path)
-    rows = compare([str(path), "ring:8"], sizes=[2**20], collective="allgather")
+    result = compare([str(path), "ring:8"], sizes=[2**20], collective="allgather")
+    assert result.status == 3 and not result.success and "1 of 2" in result.message
+    rows = result.rows
     bad, good = rows
     assert bad.name == "ring:8 bfb [broken.json]" and bad.source == str(path)
-    assert (bad.status, bad.verified, bad.priced) == ("invalid", False, False)
+    assert (bad.verdict, bad.verified, bad.priced) == ("invalid", False, False)
     assert bad.reason.startswith("invalid") and bad.sizes == [] and bad.T_L is None
-    assert good.status == "ok" and good.sizes[0].fastest
+    assert good.verdict == "ok" and good.sizes[0].fastest
 
 
 def test_schedule_files_keep_their_own_collective_and_get_the_same_network(tmp_path):
@@ -93,7 +95,7 @@ def test_schedule_files_keep_their_own_collective_and_get_the_same_network(tmp_p
     tc.save_schedule(s, tmp_path / "ring5.json")
     tc.save_topology(tc.topology("ring:5"), tmp_path / "topo5.json")
     rows = compare([tmp_path / "ring5.json", str(tmp_path / "topo5.json")], sizes=[2**20],
-                   collective="allgather", alpha="2us", link_bandwidth="1GB/s")
+                   collective="allgather", alpha="2us", link_bandwidth="1GB/s").rows
     from_file, from_topology = rows
     assert (from_file.collective, from_file.algorithm) == ("allreduce", "ring")
     assert (from_topology.collective, from_topology.algorithm) == ("allgather", "bfb")
@@ -108,14 +110,16 @@ def test_schedule_file_in_any_json_layout_is_told_apart_by_its_format(tmp_path):
     doc = json.loads(tc.dumps_schedule(tc.generate("ring:4", "allgather", "bfb")))
     path = tmp_path / "pretty.json"
     path.write_text(json.dumps({k: doc[k] for k in reversed(list(doc))}, indent=1))
-    (row,) = compare([str(path)], sizes=[2**20])
-    assert (row.name, row.collective, row.status) == ("ring:4 bfb [pretty.json]", "allgather",
+    (row,) = compare([str(path)], sizes=[2**20]).rows
+    assert (row.name, row.collective, row.verdict) == ("ring:4 bfb [pretty.json]", "allgather",
                                                       "ok")
 
 
 def test_several_algorithms_and_unsupported_pairs():
-    rows = compare(["torus:2x4", "ring:8"], sizes=[2**20], algorithms=["bfb", "biring", "bfb"])
-    assert [(r.name, r.status) for r in rows] == [
+    result = compare(["torus:2x4", "ring:8"], sizes=[2**20], algorithms=["bfb", "biring", "bfb"])
+    assert result.status == 0 and "1 unsupported" in result.message
+    rows = result.rows
+    assert [(r.name, r.verdict) for r in rows] == [
         ("torus:2x4 bfb", "ok"), ("torus:2x4 biring", "unsupported"),
         ("ring:8 bfb", "ok"), ("ring:8 biring", "ok")]
     assert "biring" in rows[1].reason and rows[1].verified is None
@@ -145,7 +149,7 @@ def test_plot_writes_a_png(two_rows, tmp_path):
 
 def test_plot_refuses_nothing_and_bad_targets(tmp_path):
     invalid = compare([str(_invalid_schedule_file(tmp_path)), "ring:8"], sizes=[2**20],
-                      collective="allgather")
+                      collective="allgather").rows
     with pytest.raises(UnsupportedError, match="nothing to plot"):
         plot_comparison(invalid[:1], tmp_path / "x.png")
     with pytest.raises(UnsupportedError, match="format"):
@@ -155,7 +159,7 @@ def test_plot_refuses_nothing_and_bad_targets(tmp_path):
 
 
 def test_cost_and_bound_are_linear_in_size():
-    (row,) = compare(["genkautz:12,3"], sizes=[1.0, 2**30])
+    (row,) = compare(["genkautz:12,3"], sizes=[1.0, 2**30]).rows
     grid = np.array([1.0, 2.0**30])
     assert np.allclose([row.lower_bound_at(m) for m in grid],
                        [c.time_lower_bound for c in row.sizes], rtol=1e-12)

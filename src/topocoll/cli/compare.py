@@ -55,25 +55,17 @@ def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_
         check_plot_target(plot)  # fail before the work, not after it
     update, bar = _progress("compare")
     with bar:
-        rows = _compare(entries, sizes=sizes, collective=collective, algorithms=algorithms,
-                        alpha=alpha, node_bandwidth=node_bandwidth,
-                        link_bandwidth=link_bandwidth, progress=update)
+        result = _compare(entries, sizes=sizes, collective=collective,
+                          algorithms=algorithms, alpha=alpha, node_bandwidth=node_bandwidth,
+                          link_bandwidth=link_bandwidth, progress=update)
     settings = describe_settings(alpha, node_bandwidth, link_bandwidth)
     if plot:
-        plot_comparison(rows, plot)
-    invalid = [r for r in rows if r.status == "invalid"]
+        plot_comparison(result.rows, plot)
     if as_json:
-        winners = [fastest(rows, i) for i in range(len(sizes))]
-        _print_json({"collective": collective, "alpha": alpha,
-                     "node_bandwidth": rows[0].node_bandwidth,
-                     "link_bandwidth": link_bandwidth, "sizes": list(sizes),
-                     "valid": not invalid, "rows": [r.to_dict() for r in rows],
-                     "fastest": [{"size": m, "name": w.name if w else None}
-                                 for m, w in zip(sizes, winners)],
-                     "plot": plot})
+        _print_json({**result.to_dict(), "plot": plot})
     else:
-        _print_comparison(rows, sizes, settings, plot)
-    if invalid:
+        _print_comparison(result.rows, sizes, settings, plot)
+    if not result.success:
         sys.exit(EXIT_INVALID)
 
 
@@ -104,7 +96,7 @@ def _print_comparison(rows, sizes, settings, plot):
                 cells += [format_time(c.T_B), format_time(c.time) + (" *" if c.fastest else ""),
                           ratio]
         else:
-            cells += [r.status] + ["-"] * (3 * len(sizes) - 1)
+            cells += [r.verdict] + ["-"] * (3 * len(sizes) - 1)
         table.add_row(*cells)
     _out.print(table)
     for i, m in enumerate(sizes):
@@ -126,7 +118,7 @@ def _print_comparison(rows, sizes, settings, plot):
         _out.print(line, markup=False)
     for r in rows:
         if not r.priced:
-            _out.print(f"{r.status}: {r.name}: {r.reason}", markup=False)
+            _out.print(f"{r.verdict}: {r.name}: {r.reason}", markup=False)
     if plot:
         _out.print(f"plot written to {plot}", markup=False)
 
@@ -150,10 +142,11 @@ def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
     """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce."""
     update, bar = _progress("survey")
     with bar:
-        rows = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
-                       node_bandwidth=node_bandwidth, progress=update)
+        result = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
+                         node_bandwidth=node_bandwidth, progress=update)
+    rows = result.rows
     if as_json:
-        _print_json([r.to_dict() for r in rows])
+        _print_json(result.to_dict())
         return
     table = Table(title=f"allreduce on {nodes} nodes, alpha {format_time(alpha)}, "
                         f"{units.format_bandwidth(node_bandwidth)} per node "
@@ -174,7 +167,7 @@ def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
             cells += [format_time(c.T_B), format_time(c.time),
                       format_time(c.degree_lower_bound), f"{c.degree_ratio:.2f}"]
         if not r.priced:
-            cells += [r.status] + ["-"] * (4 * len(sizes) - 1)
+            cells += [r.verdict] + ["-"] * (4 * len(sizes) - 1)
         table.add_row(*cells)
     _out.print(table)
     ring = rows[-1]

@@ -11,10 +11,10 @@ same bandwidth (each node's ``node_bandwidth`` split over its out-links, or ever
 The lower bound of an entry at size M is ``steps_lower_bound * alpha + bw_lower_bound(M)`` (see
 :mod:`topocoll.schedule.cost`), and ``ratio`` is its time over that bound.
 
->>> rows = compare(["ring:8", "hypercube:3"], sizes=["1KiB", "1MiB"])
->>> [(r.name, r.steps, r.verified) for r in rows]
-[('ring:8 bfb', 8, True), ('hypercube:3 bfb', 6, True)]
->>> [r.sizes[1].fastest for r in rows]
+>>> result = compare(["ring:8", "hypercube:3"], sizes=["1KiB", "1MiB"])
+>>> result.status_name, [(r.name, r.steps, r.verified) for r in result.rows]
+('SUCCESS', [('ring:8 bfb', 8, True), ('hypercube:3 bfb', 6, True)])
+>>> [r.sizes[1].fastest for r in result.rows]
 [False, True]
 """
 
@@ -27,6 +27,7 @@ import numpy as np
 from .. import defaults
 from ..collectives import collective as _collective
 from ..plotting import new_axes, save_figure
+from ..results import Result, Status
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..schedule.cost import evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, load_schedule, schedule_from_dict
@@ -38,8 +39,8 @@ from ..topology.registry import topology as _topology
 from ..units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, \
     parse_time
 
-__all__ = ["compare", "plot_comparison", "fastest", "ComparisonRow", "SizeCost",
-           "describe_settings"]
+__all__ = ["compare", "plot_comparison", "fastest", "CompareResult", "ComparisonRow",
+           "SizeCost", "describe_settings"]
 
 _CANONICAL_HEAD = b'{\n"format": "topocoll.schedule"'
 
@@ -66,7 +67,7 @@ class SizeCost:
 class ComparisonRow:
     """One compared schedule.
 
-    ``status`` is ``"ok"`` (verified and priced), ``"invalid"`` (failed verification: not
+    ``verdict`` is ``"ok"`` (verified and priced), ``"invalid"`` (failed verification: not
     priced, ``reason`` says why) or ``"unsupported"`` (the algorithm cannot make this collective
     on this topology: no schedule, ``reason`` says why). ``sizes`` is empty unless ``ok``.
     ``latency_lower_bound`` is ``steps_lower_bound * alpha``; ``T_B_per_byte`` and
@@ -81,7 +82,7 @@ class ComparisonRow:
     collective: str
     nodes: int
     degree: int
-    status: str
+    verdict: str
     verified: bool | None
     reason: str | None = None
     steps: int | None = None
@@ -99,7 +100,7 @@ class ComparisonRow:
 
     @property
     def priced(self):
-        return self.status == "ok"
+        return self.verdict == "ok"
 
     def time_at(self, size):
         """Total time for a buffer of ``size`` bytes (any size: the cost is linear in M)."""
@@ -218,7 +219,7 @@ def _row(schedule, name, source, sizes, settings):
                 degree=_degree(topo), **settings)
     report = verify(schedule)
     if not report.valid:
-        return ComparisonRow(**base, status="invalid", verified=False, reason=report.summary(),
+        return ComparisonRow(**base, verdict="invalid", verified=False, reason=report.summary(),
                              steps=schedule.num_steps)
     evals = [evaluate(schedule, m, check=False) for m in sizes]
     e0 = evals[0]
@@ -235,7 +236,7 @@ def _row(schedule, name, source, sizes, settings):
                               ratio=e.time / bound if bound > 0 else None,
                               degree_lower_bound=degree_bound,
                               degree_ratio=e.time / degree_bound if degree_bound > 0 else None))
-    return ComparisonRow(**base, status="ok", verified=True, steps=e0.steps, diameter=e0.diameter,
+    return ComparisonRow(**base, verdict="ok", verified=True, steps=e0.steps, diameter=e0.diameter,
                          steps_lower_bound=e0.steps_lower_bound, moore_steps=moore, T_L=e0.T_L,
                          T_B_per_byte=per_byte, latency_lower_bound=latency_bound,
                          bw_lower_bound_per_byte=bound_per_byte, sizes=costs)
@@ -282,11 +283,12 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
 
     Returns
     -------
-    list of ComparisonRow
-        One per schedule file and one per (topology, algorithm), in argument order. Rows that
-        failed verification are ``status="invalid"`` and not priced; (topology, algorithm) pairs
-        the algorithm cannot handle are ``status="unsupported"``. The fastest priced row at each
-        size has ``sizes[i].fastest`` set.
+    CompareResult
+        ``rows``: one :class:`ComparisonRow` per schedule file and one per (topology,
+        algorithm), in argument order. Rows that failed verification have
+        ``verdict="invalid"`` and are not priced (the result's status is then 3);
+        (topology, algorithm) pairs the algorithm cannot handle have ``verdict="unsupported"``.
+        The fastest priced row at each size has ``sizes[i].fastest`` set.
 
     Raises
     ------
@@ -341,14 +343,14 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
                 rows.append(ComparisonRow(name=name, source=entry.source, topology=topo.name,
                                           algorithm=algorithm, collective=coll,
                                           nodes=topo.num_nodes, degree=_degree(topo),
-                                          status="unsupported", verified=None,
+                                          verdict="unsupported", verified=None,
                                           reason=str(exc), **settings))
             else:
                 rows.append(_row(s, name, entry.source, sizes, settings))
         if progress:
             progress(done, len(jobs))
 
-    if all(r.status == "unsupported" for r in rows):
+    if all(r.verdict == "unsupported" for r in rows):
         raise UnsupportedError(f"nothing to compare: {rows[0].name}: {rows[0].reason}")
     for row, name in zip(rows, _unique([r.name for r in rows])):
         row.name = name
@@ -356,7 +358,64 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
         best = fastest(rows, i)
         if best is not None:
             best.sizes[i].fastest = True
-    return rows
+    return _result(rows, sizes, coll, settings)
+
+
+def _result(rows, sizes, collective, settings):
+    """The :class:`CompareResult` of finished rows: 3 if any schedule failed verification."""
+    invalid = [r.name for r in rows if r.verdict == "invalid"]
+    unsupported = sum(r.verdict == "unsupported" for r in rows)
+    priced = len(rows) - len(invalid) - unsupported
+    skipped = f"; {unsupported} unsupported" if unsupported else ""
+    if invalid:
+        status = Status.INVALID
+        message = (f"{len(invalid)} of {len(rows)} schedules failed verification "
+                   f"({', '.join(invalid)}); {priced} priced{skipped}")
+    else:
+        status = Status.SUCCESS
+        message = f"{priced} schedules verified and priced at {len(sizes)} sizes{skipped}"
+    return CompareResult(status=status, message=message, rows=rows, sizes=list(sizes),
+                         collective=collective, **settings)
+
+
+@dataclass
+class CompareResult(Result):
+    """What :func:`compare` (and :func:`~topocoll.studies.survey.survey`) returns: a
+    :class:`~topocoll.results.Result` whose ``status`` is 0 (``SUCCESS``) when every schedule
+    verified (rows the algorithm cannot make are listed, not counted against it) and 3
+    (``INVALID``) when any failed verification; ``message`` names them.
+
+    Attributes
+    ----------
+    rows : list of ComparisonRow
+        One per schedule file and one per (topology, algorithm), in argument order.
+    sizes : list of float
+        The buffer sizes priced (bytes).
+    collective : str
+        What was generated for topology entries.
+    alpha, node_bandwidth, link_bandwidth : float or None
+        The latency and bandwidth every entry was given.
+    """
+
+    rows: list
+    sizes: list
+    collective: str
+    alpha: float
+    node_bandwidth: float | None = None
+    link_bandwidth: float | None = None
+
+    def fastest(self, index):
+        """The priced row fastest at ``sizes[index]``, or None."""
+        return fastest(self.rows, index)
+
+    def to_dict(self):
+        """The core result fields, the settings, every row and the fastest row per size."""
+        winners = [self.fastest(i) for i in range(len(self.sizes))]
+        return {**super().to_dict(), "collective": self.collective, "alpha": self.alpha,
+                "node_bandwidth": self.node_bandwidth, "link_bandwidth": self.link_bandwidth,
+                "sizes": list(self.sizes), "rows": [r.to_dict() for r in self.rows],
+                "fastest": [{"size": m, "name": w.name if w else None}
+                            for m, w in zip(self.sizes, winners)]}
 
 
 def fastest(rows, index):

@@ -1,8 +1,8 @@
 """A preset of compare: BFB allreduce on a handful of topologies of one size, verified and
 priced next to the lower bounds and the classic ring allreduce.
 
->>> rows = survey(16, specs=["torus:4x4"], sizes=[2**20])
->>> [(r.topology, r.algorithm, r.verified) for r in rows]
+>>> result = survey(16, specs=["torus:4x4"], sizes=[2**20])
+>>> [(r.topology, r.algorithm, r.verified) for r in result.rows]
 [('torus:4x4', 'bfb', True), ('ring:16', 'biring', True), ('uniring:16', 'ring', True)]
 """
 
@@ -61,7 +61,8 @@ def survey(num_nodes=64, *, specs=None, sizes=defaults.SURVEY_SIZES, alpha=defau
     classic ring allreduce: a preset of :func:`~topocoll.studies.compare.compare`.
 
     Every link gets latency ``alpha`` and each node's ``node_bandwidth`` is split over its
-    out-links. Returns compare's rows, the classic ring last; each size's ``degree_ratio`` is
+    out-links. Returns compare's :class:`~topocoll.studies.compare.CompareResult`, its rows
+    ending with the classic ring; each size's ``degree_ratio`` is
     the time over the best any topology of that size and degree could do (Moore-depth steps
     and bandwidth-optimal ``T_B``).
     """
