@@ -40,7 +40,7 @@ def run_case(spec):
 
     best = throughput_bounds(topo)["best"]
     return {"spec": spec, "nodes": topo.num_nodes, "links": topo.num_links,
-            "status": res.status, "lambda": res.lam, "gap": res.gap,
+            "status": res.status_name, "lambda": res.lam, "gap": res.gap,
             "over_bound": res.lam / best, "wall": wall, "cpu": cpu,
             "solve": res.solve_seconds, "build": res.build_seconds,
             "iterations": res.iterations,

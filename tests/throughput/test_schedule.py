@@ -102,6 +102,8 @@ def test_cli_json_and_schedule(tmp_path):
                               "1", "--json", "-o", str(out), "--size", "16"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
+    assert list(doc)[:4] == ["success", "status", "status_name", "message"]
+    assert doc["success"] and doc["status"] == 0
     for key in ("lambda", "time", "distance_bound", "bisection_bound", "max_hops",
                 "agnostic_bound", "dual_bound"):
         assert key in doc

@@ -58,7 +58,7 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
     with bar:
         res = throughput(t, max_hops=max_hops, method=method, solver=solver,
                          time_limit=time_limit, progress=update)
-    if not res.ok:
+    if not res.success:
         raise _Fail(f"{t.name}: {res.message}")
     doc = res.to_dict(size)
     doc["links"] = t.num_links

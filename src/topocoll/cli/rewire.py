@@ -59,8 +59,10 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
     if output:
         save_topology(result.topology, output)
     if as_json:
-        doc = {"topology": t.name, "objective": objective, "seed": seed, "prescreen": prescreen,
-               **result.to_dict()}
+        core = result.to_dict()
+        doc = {**{k: core.pop(k) for k in ("success", "status", "status_name", "message")},
+               "topology": t.name, "objective": objective, "seed": seed, "prescreen": prescreen,
+               **core}
         if objective == "alltoall":
             doc["size"] = size
         doc["output"] = output

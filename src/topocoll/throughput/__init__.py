@@ -7,8 +7,8 @@ once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then ta
 
 >>> from topocoll.topology import topology
 >>> res = throughput(topology("hypercube:3", bandwidth=1.0))
->>> round(res.lam, 6), res.status, round(res.time(8), 6)        # 2/N; (8/8)/0.25
-(0.25, 'optimal', 4.0)
+>>> round(res.lam, 6), res.status_name, round(res.time(8), 6)        # 2/N; (8/8)/0.25
+(0.25, 'SUCCESS', 4.0)
 >>> res.bounds["distance"], res.bounds["bisection"]
 (0.25, 0.25)
 >>> r2 = throughput("complete:4", max_hops=0, bandwidth=1.0)

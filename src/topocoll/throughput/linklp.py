@@ -25,8 +25,8 @@ the solver and scaled back.
 
 >>> from topocoll.topology import topology
 >>> r = link_throughput(topology("ring:6", bandwidth=1.0))
->>> round(r.lam, 6), r.status, round(r.gap, 6)    # 8/(N^2 - 0) for even N: 8/36
-(0.222222, 'optimal', 0.0)
+>>> round(r.lam, 6), r.status_name, round(r.gap, 6)    # 8/(N^2 - 0) for even N: 8/36
+(0.222222, 'SUCCESS', 0.0)
 """
 
 import time
@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import TopologyError
+from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
 from .lp import solve_lp
@@ -114,7 +115,7 @@ def disconnected_result(topology, method, max_hops, bounds):
     u, v = unreachable_pair(topology)
     zeros = np.zeros(topology.num_links)
     return AlltoallResult(
-        lam=0.0, status="disconnected", method=method, max_hops=max_hops,
+        lam=0.0, status=Status.INFEASIBLE, method=method, max_hops=max_hops,
         message=f"not strongly connected: node {v} cannot be reached from node {u}",
         num_nodes=topology.num_nodes, topology=topology.name, dual_bound=0.0,
         utilization=zeros, link_load=zeros, bounds=bounds)
@@ -144,7 +145,7 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
     bounds : bool
         Also compute the topology bounds (``result.bounds``).
     tolerance : float
-        ``status`` is ``"optimal"`` when the certified gap is at most this; column generation
+        ``status`` is 0 (``SUCCESS``) when the certified gap is at most this; column generation
         stops there.
     keep_flows : bool
         Keep the per-source flows (``N x E`` floats) in ``result.flows``.
@@ -194,7 +195,7 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
                 continue
             zeros = np.zeros(topology.num_links)
             return AlltoallResult(
-                lam=0.0, status="failed",
+                lam=0.0, status=Status.FAILED,
                 message=f"HiGHS ({sol.solver or solver}) ended with status {sol.status}",
                 method="link", max_hops=None, num_nodes=n, topology=topology.name,
                 dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
@@ -220,7 +221,7 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
     flows[columns] = np.maximum(sol.x[:-1], 0.0) * lam
     flows = flows.reshape(n, num_e)
     util, load = link_utilization(topology, flows.sum(axis=0))
-    status = "optimal" if gap <= tolerance else "feasible"
+    status = Status.SUCCESS if gap <= tolerance else Status.NOT_PROVEN
     used = sol.solver or solver
     if columns.size < n * num_e:
         how = f"shortest-path columns ({columns.size} of {n * num_e})"

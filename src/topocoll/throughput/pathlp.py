@@ -20,8 +20,8 @@ exactly feasible for them.
 
 >>> from topocoll.topology import topology
 >>> r = path_throughput(topology("ring:6", bandwidth=1.0), max_hops=0)
->>> round(r.lam, 6), r.status, r.longest_path          # 8/N^2 with shortest paths only
-(0.222222, 'optimal', 3)
+>>> round(r.lam, 6), r.status_name, r.longest_path          # 8/N^2 with shortest paths only
+(0.222222, 'SUCCESS', 3)
 """
 
 import time
@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..errors import InputTypeError, TopologyError
+from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
 from .lp import solve_lp
@@ -124,7 +125,7 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
     tolerance : float
         Stop when the certified relative gap is at most this.
     max_rounds : int
-        Column-generation rounds at most (status ``"feasible"`` if the gap is still open).
+        Column-generation rounds at most (status 2, ``NOT_PROVEN``, if the gap is still open).
     time_limit : float, optional
         Wall-clock seconds for the whole column generation.
     seed : int
@@ -223,7 +224,7 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
     if sol is None or not sol.ok:
         zeros = np.zeros(topology.num_links)
         return AlltoallResult(
-            lam=0.0, status="failed", message=f"HiGHS ({solver}) ended with status {status_text}",
+            lam=0.0, status=Status.FAILED, message=f"HiGHS ({solver}) ended with status {status_text}",
             method="path", max_hops=max_hops, num_nodes=n, topology=topology.name,
             dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
             solver=solver, iterations=iterations, rounds=rounds, build_seconds=build,
@@ -249,7 +250,7 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
     dual_bound = best_bound * scale
     util, link_load = link_utilization(topology, load * lam)
     gap = dual_bound / lam - 1
-    status = "optimal" if gap <= tolerance else "feasible"
+    status = Status.SUCCESS if gap <= tolerance else Status.NOT_PROVEN
     hop_text = "any path" if max_hops is None else f"paths of at most dist + {max_hops} links"
     message = (f"lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
                f"{max(gap, 0.0):.2g} (dual bound {dual_bound:.6g}); {rounds} rounds, "
@@ -288,7 +289,7 @@ def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", 
     from .linklp import link_throughput
 
     best = link_throughput(topology, bounds=False, solver=solver, keep_flows=False)
-    if not best.ok:
+    if not best.success:
         return []
     out = []
     limit = max_extra if max_extra is not None else topology.num_nodes - 1

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..results import Result, Status
 from ..units import parse_size
 
 __all__ = ["AlltoallResult", "PathSet"]
@@ -36,20 +37,20 @@ class PathSet:
 
 
 @dataclass
-class AlltoallResult:
-    """Uniform all-to-all throughput on a topology.
+class AlltoallResult(Result):
+    """Uniform all-to-all throughput on a topology: a :class:`~topocoll.results.Result`.
+
+    ``status`` (the one table of :mod:`topocoll.results`): 0 (``SUCCESS``) optimal, certified
+    by the dual bound to ``tolerance``; 2 (``NOT_PROVEN``) a valid flow whose gap is larger than
+    asked (see ``gap``); 4 (``INFEASIBLE``) the topology is not strongly connected
+    (``lam == 0``); 5 (``FAILED``) the solver gave no solution. ``success`` means ``lam`` is a
+    valid throughput.
 
     Attributes
     ----------
     lam : float
         ``lambda``: bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at once (the
         primal value; ``0.0`` when the topology is not strongly connected).
-    status : str
-        ``"optimal"`` (certified to ``tolerance``), ``"feasible"`` (a valid flow, gap larger
-        than asked: see ``gap``), ``"failed"`` (the solver gave no solution) or
-        ``"disconnected"``.
-    message : str
-        One line saying what happened.
     method : str
         ``"link"`` (link-based multicommodity flow) or ``"path"`` (hop-bounded paths).
     max_hops : int or None
@@ -73,8 +74,6 @@ class AlltoallResult:
     """
 
     lam: float
-    status: str
-    message: str
     method: str
     max_hops: int | None
     num_nodes: int
@@ -92,11 +91,6 @@ class AlltoallResult:
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
     tolerance: float = 1e-6
-
-    @property
-    def ok(self):
-        """True if ``lam`` is a valid throughput (optimal or feasible)."""
-        return self.status in ("optimal", "feasible")
 
     @property
     def gap(self):
@@ -123,9 +117,8 @@ class AlltoallResult:
     def to_dict(self, size=None):
         """A JSON-ready summary (no per-source flows); with ``size``, also the times."""
         util = self.utilization
-        out = {"topology": self.topology, "nodes": self.num_nodes, "method": self.method,
-               "max_hops": self.max_hops, "status": self.status, "message": self.message,
-               "lambda": self.lam, "dual_bound": self.dual_bound,
+        out = {**super().to_dict(), "topology": self.topology, "nodes": self.num_nodes,
+               "method": self.method, "max_hops": self.max_hops, "lambda": self.lam, "dual_bound": self.dual_bound,
                "gap": self.gap if np.isfinite(self.gap) else None,
                "utilization_max": float(util.max()) if util.size else 0.0,
                "utilization_mean": float(util.mean()) if util.size else 0.0,

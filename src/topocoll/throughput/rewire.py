@@ -30,6 +30,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from ..errors import InputTypeError, SpecError, TopologyError, UnsupportedError
+from ..results import Result, Status
 from ..units import parse_size
 from ..topology.metrics import require_strongly_connected
 from ..topology.model import Topology
@@ -126,7 +127,7 @@ class alltoall_objective:  # noqa: N801 - used like a function
         from .solve import throughput  # here, not at the top: solve imports the LP stack
 
         result = throughput(topology, **self.options)
-        if not (result.ok and result.lam > 0):
+        if not (result.success and result.lam > 0):
             return float("inf")
         return float(result.time(self.size))
 
@@ -172,8 +173,11 @@ class RewireStep:
 
 
 @dataclass
-class RewireResult:
-    """What :func:`rewire` did.
+class RewireResult(Result):
+    """What :func:`rewire` did: a :class:`~topocoll.results.Result` whose ``status`` is 0
+    (``SUCCESS``) when it converged (a full pass found no improving swap: a local minimum) and
+    1 (``LIMIT``) when the time budget or ``max_swaps`` stopped it first (``stopped`` says
+    which); either way ``topology`` is the best one found.
 
     Attributes
     ----------
@@ -226,7 +230,7 @@ class RewireResult:
 
     def to_dict(self):
         """JSON-friendly summary (without the topology)."""
-        return {"initial": self.initial, "final": self.final,
+        return {**super().to_dict(), "initial": self.initial, "final": self.final,
                 "improvement": self.improvement, "accepted": self.accepted, "tried": self.tried,
                 "evaluated": self.evaluated, "pruned": self.pruned, "seconds": self.seconds,
                 "converged": self.converged, "stopped": self.stopped, "directed": self.directed,
@@ -425,7 +429,8 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
 
     start = time.monotonic()
     current = float(fn(topology))
-    result = RewireResult(topology, current, current, 0, 0, evaluated=1, directed=directed)
+    result = RewireResult(topology, current, current, 0, 0, evaluated=1, directed=directed,
+                          status=Status.SUCCESS, message="")
     best_topology = topology
     if warmup > 0 and not isinstance(fn, distance_objective):
         # Cheap stage: greedy swaps on the sum of distances (thousands per second), kept as one
@@ -525,4 +530,10 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
         result.topology = Topology(n, best_topology.src[order], best_topology.dst[order],
                                    best_topology.bandwidth[order], best_topology.latency[order],
                                    name=best_topology.name, meta=meta)
+    result.status = Status.SUCCESS if result.stopped == "converged" else Status.LIMIT
+    why = {"converged": "converged to a local minimum",
+           "budget": "stopped by the time budget",
+           "max_swaps": "stopped after max_swaps candidates"}[result.stopped]
+    result.message = (f"{why}: {result.accepted} of {result.tried} swaps kept, objective "
+                      f"{result.initial:.6g} -> {result.final:.6g}")
     return result

@@ -34,7 +34,7 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
     bounds : bool
         Compute the topology bounds into ``result.bounds`` (skip them in tight loops).
     tolerance : float
-        Relative gap to the dual certificate under which ``status`` is ``"optimal"``.
+        Relative gap to the dual certificate under which ``status`` is 0 (``SUCCESS``).
     time_limit : float, optional
         Seconds for the solver.
     seed : int
@@ -47,7 +47,7 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
     AlltoallResult
         ``lam``, ``time(size)``, ``status``, ``message``, ``utilization`` (per link),
         ``bounds``, ``dual_bound``; a topology that is not strongly connected gives
-        ``lam == 0.0`` and status ``"disconnected"`` (no exception: a rewiring loop may meet
+        ``lam == 0.0`` and status 4 (``INFEASIBLE``) (no exception: a rewiring loop may meet
         one).
     """
     if not isinstance(topology, Topology):
