@@ -11,8 +11,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 #: room -> floor; a room may import only from rooms on lower floors (and from itself)
 FLOOR = {
     "errors": 0,
-    "units": 1, "defaults": 1, "results": 1, "collectives": 1, "plotting": 1, "highs": 1,
-    "topology": 2,
+    "units": 1, "defaults": 1, "results": 1, "collectives": 1, "plotting": 1,
+    "topology": 2, "highs": 2,
     "schedule": 3,
     "synth": 4, "throughput": 4, "gossip": 4,
     "finder": 5, "studies": 5,

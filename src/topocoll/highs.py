@@ -15,6 +15,10 @@ on what ran before it in the same process:
 
 Output of the solvers themselves is off unless ``verbose=True`` (then it goes to stderr).
 
+:func:`status_of` is the one map from HiGHS model statuses to the package's result statuses
+(:mod:`topocoll.results`): optimal is 0, a time, iteration, node or solution limit is 1, a
+proven infeasible model is 4 and everything else (errors, unbounded, unknown) is 5.
+
 >>> h = solver(time_limit=5)
 >>> h.getOptionValue("threads")[1], h.getOptionValue("output_flag")[1]
 (1, False)
@@ -24,7 +28,7 @@ import os
 import sys
 import threading
 
-__all__ = ["solver", "DEFAULT_THREADS"]
+__all__ = ["solver", "status_of", "DEFAULT_THREADS"]
 
 #: Threads of every HiGHS solver unless the caller asks for more: the interior point, PDLP and
 #: the MIP search that topocoll uses are serial, and the machines it runs on are shared.
@@ -100,3 +104,27 @@ def solver(*, threads=None, time_limit=None, seed=None, verbose=False, **options
     for name, value in options.items():
         h.setOptionValue(name, value)
     return h
+
+
+#: HiGHS model status name -> result status code (see :mod:`topocoll.results`); any status not
+#: named here (load, presolve, solve and postsolve errors, unbounded, unknown, not set) is 5.
+_STATUS_BY_NAME = {
+    "kOptimal": 0, "kModelEmpty": 0,
+    "kTimeLimit": 1, "kIterationLimit": 1, "kSolutionLimit": 1, "kInterrupt": 1,
+    "kHighsInterrupt": 1, "kObjectiveBound": 1, "kObjectiveTarget": 1, "kMemoryLimit": 1,
+    "kInfeasible": 4,
+}
+
+
+def status_of(model_status):
+    """The result status (a :class:`topocoll.results.Status`) of a HiGHS model status.
+
+    >>> import highspy
+    >>> status_of(highspy.HighsModelStatus.kTimeLimit).name
+    'LIMIT'
+    >>> status_of(highspy.HighsModelStatus.kSolveError).name
+    'FAILED'
+    """
+    from .results import Status
+
+    return Status(_STATUS_BY_NAME.get(model_status.name, 5))

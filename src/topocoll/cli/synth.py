@@ -52,8 +52,12 @@ def _check(schedule, no_verify):
               "direction).")
 @click.option("--fail-nodes", help="Failed nodes to remove first, e.g. '5,7' (survivors are "
               "renumbered).")
-@click.option("--time-limit", default=60.0, show_default=True, type=click.FloatRange(0),
-              help="ILP: seconds before early termination.")
+@click.option("--time-limit", type=click.FloatRange(0, min_open=True),
+              help="ILP: wall-clock seconds before early termination (default: none).")
+@click.option("--node-limit", type=click.IntRange(0),
+              help="ILP: branch-and-bound nodes per model (a limit independent of speed).")
+@click.option("--max-solves", type=click.IntRange(1),
+              help="ILP: models (horizons or windows) at most.")
 @click.option("--window", type=click.IntRange(1), help="ILP: time-clustering window (slots).")
 @click.option("--time-step", callback=_unit(units.parse_time, "--time-step"),
               help="TEN discretization factor f (default: automatic).")
@@ -65,7 +69,7 @@ def _check(schedule, no_verify):
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwind_degree,
-          fail_links, fail_nodes, time_limit, window, time_step, size, link_bandwidth,
+          fail_links, fail_nodes, time_limit, node_limit, max_solves, window, time_step, size, link_bandwidth,
           node_bandwidth, alpha, output, no_verify, as_json):
     """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
@@ -88,7 +92,8 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
     update, bar = _progress(f"ten-{method} {name} on {t.name}")
     with bar:
         s = synthesize(t, name, method=method, root=root, restarts=restarts, workers=workers,
-                       time_limit=time_limit, window=window, progress=update, **common)
+                       time_limit=time_limit, node_limit=node_limit, max_solves=max_solves,
+                       window=window, progress=update, **common)
     status = _check(s, no_verify)
     _write(s, output)
     m = dict(s.meta, link_model_time=_link_model(s, size).time)   # timed independently

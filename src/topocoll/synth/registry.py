@@ -90,7 +90,8 @@ ALGORITHMS = _table(
                "size": size_option, "seed": int_option(0), "restarts": int_option(1),
                "workers": int_option(1), "unwind_degree": int_option(1),
                "fail_links": any_option, "fail_nodes": any_option, "time_step": time_option,
-               "time_limit": time_option, "window": int_option(1)}),
+               "time_limit": time_option, "node_limit": int_option(0),
+               "max_solves": int_option(1), "window": int_option(1)}),
     Generator("torusrings", torus_rings.TORUS_RINGS_COLLECTIVES,
               "traditional torus schedule: ring collectives dimension after dimension "
               "(options multiport, dims)", torus_rings.torus_rings_schedule,

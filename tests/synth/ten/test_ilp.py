@@ -173,7 +173,7 @@ def tiny_instances(draw):
 @given(tiny_instances())
 def test_optimal_makespan_matches_exhaustive_search(inst):
     best = brute_force_makespan(*inst)
-    res = run(*inst, time_limit=30)
+    res = run(*inst)
     assert res.optimal and res.makespan == best
     # every result's last arrival is needed: dropping it breaks the schedule
     if len(res.events):
@@ -194,7 +194,7 @@ def test_ilp_beats_combinatorial_bounds(seed):
     lb = lower_bound(*inst)
     _, upper = shortest_path_events(*inst)
     assert lb < upper
-    res = run(*inst, time_limit=30)
+    res = run(*inst)
     assert res.solves >= 1
     assert res.optimal and res.makespan == brute_force_makespan(*inst)
     assert lb <= res.makespan <= upper
@@ -206,7 +206,7 @@ def test_heterogeneous_torus_ilp_improves_list_scheduling():
     steps = np.random.default_rng(1).integers(1, 3, src.size)
     pre, post = allgather(9)
     _, upper = shortest_path_events(9, src, dst, steps, pre, post)
-    res = run(9, src, dst, steps, pre, post, time_limit=30)
+    res = run(9, src, dst, steps, pre, post)
     assert res.optimal and res.solves >= 1 and res.makespan < upper
 
 
@@ -231,17 +231,42 @@ def test_time_clustering_on_torus_with_two_chunks_per_node():
     assert res.makespan >= lower_bound(9, src, dst, steps, *allgather(9, per=2))
 
 
+def _needs_two_horizons():
+    """A random instance whose first horizon (the lower bound) is proven infeasible, so the
+    ILP needs a second model to finish."""
+    for seed in range(200):
+        inst = random_instance(seed)
+        full = run(*inst)
+        if full.makespan > lower_bound(*inst) and full.solves >= 2:
+            return inst, full
+    raise AssertionError("no random instance needs two horizons")
+
+
 @pytest.mark.parametrize("early_stop", [True, False])
-@pytest.mark.parametrize("window", [None, 2])
-def test_time_limit_still_returns_valid_schedule(early_stop, window):
-    # 4x4 torus, 1-2 slot links: the ILP needs seconds, the limit is 10 ms
+def test_model_limit_stops_the_horizon_search(early_stop):
+    inst, full = _needs_two_horizons()
+    res = run(*inst, max_solves=1, early_stop=early_stop)
+    assert res.status == 1 and res.success and not res.optimal and res.solves == 1
+    assert res.status_name == "LIMIT" and "limit" in res.message
+    assert res.makespan >= full.makespan and res.lower_bound < full.makespan
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_model_limit_stops_time_clustering(early_stop):
     t = topology("torus:4x4")
     src, dst = np.asarray(t.src), np.asarray(t.dst)
     steps = np.random.default_rng(1).integers(1, 3, src.size)
-    res = run(16, src, dst, steps, *allgather(16), time_limit=0.01, early_stop=early_stop,
-              window=window)
-    assert res.status == 1 or res.optimal
-    assert res.solves >= 1
+    res = run(16, src, dst, steps, *allgather(16), max_solves=1, early_stop=early_stop,
+              window=2)
+    assert res.solves == 1 and (res.status == 1 or res.optimal)
+    assert res.source in ("windows", "windows+shortest-paths", "list-scheduling")
+
+
+@pytest.mark.parametrize("node_limit", [0, 1, 50])
+def test_node_limit_still_returns_a_valid_schedule(node_limit):
+    inst = random_instance(93)
+    res = run(*inst, node_limit=node_limit)       # run() checks the schedule
+    assert res.status in (0, 1, 5) and res.solves >= 1
 
 
 def test_completion_of_partial_schedule():
@@ -323,6 +348,10 @@ def _base():
     (dict(pre=np.array([[1, 0, 0], [0, 0, 0], [0, 0, 1]], dtype=bool)), SpecError),
     (dict(time_limit=0), SpecError),
     (dict(time_limit="10s"), InputTypeError),
+    (dict(node_limit=-1), SpecError),
+    (dict(node_limit=1.5), InputTypeError),
+    (dict(max_solves=0), SpecError),
+    (dict(max_solves=True), InputTypeError),
     (dict(window=0), SpecError),
     (dict(window=1.5), InputTypeError),
 ])

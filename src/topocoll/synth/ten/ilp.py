@@ -46,14 +46,15 @@ is better) from the previous window's end state (holdings, chunks in flight, bus
 >>> n = 4                                    # unidirectional ring 0 -> 1 -> 2 -> 3 -> 0
 >>> src = np.arange(n); dst = (src + 1) % n; steps = np.ones(n, dtype=np.int64)
 >>> pre = np.eye(n, dtype=bool); post = np.ones((n, n), dtype=bool)   # allgather
->>> res = ilp_events(n, src, dst, steps, pre, post, time_limit=10)
->>> res.makespan, res.status, res.optimal, len(res.events)
-(3, 0, True, 12)
+>>> res = ilp_events(n, src, dst, steps, pre, post)
+>>> res.makespan, res.status_name, res.optimal, len(res.events)
+(3, 'SUCCESS', True, 12)
 >>> res.events[:2].tolist()
 [(0, 0, 0), (1, 1, 0)]
 """
 
 import bisect
+import math
 import heapq
 import operator
 import time
@@ -64,19 +65,21 @@ import scipy.sparse as sp
 
 from ...errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError, SpecError,
                       TopologyError)
-from ...highs import solver as new_solver
+from ...highs import solver as new_solver, status_of
+from ...results import Result, Status
 from .greedy import EVENT_DTYPE  # one TEN send record, shared with the greedy
 
 __all__ = ["ilp_events", "IlpResult", "EVENT_DTYPE", "STATUS_MESSAGES", "lower_bound",
            "shortest_path_events"]
 
 
-#: Our status codes (scipy.optimize style) and what they mean.
+#: What each result status (:mod:`topocoll.results`) means for the ILP.
 STATUS_MESSAGES = {
-    0: "optimal: makespan proven minimal",
-    1: "time limit reached: best result completed along shortest paths, minimality not proven",
-    2: "solver failed: best schedule found so far returned, minimality not proven",
-    3: "feasible schedule from time clustering, minimality not proven",
+    Status.SUCCESS: "optimal: makespan proven minimal",
+    Status.LIMIT: "a time, node or model limit was reached: best schedule found returned, "
+                  "minimality not proven",
+    Status.NOT_PROVEN: "feasible schedule from time clustering, minimality not proven",
+    Status.FAILED: "solver failed: best schedule found so far returned, minimality not proven",
 }
 
 _INF = 1 << 40          # "never": large, but far from int64 overflow when slots are added
@@ -84,23 +87,12 @@ _TRIALS = 8             # routing orders tried by the list-scheduling upper boun
 _MAX_WINDOWS = 10_000   # guard against a time-clustering loop that stops progressing
 
 
-def _highs_status_table():
-    """The ONE map from HiGHS model statuses to our status codes; ``None`` = no decision."""
-    import highspy
-    s = highspy.HighsModelStatus
-    return {
-        s.kOptimal: 0,
-        s.kTimeLimit: 1, s.kIterationLimit: 1, s.kSolutionLimit: 1, s.kInterrupt: 1,
-        s.kHighsInterrupt: 1, s.kObjectiveBound: 1, s.kObjectiveTarget: 1,
-        # a feasibility model proven infeasible is a settled question (the horizon is too
-        # short); delivery-maximising models are never infeasible. Anything else: failure
-        s.kInfeasible: 0,
-    }
-
-
-@dataclass(frozen=True)
-class IlpResult:
-    """Outcome of :func:`ilp_events`.
+@dataclass
+class IlpResult(Result):
+    """Outcome of :func:`ilp_events`: a :class:`~topocoll.results.Result` whose ``status`` is
+    0 (``SUCCESS``: the makespan is proven minimal), 1 (``LIMIT``: a time, node or model limit
+    stopped the search), 2 (``NOT_PROVEN``: time clustering) or 5 (``FAILED``: HiGHS failed);
+    in every case ``events`` is a valid schedule (:data:`STATUS_MESSAGES`).
 
     Attributes
     ----------
@@ -109,10 +101,6 @@ class IlpResult:
     makespan : int
         Largest arrival slot (``start + link_steps[link]``); 0 when ``pre`` already meets
         ``post``.
-    status : int
-        Key of :data:`STATUS_MESSAGES`.
-    message : str
-        Human readable status, with how the result was obtained.
     optimal : bool
         The makespan is proven minimal (``makespan == lower_bound``).
     lower_bound : int
@@ -126,8 +114,6 @@ class IlpResult:
 
     events: np.ndarray
     makespan: int
-    status: int
-    message: str
     optimal: bool
     lower_bound: int
     solves: int = 0
@@ -186,10 +172,12 @@ def _validate(num_nodes, link_src, link_dst, link_steps, pre, post, time_limit, 
     if orphan.size:
         raise SpecError(f"every chunk must be held by some node at slot 0; chunk {orphan[0]} "
                         f"is held by none")
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)):
-        raise InputTypeError(f"time_limit must be a number of seconds, got {time_limit!r}")
-    if not time_limit > 0:
-        raise SpecError(f"time_limit must be > 0 seconds, got {time_limit}")
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)):
+            raise InputTypeError(f"time_limit must be a number of seconds, got {time_limit!r}")
+        if not time_limit > 0:
+            raise SpecError(f"time_limit must be > 0 seconds, got {time_limit}")
+        time_limit = float(time_limit)
     if window is not None:
         try:
             window = operator.index(window)
@@ -198,7 +186,22 @@ def _validate(num_nodes, link_src, link_dst, link_steps, pre, post, time_limit, 
                                  f"{window!r}") from None
         if window < 1:
             raise SpecError(f"window must be >= 1 slot, got {window}")
-    return num_nodes, src, dst, steps, pre, post, float(time_limit), window
+    return num_nodes, src, dst, steps, pre, post, time_limit, window
+
+
+def _optional_count(name, value, least):
+    """``value`` as an int >= ``least``, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InputTypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise InputTypeError(f"{name} must be an integer, got {value!r}") from None
+    if value < least:
+        raise SpecError(f"{name} must be >= {least}, got {value}")
+    return value
 
 
 # ------------------------------------------------------------------------------ combinatorics
@@ -591,13 +594,16 @@ def _build(state, horizon, send_end, value, src, dst, steps, slack, useful=None,
     return _Model(xc, xl, xs, nx + nh, matrix, row_upper, cost, hold_index, avail)
 
 
-def _solve(model, time_limit, seed, hint, table, require=None):
-    """Maximise ``model.cost`` with HiGHS, the columns ``require`` fixed to 1; returns (our
-    status, x or None, dual bound, objective). A proven infeasible model gives (0, None)."""
+def _solve(model, time_limit, node_limit, seed, hint, require=None):
+    """Maximise ``model.cost`` with HiGHS, the columns ``require`` fixed to 1; returns (result
+    status, x or None, dual bound, objective). A proven infeasible model gives
+    (``INFEASIBLE``, None); ``time_limit`` None means none."""
     if model.num_vars == 0:                   # nothing can move: HiGHS calls that an error
-        return 0, np.zeros(0), 0.0, 0.0
+        return Status.SUCCESS, np.zeros(0), 0.0, 0.0
     import highspy
-    h = new_solver(time_limit=max(float(time_limit), 1e-3), seed=seed)
+    limits = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
+    h = new_solver(time_limit=None if time_limit is None else max(float(time_limit), 1e-3),
+                   seed=seed, **limits)
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_vars
     lp.num_row_ = model.matrix.shape[0]
@@ -625,7 +631,7 @@ def _solve(model, time_limit, seed, hint, table, require=None):
         sol.col_value = hint.tolist()
         h.setSolution(sol)
     h.run()
-    status = table.get(h.getModelStatus())
+    status = status_of(h.getModelStatus())
     info = h.getInfo()
     x = None
     if info.primal_solution_status == 2:         # kSolutionStatusFeasible
@@ -656,8 +662,9 @@ def _hint(model, events, steps, src, dst):
 
 # ------------------------------------------------------------------------------ entry point
 
-def ilp_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, time_limit=60.0,
-               window=None, early_stop=True, seed=0, progress=None):
+def ilp_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, time_limit=None,
+               node_limit=None, max_solves=None, window=None, early_stop=True, seed=0,
+               progress=None):
     """Schedule chunk sends on a time-expanded network with an ILP (TACOS-ILP).
 
     Parameters
@@ -671,14 +678,20 @@ def ilp_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, time_lim
         ``t + link_steps[l]``.
     pre, post : numpy.ndarray of bool, shape (num_chunks, num_nodes)
         Who holds chunk ``c`` at slot 0 / must hold it at the end.
-    time_limit : float
+    time_limit : float, optional
         Wall-clock seconds for all ILP solves together (the polynomial list scheduling that
-        gives the upper bound is not counted). The first model is always tried.
+        gives the upper bound is not counted). The first model is always tried. Default: none.
+    node_limit : int, optional
+        Branch-and-bound nodes per ILP model (HiGHS ``mip_max_nodes``): a limit that does not
+        depend on the machine's speed.
+    max_solves : int, optional
+        ILP models at most (horizons, or windows with ``window``); reaching it stops the search
+        with status 1, whatever the machine's speed.
     window : int, optional
         Time clustering: solve windows of this many slots in sequence.
     early_stop : bool
-        At the time limit, complete the best incumbent along shortest paths; if False, return
-        the best *complete* schedule found so far instead.
+        At a limit, complete the best incumbent along shortest paths; if False, return the best
+        *complete* schedule found so far instead.
     seed : int
         Seeds the routing orders of the list-scheduling bound and HiGHS.
     progress : callable, optional
@@ -702,29 +715,32 @@ def ilp_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, time_lim
     >>> import numpy as np
     >>> src, dst = np.array([0, 1, 1, 2]), np.array([1, 0, 2, 1])
     >>> pre = np.array([[True, False, False]]); post = np.ones((1, 3), dtype=bool)
-    >>> res = ilp_events(3, src, dst, np.full(4, 2), pre, post, time_limit=10)
+    >>> res = ilp_events(3, src, dst, np.full(4, 2), pre, post, node_limit=1000)
     >>> res.makespan, res.optimal, res.events.tolist()
     (4, True, [(0, 0, 0), (0, 2, 2)])
     """
     num_nodes, src, dst, steps, pre, post, time_limit, window = _validate(
         num_nodes, link_src, link_dst, link_steps, pre, post, time_limit, window)
+    node_limit = _optional_count("node_limit", node_limit, 0)
+    max_solves = _optional_count("max_solves", max_solves, 1)
     need = post & ~pre
     earliest = _earliest(np.where(pre, 0, _INF), src, dst, steps)
     _check_reachable(earliest, need)
     if not need.any():
-        return IlpResult(_as_events([]), 0, 0, STATUS_MESSAGES[0] + " (post holds at slot 0)",
-                         True, 0, 0, "pre")
+        return IlpResult(_as_events([]), 0, True, 0, 0, "pre", status=Status.SUCCESS,
+                         message=STATUS_MESSAGES[Status.SUCCESS] + " (post holds at slot 0)")
     lb = _lower_bound(earliest, need, src, dst, steps)
     dist = _distances(num_nodes, src, dst, steps)
     out_links = _out_links(num_nodes, src)
     rng = np.random.default_rng(seed)
     upper, upper_span = _list_schedule(pre, post, need, earliest, src, dst, steps, out_links,
                                        rng, _TRIALS)
-    table = _highs_status_table()
     # the time limit is for the ILP solves: list scheduling is polynomial and always runs
+    deadline = math.inf if time_limit is None else time.monotonic() + time_limit
     ctx = dict(pre=pre, post=post, need=need, src=src, dst=dst, steps=steps, dist=dist,
-               out_links=out_links, rng=rng, seed=seed, deadline=time.monotonic() + time_limit,
-               early_stop=early_stop, progress=progress, table=table, time_limit=time_limit)
+               out_links=out_links, rng=rng, seed=seed, deadline=deadline,
+               early_stop=early_stop, progress=progress, time_limit=time_limit,
+               node_limit=node_limit, max_solves=max_solves or _MAX_WINDOWS)
     if window is None:
         return _horizon_search(ctx, lb, upper, upper_span)
     return _time_clusters(ctx, window, lb, upper, upper_span)
@@ -734,11 +750,11 @@ def _result(events, steps, status, lb, solves, source, note=""):
     span = _makespan(events, steps)
     optimal = span <= lb
     if optimal:
-        status = 0
+        status = Status.SUCCESS
     message = STATUS_MESSAGES[status] + f" ({source}, makespan {span}, lower bound {lb}"
     message += f", {solves} ILP solves{note})"
-    return IlpResult(_as_events(events), span, status, message, optimal, min(lb, span),
-                     solves, source)
+    return IlpResult(_as_events(events), span, optimal, min(lb, span), solves, source,
+                     status=status, message=message)
 
 
 def _extract(model, x):
@@ -758,18 +774,18 @@ def _horizon_search(ctx, lb, upper, upper_span):
     its incumbent is completed along shortest paths (early termination)."""
     pre, post, need, src, dst, steps = (ctx[k] for k in ("pre", "post", "need", "src", "dst",
                                                           "steps"))
-    best, best_source, status, solves, note = upper, "list-scheduling", 0, 0, ""
+    best, best_source, status, solves, note = upper, "list-scheduling", Status.SUCCESS, 0, ""
     target = int(need.sum())
     slack = _to_needed(need, ctx["dist"])
     total = max(upper_span - lb, 0)
     state = (np.where(pre, 0, _INF).astype(np.int64), np.zeros(src.size, np.int64), 0)
     value = need.astype(float)
-    reserve = 0.1 * ctx["time_limit"] if ctx["early_stop"] else 0.0
+    reserve = 0.1 * ctx["time_limit"] if ctx["early_stop"] and ctx["time_limit"] else 0.0
     horizon = lb
     while horizon < _makespan(best, steps):
         remaining = ctx["deadline"] - time.monotonic() - reserve
-        if remaining <= 0 and solves:     # the first horizon is always tried, however briefly
-            status = 1
+        if solves and (remaining <= 0 or solves >= ctx["max_solves"]):
+            status = Status.LIMIT         # the first horizon is always tried, however briefly
             break
         model = _build(state, horizon, horizon, value, src, dst, steps, slack)
         goal = [model.hold_index.get((c, n)) for c, n in np.argwhere(need).tolist()]
@@ -777,22 +793,23 @@ def _horizon_search(ctx, lb, upper, upper_span):
             lb = horizon = horizon + 1    # some needed pair cannot be reached by this horizon
             continue
         require = np.array([pos + size - 1 for pos, _, size in goal], dtype=np.int64)
-        code, x, _, _ = _solve(model, remaining, ctx["seed"] + horizon, None, ctx["table"],
-                               require=require)
+        code, x, _, _ = _solve(model, None if math.isinf(remaining) else remaining,
+                               ctx["node_limit"], ctx["seed"] + horizon, None, require=require)
         solves += 1
         if ctx["progress"] is not None:
             ctx["progress"](min(solves, total), total)
         if x is not None:
             best, best_source = _prune(_extract(model, x), pre, post, src, dst, steps), "ilp"
             break
-        if code == 0:                     # proven infeasible: the makespan exceeds horizon
+        if code == Status.INFEASIBLE:     # proven: the makespan exceeds horizon
             lb = horizon = horizon + 1
             continue
-        status = 1 if code == 1 else 2
+        status = Status.LIMIT if code == Status.LIMIT else Status.FAILED
         if ctx["early_stop"]:
             hint = _hint(model, upper, steps, src, dst)
             left = ctx["deadline"] - time.monotonic()
-            code, x, _, obj = _solve(model, left, ctx["seed"] + horizon, hint, ctx["table"])
+            code, x, _, obj = _solve(model, None if math.isinf(left) else left,
+                                     ctx["node_limit"], ctx["seed"] + horizon, hint)
             solves += 1
             if x is not None:
                 partial = _extract(model, x)
@@ -816,7 +833,7 @@ def _time_clusters(ctx, window, lb, upper, upper_span):
     num_chunks, num_nodes = pre.shape
     avail = np.where(pre, 0, _INF).astype(np.int64)
     free = np.zeros(src.size, np.int64)
-    events, solves, status, source = [], 0, 3, "windows"
+    events, solves, status, source = [], 0, Status.NOT_PROVEN, "windows"
     total = -(-upper_span // window)
     kmax = int(steps.max())
     t0 = 0
@@ -824,8 +841,8 @@ def _time_clusters(ctx, window, lb, upper, upper_span):
         missing = need & (avail >= _INF)
         if not missing.any():
             break
-        if (time.monotonic() >= ctx["deadline"] and solves) or solves >= _MAX_WINDOWS:
-            status = 1
+        if solves and (time.monotonic() >= ctx["deadline"] or solves >= ctx["max_solves"]):
+            status = Status.LIMIT
             break
         # progress value of holding c at n: deliveries first, then how much closer n is than
         # the current holders to every node still missing c
@@ -839,8 +856,9 @@ def _time_clusters(ctx, window, lb, upper, upper_span):
         in_flight = ((avail > t0) & (avail < _INF)).any() or (free > t0).any()
         model = _build((avail, free, t0), horizon, t0 + window - 1, value, src, dst, steps,
                        np.zeros_like(avail), useful, early=1.0 / (window + kmax + 1))
-        code, x, _, _ = _solve(model, ctx["deadline"] - time.monotonic(), ctx["seed"] + t0,
-                               None, ctx["table"])
+        left = ctx["deadline"] - time.monotonic()
+        code, x, _, _ = _solve(model, None if math.isinf(left) else left, ctx["node_limit"],
+                               ctx["seed"] + t0, None)
         solves += 1
         if ctx["progress"] is not None:
             ctx["progress"](min(solves, total), max(total, solves))
@@ -850,12 +868,11 @@ def _time_clusters(ctx, window, lb, upper, upper_span):
             avail[c, dst[l]] = min(avail[c, dst[l]], a)
             free[l] = max(free[l], a)
         events += new
-        if code != 0:
-            status = 1 if code == 1 else 2
+        if code not in (Status.SUCCESS, Status.INFEASIBLE):
+            status = Status.LIMIT if code == Status.LIMIT else Status.FAILED
             break
         if not new and not in_flight:
-            status = 2        # the state is unchanged, so every later window would be alike
-            break
+            break             # the state is unchanged, so every later window would be alike
         t0 += window
     if (need & (avail >= _INF)).any():
         if ctx["early_stop"] or not events:

@@ -317,16 +317,16 @@ def _run_greedy(problem, seed, restarts, workers, progress):
                                                 "best_seed": seeds[best]}
 
 
-def _run_ilp(problem, seed, time_limit, window, progress):
+def _run_ilp(problem, seed, limits, window, progress):
     try:
         from .ilp import ilp_events
     except ImportError:
         raise UnsupportedError("method ilp needs topocoll.synth.ten.ilp, which is not "
                                "installed; use method greedy") from None
-    res = ilp_events(*problem.arrays(), time_limit=float(time_limit), window=window,
-                     early_stop=True, seed=seed, progress=progress)
-    info = {"ilp_status": int(res.status), "ilp_message": str(res.message),
-            "ilp_optimal": bool(res.optimal)}
+    res = ilp_events(*problem.arrays(), **limits, window=window, early_stop=True, seed=seed,
+                     progress=progress)
+    info = {"ilp_status": int(res.status), "ilp_status_name": res.status_name,
+            "ilp_message": str(res.message), "ilp_optimal": bool(res.optimal)}
     return res.events, int(res.makespan), info
 
 
@@ -352,8 +352,8 @@ def _check_degree(k):
 
 def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
                root=None, seed=0, restarts=1, workers=None, unwind_degree=None,
-               fail_links=None, fail_nodes=None, time_step=None, time_limit=60.0,
-               window=None, progress=None):
+               fail_links=None, fail_nodes=None, time_step=None, time_limit=None,
+               node_limit=None, max_solves=None, window=None, progress=None):
     """Synthesize a schedule of any collective on any topology through the TEN.
 
     Parameters
@@ -386,8 +386,11 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         Nodes to remove (the survivors are renumbered, see ``meta["nodes_kept"]``).
     time_step : float or str, optional
         The discretization factor f (default: automatic, see :func:`discretize`).
-    time_limit : float
-        ILP: seconds before early termination.
+    time_limit : float, optional
+        ILP: wall-clock seconds before early termination (default: none).
+    node_limit, max_solves : int, optional
+        ILP: branch-and-bound nodes per model and models at most; limits that do not depend
+        on the machine's speed (see :func:`~topocoll.synth.ten.ilp.ilp_events`).
     window : int, optional
         ILP: time clustering window in slots.
     progress : callable, optional
@@ -429,8 +432,8 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         raise UnsupportedError(f"{coll.name} takes no root")
     size = parse_size(size)
     opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
-                workers=workers, time_step=time_step, time_limit=time_limit, window=window,
-                progress=progress)
+                workers=workers, time_step=time_step, window=window, progress=progress,
+                limits=dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves))
     if coll.name == "allreduce":
         rs = _synth_one(topo, _collective("reduce_scatter"), None, **opts)
         ag = _synth_one(topo, _collective("allgather"), None, **opts)
@@ -455,12 +458,12 @@ def _phase(meta):
 
 
 def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
-               time_limit, window, progress):
+               limits, window, progress):
     if coll.name in _REVERSED:
         base = _collective(_REVERSED[coll.name])
         fwd = _synth_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
                          seed=seed, restarts=restarts, workers=workers, time_step=time_step,
-                         time_limit=time_limit, window=window, progress=progress)
+                         limits=limits, window=window, progress=progress)
         out = reverse(fwd, coll, topo)
         meta = dict(fwd.meta)
         meta["reversed_from"] = base.name
@@ -469,7 +472,7 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
     if method == "greedy":
         events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress)
     else:
-        events, makespan, info = _run_ilp(problem, seed, time_limit, window, progress)
+        events, makespan, info = _run_ilp(problem, seed, limits, window, progress)
     bound = chunk_lower_bound(problem)
     meta = {"method": method, "seed": int(seed), "restarts": int(restarts),
             "chunks": int(chunks), "size": float(size), "time_step": problem.time_step,
