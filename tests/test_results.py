@@ -52,3 +52,17 @@ def test_bad_input_errors_are_value_or_type_errors():
         # the runtime's process-group failures are not bad input; everything else is
         if cls is not TopocollError and not issubclass(cls, errors.ProcessGroupError):
             assert issubclass(cls, (ValueError, TypeError)), cls
+
+
+@pytest.mark.parametrize("where, name", [
+    ("topocoll.finder", "FindResult"), ("topocoll.synth.ten.ilp", "IlpResult"),
+    ("topocoll.throughput", "AlltoallResult"), ("topocoll.throughput", "RewireResult"),
+    ("topocoll.gossip.analysis", "GossipAnalysis"), ("topocoll.studies.compare", "CompareResult"),
+])
+def test_every_solver_like_entry_point_returns_a_result(where, name):
+    import importlib
+
+    cls = getattr(importlib.import_module(where), name)
+    assert issubclass(cls, Result)
+    # no class keeps a status table of its own
+    assert "status" not in cls.__dict__.get("__annotations__", {})
