@@ -119,8 +119,9 @@ class DecentralizedDataParallel:
     group : ProcessGroup, optional
         The process group (default: the world); topology ranks are ranks of this group.
     broadcast_parameters : bool
-        Copy group rank 0's parameters and buffers to every rank first (as DDP does), so all
-        replicas start equal. Pass False to keep each rank's own ``x^0``.
+        Copy group rank 0's parameters (those that do not train too) and buffers to every rank
+        first (as DDP does), so all replicas start equal. Pass False to keep each rank's own
+        ``x^0``.
     topology_options : dict, optional
         Keyword arguments for the built-in topology named by ``topology`` (e.g. ``local_size``).
 
@@ -134,7 +135,8 @@ class DecentralizedDataParallel:
     Every method that communicates (the constructor, :meth:`step`, :meth:`global_avg`,
     :meth:`load_state_dict`, :meth:`close`) is collective: all ranks of the group call it, in
     the same order. Call :meth:`close` (or :meth:`global_avg`) before destroying the process
-    group, so that no gossip is left in flight.
+    group, so that no gossip is left in flight; a wrapper dropped without ``close()`` finishes
+    its gossip when it is collected (on every rank), so later calls are not confused by it.
     """
 
     def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
@@ -173,13 +175,16 @@ class DecentralizedDataParallel:
         for p in params:
             _check_tensor(p, "every parameter")
         self._buckets = _make_buckets(params, float(bucket_size_mb) * 2 ** 20)
+        # parameters that do not train are not gossiped, but start equal and are averaged by
+        # global_avg like the rest (as torch's DistributedDataParallel treats them)
+        self._frozen = [p for p in module.parameters() if not p.requires_grad]
         if broadcast_parameters and self.world_size > 1:
             src = 0 if group is None else dist.get_global_rank(group, 0)
             with torch.no_grad():
                 for b in self._buckets:
                     dist.broadcast(b.flat, src=src, group=group)
-                for buf in module.buffers():
-                    dist.broadcast(buf, src=src, group=group)
+                for t in self._frozen + list(module.buffers()):
+                    dist.broadcast(t.data, src=src, group=group)
         self._params = params
         self.lr = None if lr is None else float(lr)
         self.optimizer = None  # plain SGD needs none (and torch.optim costs seconds to import)
@@ -235,7 +240,7 @@ class DecentralizedDataParallel:
         for tag, b in enumerate(self._buckets):
             b.send.copy_(b.flat)  # the snapshot x^k; the parameters stay usable meanwhile
             handles.append(_launch(b.send, plan, b.recv_buffers(len(plan.sources)), self.group,
-                                   TAG_BASE + tag, out=b.flat))
+                                   TAG_BASE + tag, out=b.flat, iteration=self.iteration))
         self._pending = handles
 
     def _drain(self):
@@ -286,7 +291,8 @@ class DecentralizedDataParallel:
         """Replace every replica by the average over all ranks (before evaluation). Collective.
 
         The gossip in flight is dropped; the next :meth:`step` mixes the averaged iterate.
-        ``buffers`` also averages floating-point buffers (e.g. batch-norm statistics).
+        Floating-point parameters that do not train are averaged too; ``buffers`` also
+        averages floating-point buffers (e.g. batch-norm statistics).
         """
         import torch
         import torch.distributed as dist
@@ -295,6 +301,7 @@ class DecentralizedDataParallel:
         self._drain()
         with torch.no_grad():
             tensors = [b.flat for b in self._buckets]
+            tensors += [p.data for p in self._frozen if p.is_floating_point()]
             if buffers:
                 tensors += [t for t in self.module.buffers() if t.is_floating_point()]
             for t in tensors:

@@ -24,7 +24,33 @@ import traceback
 
 from ..errors import InputTypeError, ProcessGroupError
 
-__all__ = ["group_info", "single_process_group", "run_local"]
+__all__ = ["group_info", "single_process_group", "run_local", "report_iteration"]
+
+#: Seconds run_local keeps listening after the first failure, so that the rank that failed
+#: first (not a neighbour that lost its connection to it) is the one named.
+_GRACE = 2.0
+#: Words of a traceback that mean "a peer went away", the consequence of a failure elsewhere.
+_PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe",
+              "DistNetworkError", "Socket closed", "Timed out waiting")
+
+# Set in each process that run_local starts: (shared array, this rank). The array holds, per
+# rank, the iteration whose exchange it entered last and the one it finished last. It is
+# process-local by construction (a child of run_local) and only report_iteration writes it.
+_progress = None
+
+
+def report_iteration(iteration, *, entering=False):
+    """Record that this rank entered (``entering=True``) or finished the exchange of iteration
+    ``iteration``; a no-op outside :func:`run_local`.
+
+    :func:`~topocoll.runtime.neighbor_allreduce` and
+    :class:`~topocoll.runtime.DecentralizedDataParallel` call it, so that when a run times out
+    :func:`run_local` can say which ranks did not finish, which of them wait inside an exchange
+    and which hang outside one (in their own code).
+    """
+    if _progress is not None:
+        array, rank = _progress
+        array[2 * rank + (0 if entering else 1)] = int(iteration)
 
 
 def group_info(group=None):
@@ -71,10 +97,13 @@ def single_process_group(backend="gloo"):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _worker(rank, world_size, fn, args, init_method, backend, timeout, num_threads, results):
+def _worker(rank, world_size, fn, args, init_method, backend, timeout, num_threads, results,
+            progress):
     import torch
     import torch.distributed as dist
 
+    global _progress
+    _progress = (progress, rank)
     try:
         if num_threads is not None:
             torch.set_num_threads(num_threads)
@@ -126,8 +155,13 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
 
     Raises
     ------
-    RuntimeError
-        A rank raised (the message holds its traceback), died, or the run timed out.
+    ProcessGroupError
+        A rank raised or died (the message names it first, then the ranks that failed because
+        they lost it, with tracebacks), or the run timed out (the message names the ranks that
+        did not finish and the last iteration each reported, see :func:`report_iteration`).
+    InputTypeError
+        Bad arguments, or ``fn`` or ``args`` cannot be pickled for a ``"spawn"`` or
+        ``"forkserver"`` start.
     """
     import torch.multiprocessing as mp
 
@@ -138,47 +172,130 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         raise InputTypeError(f"num_threads must be a positive integer or None, got {num_threads!r}")
     if not callable(fn):
         raise InputTypeError(f"fn must be callable, got {type(fn).__name__}")
+    if start_method != "fork":
+        _check_picklable(fn, args, start_method)
     ctx = mp.get_context(start_method)
     folder = tempfile.mkdtemp(prefix="topocoll-pg-")
     results = ctx.Queue()
+    progress = ctx.Array("q", [-1] * (2 * world_size), lock=False)
     procs = [ctx.Process(target=_worker, daemon=True,
                          args=(r, world_size, fn, tuple(args), f"file://{folder}/store", backend,
-                               timeout, num_threads, results))
+                               timeout, num_threads, results, progress))
              for r in range(world_size)]
-    values, failure = {}, None
+    values, failures, dead = {}, {}, {}
     deadline = time.monotonic() + timeout
+    settle = None            # when to stop listening once something failed
+    timed_out = False
     try:
         for p in procs:
             p.start()
-        while len(values) < world_size and failure is None:
+        while len(values) + len(failures) + len(dead) < world_size:
+            now = time.monotonic()
+            if settle is not None and now > settle:
+                break
+            if now > deadline:
+                timed_out = True
+                break
             try:
                 rank, ok, value = results.get(timeout=0.05)
             except _queue.Empty:
-                if time.monotonic() > deadline:
-                    failure = f"run_local timed out after {timeout:g} s"
-                else:
-                    dead = [r for r, p in enumerate(procs)
-                            if r not in values and p.exitcode not in (None, 0)]
-                    if dead:
-                        # A last look: the rank may have reported just before it exited.
-                        time.sleep(0.2)
-                        if results.empty():
-                            failure = (f"rank {dead[0]} died with exit code "
-                                       f"{procs[dead[0]].exitcode}")
+                for r, p in enumerate(procs):
+                    if r not in values and r not in failures and r not in dead \
+                            and p.exitcode not in (None, 0):
+                        time.sleep(0.2)          # it may have reported just before it exited
+                        _drain_queue(results, values, failures)
+                        if r not in values and r not in failures:
+                            dead[r] = p.exitcode
+                if (failures or dead) and settle is None:
+                    settle = time.monotonic() + _GRACE
                 continue
             if ok:
                 values[rank] = value
             else:
-                failure = f"rank {rank} raised:\n{value}"
+                failures[rank] = value
+                if settle is None:
+                    settle = time.monotonic() + _GRACE
     finally:
         for p in procs:
-            p.join(timeout=5.0 if failure is None else 0.5)
+            p.join(timeout=5.0 if not (failures or dead or timed_out) else 0.5)
         for p in procs:
             if p.is_alive():
                 p.kill()
                 p.join()
         results.close()
         shutil.rmtree(folder, ignore_errors=True)
-    if failure is not None:
-        raise RuntimeError(failure)
+    if failures or dead:
+        raise ProcessGroupError(_failure_report(failures, dead))
+    if timed_out:
+        raise ProcessGroupError(_timeout_report(timeout, world_size, values, progress))
     return [values[r] for r in range(world_size)]
+
+
+def _check_picklable(fn, args, start_method):
+    """Fail now, naming ``fn``, if a spawned process could not receive it."""
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    name = getattr(fn, "__qualname__", repr(fn))
+    try:
+        ForkingPickler.dumps(fn)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        raise InputTypeError(
+            f"run_local: fn {name} cannot be pickled, and start_method={start_method!r} must "
+            f"send it to new processes: define it at module level in an importable module "
+            f"(not a lambda or a local function), or use start_method='fork' ({exc})") from None
+    try:
+        ForkingPickler.dumps(tuple(args))
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        raise InputTypeError(f"run_local: the args of {name} cannot be pickled for "
+                             f"start_method={start_method!r} ({exc})") from None
+
+
+def _drain_queue(results, values, failures):
+    while True:
+        try:
+            rank, ok, value = results.get_nowait()
+        except _queue.Empty:
+            return
+        (values if ok else failures)[rank] = value
+
+
+def _secondary(text):
+    """True if a traceback says only that a peer went away."""
+    return any(word in text for word in _PEER_LOST)
+
+
+def _failure_report(failures, dead):
+    """The first line names the rank that failed first: one that died without a word, else one
+    that raised for a reason of its own, else the first to report; the rest follow."""
+    lines = []
+    for rank, code in sorted(dead.items()):
+        lines.append(f"rank {rank} died with exit code {code}")
+    own = sorted(r for r, text in failures.items() if not _secondary(text))
+    lost = sorted(r for r in failures if r not in own)
+    for rank in own + lost:
+        tail = " (after losing a peer)" if rank in lost and (dead or own) else ""
+        lines.append(f"rank {rank} raised{tail}:\n{failures[rank].rstrip()}")
+    return "\n".join(lines)
+
+
+def _timeout_report(timeout, world_size, values, progress):
+    """Ranks outside any exchange first (they hang in their own code: the likely culprits),
+    then the ranks waiting inside an exchange for them."""
+    outside, inside = [], []
+    for r in range(world_size):
+        if r in values:
+            continue
+        entered, finished = progress[2 * r], progress[2 * r + 1]
+        if entered > finished:
+            inside.append(f"rank {r} waits inside the exchange of iteration {entered}")
+        elif finished < 0:
+            outside.append(f"rank {r} never reached an exchange")
+        else:
+            outside.append(f"rank {r} is outside any exchange after finishing iteration "
+                           f"{finished}")
+    stuck = len(outside) + len(inside)
+    done = sorted(values)
+    finished = f"; ranks {', '.join(map(str, done))} finished" if done else ""
+    return (f"run_local timed out after {timeout:g} s: {stuck} of {world_size} ranks did not "
+            f"finish: {'; '.join(outside + inside)}{finished}")

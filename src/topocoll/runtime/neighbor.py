@@ -13,6 +13,12 @@ A static topology is one matrix; a dynamic one is a :class:`topocoll.gossip.Goss
 (``matrix(k)``) or a callable ``k -> W``; ``iteration`` picks ``W_k``. Every rank of the group
 must call with the same topology, iteration, shape and dtype, in the same order.
 
+Receive buffers come from a per-process pool (:data:`_POOL`): a call takes buffers of its
+tensor's shape, dtype and device and gives them back when its result is combined, so steady
+gossip allocates (and page-faults) nothing; :func:`release_buffers` empties the pool. A handle
+dropped without :meth:`NeighborHandle.wait` finishes its messages when it is collected, so the
+next call between the same ranks is not confused by them.
+
 >>> import torch
 >>> from topocoll.runtime import single_process_group
 >>> with single_process_group():
@@ -21,22 +27,63 @@ must call with the same topology, iteration, shape and dtype, in the same order.
 """
 
 from ..errors import InputTypeError
-from .launch import group_info
+from .launch import group_info, report_iteration
 from .mixing import as_mixing
 
-__all__ = ["neighbor_allreduce", "NeighborHandle"]
+__all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers"]
+
+
+class _BufferPool:
+    """Free tensors by (shape, dtype, device); at most :attr:`keep` of each kind are kept."""
+
+    keep = 16
+
+    def __init__(self):
+        self._free = {}
+
+    def take(self, like, count):
+        import torch
+
+        free = self._free.get((tuple(like.shape), like.dtype, like.device), [])
+        out = [free.pop() for _ in range(min(count, len(free)))]
+        return out + [torch.empty_like(like, memory_format=torch.contiguous_format)
+                      for _ in range(count - len(out))]
+
+    def give(self, tensors):
+        for t in tensors:
+            free = self._free.setdefault((tuple(t.shape), t.dtype, t.device), [])
+            if len(free) < self.keep:
+                free.append(t)
+
+    def clear(self):
+        self._free.clear()
+
+
+#: This process's pool of receive buffers (see the module docstring).
+_POOL = _BufferPool()
+
+
+def release_buffers():
+    """Free the receive buffers that :func:`neighbor_allreduce` keeps for reuse."""
+    _POOL.clear()
 
 
 class NeighborHandle:
-    """An in-flight :func:`neighbor_allreduce`; :meth:`wait` returns the averaged tensor."""
+    """An in-flight :func:`neighbor_allreduce`; :meth:`wait` returns the averaged tensor.
 
-    def __init__(self, works, send, recvs, plan, out):
+    Dropping a handle without waiting is safe: its messages are finished when it is collected
+    (the result is discarded).
+    """
+
+    def __init__(self, works, send, recvs, plan, out, iteration=None, pooled=False):
         self._works = works
         self._send = send
         self._recvs = recvs
         self._plan = plan
         self._out = out
         self._result = None
+        self._iteration = iteration
+        self._pooled = pooled
 
     def is_completed(self):
         """True when every message of this rank has been sent and received."""
@@ -44,17 +91,34 @@ class NeighborHandle:
 
     def _wait_transfers(self):
         """Finish the messages without combining (the result is dropped)."""
-        for w in self._works:
+        works, self._works = self._works, []
+        for w in works:
             w.wait()
-        self._works = []
+        if self._iteration is not None:
+            report_iteration(self._iteration)
 
     def wait(self):
         """Block until the messages are through, combine, and return the result (idempotent)."""
         if self._result is None:
             self._wait_transfers()
             self._result = _combine(self._plan, self._send, self._recvs, self._out)
-            self._send = self._recvs = None
+            self._release()
         return self._result
+
+    def _release(self):
+        if self._pooled and self._recvs:
+            _POOL.give(self._recvs)
+        self._send = self._recvs = None
+
+    def __del__(self):
+        # Messages still in flight would be matched by the next call between the same ranks
+        # (same tag): finish them. Nothing to do once waited, or if torch is shutting down.
+        if getattr(self, "_works", None):
+            try:
+                self._wait_transfers()
+                self._release()
+            except Exception:   # the group is gone (shutdown): there is no next call either
+                pass
 
 
 def _combine(plan, x, recvs, out):
@@ -100,15 +164,17 @@ def _check_tensor(tensor, what="tensor"):
         raise InputTypeError(f"{what} must be a dense (strided) tensor, got {tensor.layout}")
 
 
-def _launch(send, plan, recvs, group, tag, out=None):
+def _launch(send, plan, recvs, group, tag, out=None, iteration=None, pooled=False):
     """Post the receives and sends of ``plan`` for the snapshot ``send`` (not copied)."""
     import torch.distributed as dist
 
+    if iteration is not None:
+        report_iteration(iteration, entering=True)
     works = [dist.irecv(buf, src=_peer(group, j), group=group, tag=tag)
              for j, buf in zip(plan.sources, recvs)]
     works += [dist.isend(send, dst=_peer(group, j), group=group, tag=tag)
               for j in plan.destinations]
-    return NeighborHandle(works, send, recvs, plan, out)
+    return NeighborHandle(works, send, recvs, plan, out, iteration, pooled)
 
 
 def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=None, tag=0,
@@ -172,6 +238,6 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
         if async_op or not send.is_contiguous():
             # the caller may change tensor before wait(): send a snapshot
             send = send.clone(memory_format=torch.contiguous_format)
-        recvs = [torch.empty_like(send) for _ in plan.sources]
-        handle = _launch(send, plan, recvs, group, tag, out)
+        recvs = _POOL.take(send, len(plan.sources))
+        handle = _launch(send, plan, recvs, group, tag, out, iteration, pooled=True)
         return handle if async_op else handle.wait()
