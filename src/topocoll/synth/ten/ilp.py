@@ -141,12 +141,7 @@ def _bool_matrix(name, value, num_nodes):
 
 
 def _validate(num_nodes, link_src, link_dst, link_steps, pre, post, time_limit, window):
-    try:
-        num_nodes = operator.index(num_nodes)
-    except TypeError:
-        raise InputTypeError(f"num_nodes must be an integer, got {num_nodes!r}") from None
-    if num_nodes < 1:
-        raise SpecError(f"num_nodes must be >= 1, got {num_nodes}")
+    num_nodes = _count("num_nodes", num_nodes, 1)
     src = _int_array("link_src", link_src)
     dst = _int_array("link_dst", link_dst)
     steps = _int_array("link_steps", link_steps)
@@ -191,8 +186,11 @@ def _validate(num_nodes, link_src, link_dst, link_steps, pre, post, time_limit, 
 
 def _optional_count(name, value, least):
     """``value`` as an int >= ``least``, or None."""
-    if value is None:
-        return None
+    return None if value is None else _count(name, value, least)
+
+
+def _count(name, value, least):
+    """``value`` as an int >= ``least`` (a SpecError or InputTypeError naming ``name``)."""
     if isinstance(value, bool):
         raise InputTypeError(f"{name} must be an integer, got {value!r}")
     try:
@@ -419,12 +417,7 @@ def shortest_path_events(num_nodes, link_src, link_dst, link_steps, pre, post, *
     """
     num_nodes, src, dst, steps, pre, post, _, _ = _validate(
         num_nodes, link_src, link_dst, link_steps, pre, post, 1.0, None)
-    try:
-        trials = operator.index(trials)
-    except TypeError:
-        raise InputTypeError(f"trials must be an integer, got {trials!r}") from None
-    if trials < 1:
-        raise SpecError(f"trials must be >= 1, got {trials}")
+    trials = _count("trials", trials, 1)
     need = post & ~pre
     earliest = _earliest(np.where(pre, 0, _INF), src, dst, steps)
     _check_reachable(earliest, need)
