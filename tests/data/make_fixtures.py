@@ -9,7 +9,7 @@ import numpy as np
 import topocoll as tc
 from topocoll.schedule import dumps_schedule, verify
 
-out = "tests/data/"  # noqa: relative to the repository root
+out = "tests/data/"  # run from the repository root
 
 def _pretty(doc):
     """One key per line; every link and transfer on a line of its own."""
