@@ -23,8 +23,8 @@ schedule, described by a *recipe*:
   ======  ========  =====  ============  =====================================
 
 * ``("product", (R1, R2, ...))``: the Cartesian product of bandwidth-optimal BFB atoms with BFB
-  on the product, which is bandwidth-optimal with the sum of the factors' steps (seed Theorem
-  13). Products of rings are named as tori.
+  on the product, which is bandwidth-optimal with the sum of the factors' steps (Zhao et al.
+  (NSDI 2025), Theorem 13). Products of rings are named as tori.
 
 ``steps`` and ``t_b`` are per phase: an allreduce is a reduce-scatter then an allgather, and
 costs ``2 * steps`` steps and ``2 * t_b`` (the mean of the two phases, equal on every
@@ -391,7 +391,7 @@ class Search:
     def bw_best(self, n, d):
         """The bandwidth-optimal atom or product of such atoms with the fewest steps at
         ``(n, d)``, or None. Only atoms whose BFB schedule is bandwidth-optimal qualify, so a
-        product's BFB is bandwidth-optimal too (seed Theorem 13)."""
+        product's BFB is bandwidth-optimal too (Zhao et al. (NSDI 2025), Theorem 13)."""
         key = (n, d)
         if key in self._bw:
             return self._bw[key]
