@@ -375,3 +375,15 @@ def test_ten_thousand_nodes():
     for topo, nodes, degree in cases:
         assert topo.num_nodes == nodes, topo.name
         assert int(topo.out_degree(multi=True).max()) == degree, topo.name
+
+
+@pytest.mark.parametrize("n, d", [(5, 9), (3, 4), (2, 6), (4, 5), (5, 5), (6, 3)])
+def test_generalized_kautz_with_repeated_arcs_says_how_its_two_degrees_differ(n, d):
+    t = generalized_kautz_graph(n, d)
+    links = t.out_degree(multi=True)
+    neighbours = t.out_degree()
+    assert (t.meta["out_degree_min"], t.meta["out_degree_max"]) == (links.min(), links.max())
+    assert neighbours.max() <= n - 1
+    repeats = t.num_links - len(set(zip(t.src.tolist(), t.dst.tolist())))
+    assert t.meta.get("parallel_links", 0) == repeats
+    assert (repeats > 0) == (d > n)

@@ -1,6 +1,7 @@
 """Plumbing shared by every ``topocoll`` sub-command: one-line errors, unit options, progress
 bars, consoles and JSON output. Sub-commands of a job live in their own module and import these."""
 
+import functools
 import json
 
 import click
@@ -104,6 +105,17 @@ _TOPO_OPTIONS = [
 
 
 def _topo_options(func):
+    """The link options; ``--link-bandwidth`` and ``--node-bandwidth`` exclude each other."""
+    @functools.wraps(func)
+    def checked(*args, **kwargs):
+        _one_bandwidth(kwargs.get("link_bandwidth"), kwargs.get("node_bandwidth"))
+        return func(*args, **kwargs)
+
     for option in reversed(_TOPO_OPTIONS):
-        func = option(func)
-    return func
+        checked = option(checked)
+    return checked
+
+
+def _one_bandwidth(link_bandwidth, node_bandwidth):
+    if link_bandwidth is not None and node_bandwidth is not None:
+        raise _Fail("give --node-bandwidth or --link-bandwidth, not both")

@@ -12,7 +12,7 @@ from ..studies.compare import compare as _compare, describe_settings, fastest, p
 from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _Fail, _out, _print_json, _progress, _unit
+from .common import EXIT_INVALID, _Fail, _one_bandwidth, _out, _print_json, _progress, _unit
 
 __all__ = ["compare", "survey"]
 
@@ -49,8 +49,7 @@ def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_
     fastest entry at each size. Exits 1 if any schedule fails verification (it is listed, not
     priced), 2 on bad input.
     """
-    if node_bandwidth is not None and link_bandwidth is not None:
-        raise _Fail("give --node-bandwidth or --link-bandwidth, not both")
+    _one_bandwidth(link_bandwidth, node_bandwidth)
     if plot:
         check_plot_target(plot)  # fail before the work, not after it
     update, bar = _progress("compare")

@@ -245,6 +245,8 @@ def gossip_cost(topology, network, size, *, params=None, alpha=None, link_bandwi
     from ..topology import topology as _network
     from ..units import parse_bandwidth
 
+    if link_bandwidth is not None and node_bandwidth is not None:
+        raise SpecError("give node_bandwidth or link_bandwidth, not both")
     net = _network(network, bandwidth=link_bandwidth, latency=alpha)
     if node_bandwidth is not None:
         net = net.with_node_bandwidth(parse_bandwidth(node_bandwidth, what="node bandwidth"))

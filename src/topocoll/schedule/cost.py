@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import TopologyError
 from ..topology.metrics import diameter as _diameter, eccentricity, moore_depth
 from ..units import parse_bandwidth, parse_size, parse_time
+from .model import as_schedule
 
 __all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound"]
 
@@ -138,9 +139,11 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     ``alpha`` and ``link_bandwidth``, when given, replace every link's latency and bandwidth.
     With ``check`` (the default) the schedule is verified first and an invalid one raises
     :class:`~topocoll.errors.InvalidScheduleError`: a price for a wrong schedule is no answer.
+    ``schedule`` is a :class:`Schedule` or a schedule file's path.
     """
     from .verify import verify
 
+    schedule = as_schedule(schedule)
     size = parse_size(size)
     if alpha is not None or link_bandwidth is not None:
         topo = schedule.topology.with_links(

@@ -27,6 +27,7 @@ import numpy as np
 from ..collectives import REDUCE
 from ..errors import InputTypeError, InvalidScheduleError, TopologyError
 from ..units import parse_bandwidth, parse_size, parse_time
+from .model import as_schedule
 
 __all__ = ["simulate", "simulate_many", "LinkModelResult"]
 
@@ -275,8 +276,8 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None):
 
     Parameters
     ----------
-    schedule : Schedule
-        Any schedule that passes :func:`~topocoll.schedule.verify`.
+    schedule : Schedule or path
+        Any schedule that passes :func:`~topocoll.schedule.verify`, or its file.
     size : float or str
         Buffer size M, e.g. ``"1GiB"``.
     alpha, link_bandwidth : float or str, optional
@@ -286,4 +287,5 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None):
     -------
     LinkModelResult
     """
-    return simulate_many([schedule], size, alpha=alpha, link_bandwidth=link_bandwidth)[0]
+    return simulate_many([as_schedule(schedule)], size, alpha=alpha,
+                         link_bandwidth=link_bandwidth)[0]

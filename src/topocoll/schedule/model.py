@@ -4,24 +4,49 @@ A 1024-node allgather has millions of transfers, so transfers live in one struct
 (:data:`TRANSFER_DTYPE`) rather than in Python objects.
 """
 
+import os
+
 import numpy as np
 
 from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError
 from ..topology.model import Topology
 
-__all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems"]
+__all__ = ["Schedule", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems"]
 
 TRANSFER_DTYPE = np.dtype([("step", "<i4"), ("src", "<i4"), ("dst", "<i4"), ("shard", "<i8"),
                            ("lo", "<f8"), ("hi", "<f8"), ("op", "i1")])
 
 
+def _store(out, name, column):
+    """``out[name] = column``, refusing integers that the field's width would wrap around."""
+    column = np.asarray(column)
+    kind = TRANSFER_DTYPE[name]
+    if kind.kind == "i" and column.size and column.dtype.kind in "iu":
+        info = np.iinfo(kind)
+        low, high = column.min(), column.max()
+        if low < info.min or high > info.max:
+            bad = high if high > info.max else low
+            raise ScheduleFormatError(f"transfers: {name} {int(bad)} does not fit a "
+                                      f"{info.bits}-bit integer (at most {info.max})")
+    out[name] = np.ravel(column)
+
+
 def transfer_array(step, src, dst, shard, lo, hi, op=COPY):
-    """Build a transfer array from columns (scalars broadcast)."""
+    """Build a transfer array from columns (scalars broadcast).
+
+    A step or node number too large for its field raises :class:`ScheduleFormatError` instead
+    of wrapping around.
+
+    >>> transfer_array(2**31, 0, 1, 0, 0.0, 1.0)
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.ScheduleFormatError: transfers: step 2147483648 does not fit a 32-bit integer (at most 2147483647)
+    """
     columns = np.broadcast_arrays(*(np.asarray(c) for c in (step, src, dst, shard, lo, hi, op)))
     out = np.empty(columns[0].shape[0] if columns[0].ndim else 1, dtype=TRANSFER_DTYPE)
     for name, col in zip(TRANSFER_DTYPE.names, columns):
-        out[name] = np.ravel(col)
+        _store(out, name, col)
     return out
 
 
@@ -55,6 +80,21 @@ def transfer_problems(transfers, num_nodes, num_shards, combining, limit=None):
         found.extend((int(i), field, message) for i in idx)
     found.sort(key=lambda p: p[0])
     return found if limit is None else found[:limit]
+
+
+def as_schedule(schedule):
+    """``schedule`` itself if it is a :class:`Schedule`; a schedule file's path loaded.
+
+    The functions that take a schedule (verify, evaluate, simulate) accept either.
+    """
+    if isinstance(schedule, Schedule):
+        return schedule
+    if isinstance(schedule, (str, os.PathLike)):
+        from .io import load_schedule
+
+        return load_schedule(schedule)
+    raise InputTypeError(f"expected a Schedule or a schedule file's path, got "
+                         f"{type(schedule).__name__}")
 
 
 class Schedule:
@@ -100,7 +140,7 @@ class Schedule:
                                      f"{', '.join(TRANSFER_DTYPE.names)}")
             converted = np.empty(transfers.shape, dtype=TRANSFER_DTYPE)
             for name in TRANSFER_DTYPE.names:
-                converted[name] = transfers[name]
+                _store(converted, name, transfers[name])
             transfers = converted
         if transfers.ndim != 1:
             raise InputTypeError("transfers must be one-dimensional")

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..collectives import REDUCE
 from ..errors import InvalidScheduleError
-from .model import transfer_problems
+from .model import as_schedule, transfer_problems
 
 __all__ = ["verify", "VerifyReport", "Violation"]
 
@@ -173,8 +173,10 @@ def verify(schedule, *, max_errors=10):
 
     Catches malformed transfers, transfers over links that do not exist, sends of data the
     sender does not hold yet (causality), contributions counted twice, conflicting writes into
-    one piece in one step, and an incomplete end state.
+    one piece in one step, and an incomplete end state. ``schedule`` is a :class:`Schedule` or
+    a schedule file's path.
     """
+    schedule = as_schedule(schedule)
     topo = schedule.topology
     coll = schedule.collective
     n = topo.num_nodes

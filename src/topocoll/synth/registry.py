@@ -121,6 +121,7 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     """
     topo = _topology(topology)
     topo.require_no_switches("schedule generation")
+    topo.require_nodes(2, "a collective schedule")
     coll = _collective(collective)
     generator = ALGORITHMS.get(algorithm)
     if generator is None:

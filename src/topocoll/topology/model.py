@@ -224,6 +224,12 @@ class Topology:
             raise TopologyError(f"{what} needs an endpoint-only topology, but {self.name} has "
                                 f"switches {list(self.switches)[:8]}; unwind switches first")
 
+    def require_nodes(self, minimum=2, what="a collective"):
+        """Raise :class:`TopologyError` if the topology has fewer than ``minimum`` nodes."""
+        if self.num_nodes < minimum:
+            raise TopologyError(f"{what} needs at least {minimum} nodes; {self.name} has "
+                                f"{self.num_nodes}")
+
     # ------------------------------------------------------------------ interchange
     def to_dict(self):
         """The ``topocoll.topology`` file form (see docs/format.md)."""

@@ -100,11 +100,14 @@ def fail_links(topology, links):
     drop = np.zeros(topo.num_links, dtype=bool)
     failed = []
     for u, v, both in parse_link_list(links):
+        sep = "-" if both else ">"
         for a, b in ((u, v), (v, u)) if both else ((u, v),):
             hit = (topo.src == a) & (topo.dst == b)
             if not hit.any():
-                sep = "-" if both else ">"
                 raise TopologyError(f"failed link {u}{sep}{v}: {topo.name} has no link {a}->{b}")
+            if [a, b] in failed:
+                raise TopologyError(f"failed link {u}{sep}{v}: link {a}->{b} is listed more "
+                                    "than once")
             drop |= hit
             failed.append([a, b])
     meta = dict(topo.meta)
@@ -123,7 +126,11 @@ def fail_nodes(topology, nodes):
     (14, 8)
     """
     topo = topology
-    gone = sorted(set(parse_node_list(nodes)))
+    listed = parse_node_list(nodes)
+    gone = sorted(set(listed))
+    if len(gone) < len(listed):
+        twice = sorted(v for v in gone if listed.count(v) > 1)
+        raise TopologyError(f"failed nodes: node {twice[0]} is listed more than once")
     for v in gone:
         if not 0 <= v < topo.num_nodes:
             raise TopologyError(f"failed node {v}: {topo.name} has nodes 0..{topo.num_nodes - 1}")

@@ -61,6 +61,9 @@ TEN_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "red
 #: Combining collectives and the non-combining collective they are the reversal of.
 _REVERSED = {"reduce_scatter": "allgather", "reduce": "broadcast"}
 _REL_ERROR = 0.05     # auto discretization: accept a rounding error of 5% per link
+#: Most TEN slots one link transfer may take: a finer time step is refused (step numbers are
+#: 32-bit in the schedule format, and a makespan spans many link transfers).
+MAX_SLOTS_PER_LINK = 2**16
 _MAX_RESOLUTION = 8
 
 
@@ -110,6 +113,9 @@ def discretize(cost, time_step=None):
     >>> steps, f = discretize(np.array([1.0, 1.5]))
     >>> steps.tolist(), f
     ([2, 3], 0.5)
+
+    A link may take at most :data:`MAX_SLOTS_PER_LINK` slots, which keeps every step number of
+    the schedule within the file format's 32-bit range.
     """
     cost = np.asarray(cost, dtype=float)
     if cost.size == 0:
@@ -127,6 +133,12 @@ def discretize(cost, time_step=None):
             steps = np.ceil(cost / f * (1 - 1e-12))
             if np.all(steps * f <= cost * (1 + _REL_ERROR)):
                 break
+    slots = float(cost.max()) / f
+    if not slots <= MAX_SLOTS_PER_LINK:
+        raise UnsupportedError(
+            f"time step too small: the slowest link's chunk time {float(cost.max()):.6g} s would "
+            f"take {slots:.3g} slots of {f:.3g} s; at most {MAX_SLOTS_PER_LINK} slots per link "
+            f"(use a time step of at least {float(cost.max()) / MAX_SLOTS_PER_LINK:.3g} s)")
     steps = np.maximum(1, np.ceil(cost / f * (1 - 1e-12))).astype(np.int64)
     return steps, float(f)
 
@@ -342,6 +354,9 @@ def _prepare_topology(topology, unwind_degree, fail_links, fail_nodes):
         topo = unwind_switches(topo, unwind_degree)
     elif unwind_degree is not None:
         _check_degree(unwind_degree)
+        raise UnsupportedError(f"unwind degree {unwind_degree} given, but {topo.name} has no "
+                               "switches to unwind")
+    topo.require_nodes(2, "a collective schedule")
     return topo
 
 

@@ -66,9 +66,14 @@ def _shift_register(name, num_nodes, dst, bandwidth, latency, meta):
     keep = src != dst
     out_deg = np.bincount(src[keep], minlength=num_nodes)
     in_deg = np.bincount(dst[keep], minlength=num_nodes)
+    pairs = np.unique(src[keep] * num_nodes + dst[keep]).size
     meta.update({"dropped_self_loops": 0,
                  "out_degree_min": int(out_deg.min()), "out_degree_max": int(out_deg.max()),
                  "in_degree_min": int(in_deg.min()), "in_degree_max": int(in_deg.max())})
+    if pairs < int(keep.sum()):
+        # the degrees above count links (ports); with repeated arcs a node has fewer distinct
+        # neighbours, which is what a topology report's out_min/in_min count
+        meta["parallel_links"] = int(keep.sum()) - pairs
     return make_topology(name, num_nodes, src, dst, bandwidth, latency, meta,
                          drop_self_loops=True)
 
@@ -79,7 +84,10 @@ def generalized_kautz_graph(n, d, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATE
     For ``n = d**k + d**(k-1)`` it is isomorphic to the Kautz digraph K(d, k). Self-loops are
     dropped (``meta["dropped_self_loops"]``), so a few nodes may have out-degree ``d - 1``;
     ``meta["out_degree_min"]``/``["out_degree_max"]`` (and the ``in_`` pair) give the range.
-    When ``d >= n`` some arcs repeat and stay as parallel links.
+    When ``d > n`` some arcs repeat and stay as parallel links (``meta["parallel_links"]``
+    counts the repeats): the ``meta`` degrees count links (a node's ports), while
+    ``Topology.out_degree()`` and ``topocoll info`` count distinct neighbours, at most
+    ``n - 1``.
 
     Parameters
     ----------
@@ -97,6 +105,9 @@ def generalized_kautz_graph(n, d, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATE
     ('genkautz:50,3', 50, [46, 45, 44])
     >>> t.meta["dropped_self_loops"], t.meta["out_degree_min"], t.meta["out_degree_max"]
     (2, 2, 3)
+    >>> t = generalized_kautz_graph(5, 9)
+    >>> t.meta["out_degree_min"], int(t.out_degree().min()), t.meta["parallel_links"]
+    (8, 4, 20)
     """
     n = at_least(as_int(n, "genkautz size n"), 2, "genkautz needs n >= 2 nodes")
     d = at_least(as_int(d, "genkautz degree d"), 1, "genkautz needs degree d >= 1")
