@@ -27,7 +27,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
 
 run: $(VENV)/.installed
 	$(BIN)/topocoll find --nodes $(NODES) --degree $(DEGREE) --node-bandwidth $(NODE_BANDWIDTH) \
-		--alpha $(ALPHA) --size $(SIZE) -o $(OUT)
+		--alpha $(ALPHA) --size $(SIZE) -o $(OUT) --compress
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q

@@ -12,6 +12,7 @@ __all__ = [
     "TopologyError",
     "NotStronglyConnectedError",
     "ScheduleFormatError",
+    "FileAccessError",
     "InvalidScheduleError",
     "UnsupportedError",
     "InputTypeError",
@@ -46,6 +47,11 @@ class NotStronglyConnectedError(TopologyError):
 
 class ScheduleFormatError(TopocollError, ValueError):
     """A schedule or topology file does not follow the file contract; names the field."""
+
+
+class FileAccessError(ScheduleFormatError):
+    """A file cannot be read or written at all (missing, a directory, over the read limit, no
+    space left), as opposed to content that breaks the format."""
 
 
 class InvalidScheduleError(TopocollError, ValueError):

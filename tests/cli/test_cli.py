@@ -221,23 +221,47 @@ def test_bad_input_one_line(run, args, needles):
     assert_one_line_error(run(*args), *needles, code=2)
 
 
+def assert_format_invalid(run, name, *needles):
+    """A file that breaks the format is an invalid schedule: exit 1 with the rule broken, in
+    the human report and as one JSON report."""
+    human = run("verify", name)
+    assert human.returncode == 1 and human.stderr == "", human
+    assert human.stdout.startswith("invalid: "), human
+    for needle in needles:
+        assert re.search(needle, human.stdout), human
+    doc = run("verify", name, "--json")
+    assert doc.returncode == 1, doc
+    report = doc.json()
+    assert report["valid"] is False and report["counts"] == {"format": 1}
+    assert report["errors"][0]["kind"] == "format"
+    for needle in needles:
+        assert re.search(needle, report["errors"][0]["message"]), doc
+    return human.stdout
+
+
 def test_verify_garbage_file(run, tmp_path):
     (tmp_path / "g.json").write_text("this is { not a schedule\n")
-    assert_one_line_error(run("verify", "g.json"), "g.json", "json", code=2)
+    assert_format_invalid(run, "g.json", "g.json", "not a JSON schedule file")
 
 
 def test_verify_truncated_file(run, ring8_schedule):
     text = ring8_schedule.read_text()
     ring8_schedule.write_text(text[: len(text) // 2])
-    assert_one_line_error(run("verify", ring8_schedule.name), "s.json", code=2)
+    assert_format_invalid(run, ring8_schedule.name, "s.json", "not valid JSON")
 
 
 def test_verify_transfer_missing_field(run, ring8_schedule):
     doc = json.loads(ring8_schedule.read_text())
     del doc["transfers"][5]["lo"]
     _write_json(ring8_schedule, doc)
-    line = assert_one_line_error(run("verify", ring8_schedule.name), code=2)
-    assert re.search(r"transfers\[5\]\.lo", line), line
+    assert_format_invalid(run, ring8_schedule.name, r"transfers\[5\]\.lo")
+
+
+def test_verify_unreadable_input_is_bad_input_not_invalid(run, tmp_path):
+    assert_one_line_error(run("verify", "missing.json", "--json"), "missing.json",
+                          "cannot read", code=2)
+    (tmp_path / "folder.json").mkdir()
+    assert_one_line_error(run("verify", "folder.json"), "folder.json", code=2)
 
 
 def test_schedule_with_missing_link(run, ring8_schedule):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import topocoll as tc
-from topocoll.errors import ScheduleFormatError, TopocollError
+from topocoll.errors import FileAccessError, ScheduleFormatError, TopocollError
 from topocoll.finder import Cache, Workload, bucket_layers, find, load_workload
 
 ALPHA, B = 1e-5, 12.5e9
@@ -93,7 +93,7 @@ def test_workload_files(tmp_path):
         with pytest.raises(ScheduleFormatError) as info:
             load_workload(text)
         assert str(text) in str(info.value) and "\n" not in str(info.value)
-    with pytest.raises(OSError):
+    with pytest.raises(FileAccessError, match="missing.json: cannot read"):
         load_workload(tmp_path / "missing.json")
 
 

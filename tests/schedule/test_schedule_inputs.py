@@ -1,5 +1,7 @@
 """What the schedule functions accept: a Schedule or its file's path; numbers that fit."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -52,3 +54,31 @@ def test_a_structured_array_with_wide_fields_is_refused_not_wrapped():
     wide["dst"], wide["hi"] = 1, 1.0
     with pytest.raises(TopocollError, match="step 4294967297 does not fit"):
         Schedule(topology("ring:2"), "allgather", wide)
+
+
+def test_steps_are_the_distinct_step_numbers_everywhere(tmp_path):
+    t = transfer_array([5, 5, 10, 10], [0, 1, 1, 0], [1, 0, 0, 1], [0, 1, 0, 1], 0.0, 1.0)
+    # ring:2 allgather: step 5 swaps the shards, step 10 repeats the swap (harmless copies)
+    s = Schedule(topology("ring:2"), "allgather", t)
+    assert (s.num_steps, s.last_step) == (2, 10)
+    report = tc.verify(s)
+    assert report.valid and report.steps == 2
+    assert any("8 of steps 1..10 carry no transfer" in w for w in report.warnings)
+    assert tc.evaluate(s, "1MiB").steps == 2
+    from tests.cli.test_fuzz_cli import run_in_process
+    tc.save_schedule(s, tmp_path / "gaps.json")
+    code, out, _ = run_in_process(["verify", "gaps.json", "--json"], tmp_path)
+    assert code == 0 and json.loads(out)["steps"] == 2
+    code, out, _ = run_in_process(["evaluate", "gaps.json", "--json"], tmp_path)
+    assert code == 0 and json.loads(out)["steps"] == 2
+
+
+def test_reverse_and_concatenate_use_the_last_step_not_the_count():
+    t = transfer_array([1, 3], [0, 1], [1, 0], [0, 1], 0.0, 1.0)
+    ag = Schedule(topology("ring:2"), "allgather", t)          # two steps, numbered 1 and 3
+    assert (ag.num_steps, ag.last_step) == (2, 3)
+    both = tc.concatenate(ag, ag, "allgather")
+    assert both.transfers["step"].tolist() == [1, 3, 4, 6]     # the second starts after step 3
+    rev = tc.reverse(ag, "reduce_scatter")
+    assert sorted(rev.transfers["step"].tolist()) == [1, 3]
+    assert tc.verify(rev).valid

@@ -1,7 +1,6 @@
 """``topocoll alltoall``: all-to-all throughput (link or hop-bounded path LP), bounds, the
 Pareto frontier over the hop bound, and a hop-by-hop schedule file."""
 
-import sys
 
 import click
 from rich.table import Table
@@ -12,7 +11,7 @@ from ..schedule.io import save_schedule
 from ..schedule.verify import verify as _verify
 from ..throughput import alltoall_schedule, pareto_frontier, throughput
 from ..units import format_size, format_time
-from .common import (EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress,
+from .common import (EXIT_INVALID, _check_output, _Fail, _load_topology, _out, _print_json, _progress,
                      _topo_options, _unit)
 
 __all__ = ["alltoall"]
@@ -47,6 +46,7 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
     lambda is the rate in bytes/s of every ordered pair, the time of an all-to-all of M bytes
     per node (M/N)/lambda; also a dual certificate, the bounds, link utilization and optionally
     a schedule."""
+    _check_output(output, None)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     if method is None:
         method = "path" if (max_hops is not None or output) else "link"
@@ -82,16 +82,9 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
                            "lambda_quantized": sched.meta["lambda_quantized"],
                            "T_L": ev.T_L, "T_B": ev.T_B, "time": ev.time,
                            "T_B_over_lp_time": ev.T_B / doc["time"], "verified": True}
-        if output == "-":
-            save_schedule(sched, sys.stdout.buffer)
-            sys.stdout.flush()
-        else:
-            save_schedule(sched, output)
+        save_schedule(sched, output)
     if as_json:
-        if output == "-":
-            click.echo(__import__("json").dumps(doc, default=float), err=True)
-        else:
-            _print_json(doc)
+        _print_json(doc, err=output == "-")
         return
     _print_text(res, doc, size, points, err=output == "-")
 

@@ -81,8 +81,16 @@ class _NullContext:
         return False
 
 
-def _print_json(obj):
-    click.echo(json.dumps(obj, indent=2, allow_nan=False, default=float))
+def _print_json(obj, *, err=False):
+    """Print one JSON document: on stdout, or on stderr when stdout carries a file (``-o -``)."""
+    click.echo(json.dumps(obj, indent=2, allow_nan=False, default=float), err=err)
+
+
+def _check_output(path, suffixes=(".json",)):
+    """Check ``-o PATH`` before any work is done (see :func:`topocoll.fileio.check_output`)."""
+    from ..fileio import check_output
+
+    return check_output(path, suffixes=suffixes, what="-o")
 
 
 def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):

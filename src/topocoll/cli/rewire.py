@@ -7,7 +7,8 @@ from .. import defaults, units
 from ..topology import save_topology
 from ..throughput.rewire import OBJECTIVES, rewire as _rewire
 from ..units import format_time
-from .common import _load_topology, _out, _print_json, _progress, _topo_options, _unit
+from .common import _check_output, _err, _load_topology, _out, _print_json, _progress, \
+    _topo_options, _unit
 
 __all__ = ["rewire"]
 
@@ -39,8 +40,8 @@ def _value(objective, value):
 @click.option("--warmup", callback=_unit(units.parse_time, "--warmup"),
               help="Time spent first on cheap sum-of-distance swaps (default: half the budget "
                    "for --objective alltoall).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the rewired topology (.json or .graphml).")
+@click.option("-o", "--output", help="Write the rewired topology (.json or .graphml, optionally "
+              "+ .gz; '-' for JSON on stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_swaps, seed,
            size, prescreen, warmup, output, as_json):
@@ -49,6 +50,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
     Bidirectional topologies swap cables (a-b, c-d -> a-c, b-d), directed ones swap arc heads
     (a->b, c->d -> a->d, c->b); results stay simple and strongly connected.
     """
+    _check_output(output, (".json", ".graphml"))
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     fn = OBJECTIVES[objective](size) if objective == "alltoall" else OBJECTIVES[objective]()
     # --budget 0 means no time limit
@@ -66,7 +68,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
         if objective == "alltoall":
             doc["size"] = size
         doc["output"] = output
-        _print_json(doc)
+        _print_json(doc, err=output == "-")
         return
     table = Table(title=f"rewire {t.name} ({objective}, seed {seed})")
     table.add_column("")
@@ -84,4 +86,4 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
         rows.append(("written", output))
     for row in rows:
         table.add_row(*row)
-    _out.print(table)
+    (_err if output == "-" else _out).print(table)

@@ -7,13 +7,14 @@ from rich.table import Table
 
 from .. import defaults, units
 from ..schedule.cost import evaluate as _evaluate
+from ..errors import FileAccessError, ScheduleFormatError
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.linkmodel import simulate as _link_model
 from ..schedule.verify import verify as _verify
 from ..synth import ALGORITHMS, generate
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress, \
-    _topo_options, _unit
+from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _out, _print_json, \
+    _progress, _topo_options, _unit
 
 __all__ = ["schedule", "verify", "evaluate"]
 
@@ -42,6 +43,7 @@ __all__ = ["schedule", "verify", "evaluate"]
 def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
              chunks, size, workers, no_symmetry, extra, no_verify):
     """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file)."""
+    _check_output(output, None)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     options = {}
     for item in extra:
@@ -64,10 +66,7 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
             raise _Fail(f"generated schedule failed verification: {report.summary()}",
                         EXIT_INVALID)
         status = "verified"
-    if output == "-":
-        save_schedule(s, sys.stdout.buffer)
-        sys.stdout.flush()
-    elif output:
+    if output:
         save_schedule(s, output)
     where = f", written to {output}" if output and output != "-" else ""
     notes = ""
@@ -80,13 +79,22 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--max-errors", default=10, show_default=True, type=click.IntRange(1),
               help="How many violations to list.")
 def verify(file, as_json, max_errors):
-    """Check a schedule file; exit 0 iff it is valid, else list the first violations."""
-    s = load_schedule(file)
+    """Check a schedule file; exit 0 iff it is valid, else list the first violations.
+
+    FILE may be '-' (standard input) and may be gzip-compressed. A file that breaks the format
+    rules is reported as invalid (exit 1) like any other violation; one that cannot be read at
+    all is bad input (exit 2)."""
+    try:
+        s = load_schedule(file)
+    except FileAccessError:
+        raise
+    except ScheduleFormatError as exc:
+        _format_invalid(str(exc), as_json)
     report = _verify(s, max_errors=max_errors)
     if as_json:
         _print_json(report.to_dict())
@@ -103,8 +111,19 @@ def verify(file, as_json, max_errors):
     sys.exit(0 if report.valid else EXIT_INVALID)
 
 
+def _format_invalid(message, as_json):
+    """Report a file that breaks the format rules as an invalid schedule, then exit 1."""
+    if as_json:
+        _print_json({"valid": False, "collective": None, "nodes": None, "steps": None,
+                     "transfers": None, "error_count": 1, "counts": {"format": 1},
+                     "errors": [{"kind": "format", "message": message}], "warnings": []})
+    else:
+        click.echo(f"invalid: {message}")
+    sys.exit(EXIT_INVALID)
+
+
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--size", "sizes", multiple=True, default=(units.format_size(defaults.SIZE),), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
 @_topo_options

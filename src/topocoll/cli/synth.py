@@ -1,7 +1,6 @@
 """``topocoll synth`` (TEN synthesis, TACOS) and ``topocoll simulate`` (link-model timing)."""
 
 import os
-import sys
 
 import click
 from rich.table import Table
@@ -14,8 +13,8 @@ from ..schedule.linkmodel import simulate as _link_model, simulate_many
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..synth.ten.tenants import synthesize_tenants
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _Fail, _load_topology, _out, _print_json, _progress, \
-    _topo_options, _unit
+from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _out, _print_json, \
+    _progress, _topo_options, _unit
 
 __all__ = ["synth", "simulate"]
 
@@ -72,6 +71,10 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
           fail_links, fail_nodes, time_limit, node_limit, max_solves, window, time_step, size, link_bandwidth,
           node_bandwidth, alpha, output, no_verify, as_json):
     """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
+    if len(collectives) == 1:
+        _check_output(output, None)
+    elif output is not None and (not output or os.path.isfile(output)):
+        raise _Fail(f"-o {output!r}: several tenants need a folder")
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
                   fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
@@ -103,7 +106,7 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
                "nodes": s.num_nodes, "algorithm": s.algorithm, "transfers": s.num_transfers,
                "steps": s.num_steps, "status": status, "output": output,
                "lower_bound_ratio": ratio, **m}
-        _print_json(doc)
+        _print_json(doc, err=output == "-")
         return
     where = f", written to {output}" if output and output != "-" else ""
     bound = (f" (chunk-model lower bound {format_time(m['chunk_lower_bound'])}, "
@@ -122,10 +125,7 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
 
 
 def _write(schedule, output):
-    if output == "-":
-        save_schedule(schedule, sys.stdout.buffer)
-        sys.stdout.flush()
-    elif output:
+    if output:
         save_schedule(schedule, output)
 
 
@@ -169,7 +169,7 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--size", default=units.format_size(defaults.SYNTHESIS_SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
 @click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),

@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
+from ..fileio import read_input
 from ..topology.metrics import moore_depth
 from ..units import format_size, parse_size
 
@@ -210,12 +211,12 @@ def load_workload(path, *, bucket_size=None):
       items, or ``{"1MiB": 3, ...}``): weighted sizes;
     * any other text: one allreduce per line, ``SIZE [WEIGHT]``, ``#`` starts a comment.
 
-    Raises :class:`~topocoll.errors.ScheduleFormatError` naming the file for malformed content
-    and ``OSError`` if it cannot be read.
+    ``path`` may be ``-`` (standard input) or gzip-compressed. Raises
+    :class:`~topocoll.errors.ScheduleFormatError` naming the file for malformed content (its
+    subclass :class:`~topocoll.errors.FileAccessError` if it cannot be read).
     """
     path = os.fspath(path)
-    with open(path, "rb") as fh:
-        raw = fh.read()
+    raw = read_input(path, what="workload file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

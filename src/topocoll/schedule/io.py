@@ -20,12 +20,12 @@ import json
 import math
 import os
 import re
-import tempfile
 
 import numpy as np
 
 from ..collectives import COLLECTIVES, COPY, REDUCE
 from ..errors import ScheduleFormatError, TopocollError
+from ..fileio import open_output, read_input
 from .model import TRANSFER_DTYPE, Schedule, transfer_problems
 
 __all__ = ["load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
@@ -111,8 +111,12 @@ def _dump_bytes(schedule):
 
 
 def save_schedule(schedule, target):
-    """Write a schedule to a path (atomically: a crash never leaves half a file) or a binary or
-    text file object."""
+    """Write a schedule to a path, ``-`` (standard output) or a binary or text file object.
+
+    A path is written as :func:`topocoll.fileio.open_output` describes: atomically (a crash
+    never leaves half a file), through symlinks, straight into FIFOs and devices, and
+    gzip-compressed when the name ends in ``.gz``.
+    """
     if hasattr(target, "write"):
         for part in _dump_parts(schedule):
             try:
@@ -120,39 +124,16 @@ def save_schedule(schedule, target):
             except TypeError:
                 target.write(bytes(part).decode("ascii"))
         return
-    path = os.fspath(target)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".topocoll-", dir=directory)
-    except OSError as exc:
-        raise ScheduleFormatError(f"{path}: cannot write: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for part in _dump_parts(schedule):
-                fh.write(part)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file is an ordinary one
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise ScheduleFormatError(f"{path}: cannot write: {exc.strerror}") from None
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    with open_output(target) as fh:
+        for part in _dump_parts(schedule):
+            fh.write(part)
 
 
 # ---------------------------------------------------------------------------------- reading
 def load_schedule(path):
-    """Read and validate a schedule file."""
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ScheduleFormatError(f"{path}: cannot read: {exc.strerror}") from None
-    return _loads(data, path)
+    """Read and validate a schedule file (gzip-compressed or not; ``-`` for standard input)."""
+    data = read_input(path, starts=b"{", what="JSON schedule file")
+    return _loads(data, "<stdin>" if path == "-" else os.fspath(path))
 
 
 def loads_schedule(text):

@@ -173,7 +173,23 @@ class Schedule:
 
     @property
     def num_steps(self):
-        """The last step used (0 for an empty schedule)."""
+        """The number of steps: distinct step numbers that carry a transfer.
+
+        This is what the cost model charges for (one latency per step); step numbers that carry
+        nothing cost nothing, so a schedule numbered 5 and 10 has 2 steps (see
+        :attr:`last_step`, and docs/format.md).
+        """
+        steps = self.transfers["step"]
+        if not steps.size:
+            return 0
+        low, high = int(steps.min()), int(steps.max())
+        if low >= 0 and high < 1 << 24:
+            return int(np.count_nonzero(np.bincount(steps, minlength=high + 1)))
+        return int(np.unique(steps).size)
+
+    @property
+    def last_step(self):
+        """The largest step number used (0 for an empty schedule)."""
         return int(self.transfers["step"].max()) if self.transfers.size else 0
 
     def replace(self, **changes):

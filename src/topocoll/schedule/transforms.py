@@ -35,7 +35,7 @@ def reverse(schedule, collective, topology=None, *, algorithm=None):
         raise TopologyError(f"reverse: topology has {topo.num_nodes} nodes, the schedule "
                             f"{schedule.topology.num_nodes}")
     t = schedule.transfers.copy()
-    last = schedule.num_steps
+    last = schedule.last_step
     t["step"] = last + 1 - t["step"]
     t["src"], t["dst"] = schedule.transfers["dst"], schedule.transfers["src"]
     t["op"] = REDUCE if coll.combining else COPY
@@ -56,7 +56,7 @@ def concatenate(first, second, collective, *, algorithm=None):
         raise UnsupportedError(f"concatenate: {first.collective.name} and "
                                f"{second.collective.name} do not share the shards of {coll.name}")
     t2 = second.transfers.copy()
-    t2["step"] += first.num_steps
+    t2["step"] += first.last_step
     return Schedule(first.topology, coll, np.concatenate([first.transfers, t2]),
                     root=first.root if coll.rooted else None,
                     algorithm=algorithm or first.algorithm,

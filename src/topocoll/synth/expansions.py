@@ -408,7 +408,7 @@ def _degree_allgather(ag, m, topology=None):
     j = receiver % m
     sib = np.arange(m - 1, dtype=np.int64)[None, :]
     sib = sib + (sib >= j[:, None])
-    last = _rows(ag.num_steps + 1, psrc[order][:, None], receiver[:, None],
+    last = _rows(ag.last_step + 1, psrc[order][:, None], receiver[:, None],
                  (receiver // m * m)[:, None] + sib, before[:, None], after[:, None])
     return Schedule(dg, "allgather", _by_step(np.concatenate([main, last])),
                     algorithm=f"degree({ag.algorithm},m={m})")
@@ -431,7 +431,7 @@ def _power_allgather(ag, n, topology=None):
     ids = np.arange(total, dtype=np.int64)
     coords = [(ids // w) % N for w in weights]
     t = ag.transfers
-    span = ag.num_steps
+    span = ag.last_step
     tv = t["src"].astype(np.int64)[:, None, None]
     tw = t["dst"].astype(np.int64)[:, None, None]
     tx = t["shard"].astype(np.int64)[:, None, None]

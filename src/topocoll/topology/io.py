@@ -35,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputTypeError, ScheduleFormatError, TopologyError
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
+from ..errors import InputTypeError, ScheduleFormatError, TopologyError
+from ..fileio import check_output, is_special, open_output, read_input
 from .model import Topology
 
 __all__ = ["load_topology", "save_topology", "topology_from_dict"]
@@ -159,8 +160,13 @@ def topology_from_dict(data, where="topology"):
     switches = data.get("switches", [])
     if not isinstance(switches, list):
         raise ScheduleFormatError(f"{where}.switches: must be a list, got {_kind(switches)}")
+    seen = set()
     for j, node in enumerate(switches):
         _node(node, num_nodes, f"{where}.switches[{j}]")
+        if node in seen:
+            raise ScheduleFormatError(f"{where}.switches[{j}]: node {node} is listed more than "
+                                      "once")
+        seen.add(node)
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise ScheduleFormatError(f"{where}.meta: must be an object, got {_kind(meta)}")
@@ -181,10 +187,13 @@ def _path(path):
 
 
 def _suffix(path):
-    suffix = path.suffix.lower()
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    suffix = os.path.splitext(name)[1]
     if suffix not in _SUFFIXES:
         raise ScheduleFormatError(f"{path}: unknown topology file type {suffix or '(none)'!r}; "
-                                  "use .json or .graphml")
+                                  "use .json or .graphml (optionally + .gz)")
     return suffix
 
 
@@ -194,36 +203,65 @@ def _first_line(err):
 
 
 def load_topology(path):
-    """Read a topology from a ``.json`` (topocoll.topology) or ``.graphml`` file.
+    """Read a topology from a ``.json`` (topocoll.topology) or ``.graphml`` file, either one
+    optionally gzip-compressed (``.json.gz``); ``-`` reads standard input (JSON or GraphML,
+    told apart by the first byte).
 
     Raises
     ------
     ScheduleFormatError
         The file is missing, unreadable, not JSON/GraphML, or breaks the format (names the field).
     """
-    path = _path(path)
-    suffix = _suffix(path)
-    if suffix == ".graphml":
-        return _load_graphml(path)
+    if isinstance(path, str) and path == "-":
+        data = read_input("-", starts=b"{<", what="topology file (JSON or GraphML)")
+        graphml = data.lstrip()[:1] == b"<"
+        path = Path("stdin")
+    else:
+        path = _path(path)
+        graphml = _suffix(path) == ".graphml"
+        data = read_input(path, starts=b"<" if graphml else b"{",
+                          what="GraphML file" if graphml else "JSON topology file")
+    if graphml:
+        return _load_graphml(data, path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ScheduleFormatError(f"{path}: not a text file (not UTF-8)") from None
-    except (OSError, ValueError) as err:  # ValueError: e.g. a NUL character in the path
-        raise ScheduleFormatError(f"cannot read topology file {str(path)!r}: "
-                                  f"{getattr(err, 'strerror', None) or _first_line(err)}") from None
     try:
-        data = json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise ScheduleFormatError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} "
                                   f"column {err.colno})") from None
     try:
-        topo = topology_from_dict(data, where="topology")
+        topo = topology_from_dict(doc, where="topology")
     except ScheduleFormatError as err:
         raise ScheduleFormatError(f"{path}: {err}") from None
-    if data.get("name") is None:
-        topo = topo.with_links(name=path.stem)
+    if doc.get("name") is None:
+        topo = topo.with_links(name=_stem(path))
     return topo
+
+
+def _stem(path):
+    name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    return os.path.splitext(name)[0]
+
+
+def _undeclared_graphml_endpoint(data):
+    """The first edge endpoint that no ``<node>`` declares, as ``(edge, node)``, or None."""
+    import xml.etree.ElementTree as ET
+
+    declared, edges = set(), []
+    for element in ET.fromstring(data).iter():
+        tag = element.tag.rsplit("}", 1)[-1]
+        if tag == "node":
+            declared.add(element.get("id"))
+        elif tag == "edge":
+            edges.append((element.get("source"), element.get("target")))
+    for edge in edges:
+        for end in edge:
+            if end not in declared:
+                return edge, end
+    return None
 
 
 def _graphml_value(value, default, what, edge, path, *, positive):
@@ -246,16 +284,18 @@ def _truthy(value):
     return bool(value)
 
 
-def _load_graphml(path):
+def _load_graphml(data, path):
     import networkx as nx
 
     try:
-        graph = nx.read_graphml(path)
-    except OSError as err:
-        raise ScheduleFormatError(f"cannot read topology file {str(path)!r}: "
-                                  f"{err.strerror or _first_line(err)}") from None
+        graph = nx.parse_graphml(data)
+        undeclared = _undeclared_graphml_endpoint(data)
     except Exception as err:  # ParseError, NetworkXError, KeyError, ... from a bad file
         raise ScheduleFormatError(f"{path}: not readable GraphML ({_first_line(err)})") from None
+    if undeclared is not None:
+        (u, v), end = undeclared
+        raise ScheduleFormatError(f"{path}: edge {u}->{v}: node {end!r} is not declared (every "
+                                  "edge endpoint needs a <node> element)")
     nodes = list(graph.nodes)
     if not nodes:
         raise ScheduleFormatError(f"{path}: the graph has no nodes")
@@ -284,7 +324,7 @@ def _load_graphml(path):
         if not isinstance(meta, dict):
             meta = {}
     switches = [index[v] for v, d in graph.nodes(data=True) if _truthy(d.get("switch", False))]
-    name = graph.graph.get("name") or path.stem
+    name = graph.graph.get("name") or _stem(path)
     return Topology(len(nodes), src, dst, bws, lats, name=str(name), switches=switches,
                     drop_self_loops=True, meta=meta)
 
@@ -334,8 +374,10 @@ def _json_text(topo):
 
 def save_topology(topology, path):
     """Write ``topology`` to a ``.json`` (topocoll.topology, one link per line) or ``.graphml``
-    file. ``meta`` is kept where it is JSON data (in GraphML as the graph attribute
-    ``topocoll_meta``).
+    file, gzip-compressed when the name ends in ``.gz``; ``-`` writes JSON to standard output.
+    ``meta`` is kept where it is JSON data (in GraphML as the graph attribute
+    ``topocoll_meta``). Files are written as :func:`topocoll.fileio.open_output` describes
+    (atomically; symlinks followed; FIFOs and devices streamed into).
 
     Raises
     ------
@@ -344,19 +386,25 @@ def save_topology(topology, path):
     """
     if not isinstance(topology, Topology):
         raise InputTypeError(f"save_topology needs a Topology, got {type(topology).__name__}")
-    path = _path(path)
-    suffix = _suffix(path)
-    try:
-        if suffix == ".json":
-            path.write_text(_json_text(topology), encoding="utf-8")
+    if isinstance(path, str) and path == "-":
+        suffix = ".json"
+    else:
+        path = _path(path)
+        if is_special(path):   # a FIFO or device: JSON unless the name says GraphML
+            graphml = path.name.lower().removesuffix(".gz").endswith(".graphml")
+            suffix = ".graphml" if graphml else ".json"
         else:
-            import networkx as nx
+            suffix = _suffix(path)
+        check_output(path)
+    if suffix == ".json":
+        data = _json_text(topology).encode("utf-8")
+    else:
+        import networkx as nx
 
-            graph = topology.to_networkx()
-            meta = _meta_for_file(topology.meta)
-            if meta:
-                graph.graph[_META_KEY] = json.dumps(meta)
-            nx.write_graphml(graph, path)
-    except OSError as err:
-        raise ScheduleFormatError(f"cannot write topology file {str(path)!r}: "
-                                  f"{err.strerror or _first_line(err)}") from None
+        graph = topology.to_networkx()
+        meta = _meta_for_file(topology.meta)
+        if meta:
+            graph.graph[_META_KEY] = json.dumps(meta)
+        data = "\n".join(nx.generate_graphml(graph)).encode("utf-8") + b"\n"
+    with open_output(path) as fh:
+        fh.write(data)

@@ -328,7 +328,9 @@ def parse_spec(spec):
 
 
 def _looks_like_file(text):
-    if text.lower().endswith(_FILE_SUFFIXES) or "/" in text or os.sep in text:
+    if text == "-":   # standard input
+        return True
+    if text.lower().removesuffix(".gz").endswith(_FILE_SUFFIXES) or "/" in text or os.sep in text:
         return True
     return ":" not in text and os.path.isfile(text)
 

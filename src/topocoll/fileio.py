@@ -1,0 +1,308 @@
+"""Reading and writing files the same way everywhere: ``-`` for standard input and output,
+compressed files, symlinks, FIFOs and devices, atomic replacement, and a read limit.
+
+Writing (:func:`open_output`):
+
+* ``-`` is standard output;
+* a name that resolves (through any symlinks) to a FIFO, a character device or any other
+  non-regular file is written straight into it, never replaced;
+* a regular file, new or existing, is written to a temporary file beside it and moved into place
+  when complete, so a failure never leaves half a file or loses the old one; a symlink stays a
+  symlink and its target gets the new content;
+* a name ending in ``.gz`` is written gzip-compressed.
+
+:func:`check_output` makes the checks that need no work done first (an empty name, a directory,
+a missing parent folder, a suffix the writer does not know), so that commands fail before
+their work rather than after it.
+
+Reading (:func:`read_input`): ``-`` is standard input; gzip data is recognised by its magic
+bytes, whatever the name; input larger than :func:`max_file_bytes` (4 GiB unless the environment
+variable ``TOPOCOLL_MAX_FILE_BYTES`` says otherwise) is refused, and so is input whose first
+non-blank byte cannot start the expected format (``verify /dev/zero`` fails at once).
+
+A file that cannot be read or written at all raises :class:`~topocoll.errors.FileAccessError`;
+content that is not what it should be raises its parent
+:class:`~topocoll.errors.ScheduleFormatError`.
+
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> with open_output(os.path.join(folder, "x.json.gz")) as fh:
+...     _ = fh.write(b'{"a": 1}')
+>>> read_input(os.path.join(folder, "x.json.gz"), starts=b"{")
+b'{"a": 1}'
+>>> check_output("")
+Traceback (most recent call last):
+...
+topocoll.errors.FileAccessError: output file name is empty
+"""
+
+import contextlib
+import gzip
+import os
+import stat
+import sys
+import tempfile
+import zlib
+
+from .errors import FileAccessError, ScheduleFormatError
+
+__all__ = ["check_output", "open_output", "read_input", "max_file_bytes", "is_gzip_name",
+           "is_special",
+           "GZIP_MAGIC", "DEFAULT_MAX_FILE_BYTES"]
+
+GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_MAX_FILE_BYTES = 4 << 30
+_ENV = "TOPOCOLL_MAX_FILE_BYTES"
+_BLANKS = b" \t\r\n"
+_PIECE = 1 << 20
+
+
+def max_file_bytes():
+    """The read limit in bytes: ``TOPOCOLL_MAX_FILE_BYTES`` if set, else 4 GiB."""
+    text = os.environ.get(_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        value = int(float(text))
+    except ValueError:
+        raise FileAccessError(f"{_ENV} must be a number of bytes, got {text!r}") from None
+    if value < 1:
+        raise FileAccessError(f"{_ENV} must be at least 1, got {text!r}")
+    return value
+
+
+def is_special(path):
+    """Whether ``path`` resolves to an existing file that is not a regular file (a FIFO, a
+    device, a socket): written into as a stream, whatever its name."""
+    try:
+        return not stat.S_ISREG(os.stat(os.path.realpath(os.fspath(path))).st_mode) and \
+            not os.path.isdir(path)
+    except OSError:
+        return False
+
+
+def is_gzip_name(path):
+    """Whether ``path`` names a gzip file (ends in ``.gz``)."""
+    return os.fspath(path).lower().endswith(".gz")
+
+
+def _name(path):
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise FileAccessError(f"a file name must be a string or path, got "
+                                  f"{type(path).__name__}") from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if "\x00" in path:
+        raise FileAccessError(f"{path!r}: a file name cannot contain a NUL character")
+    return path
+
+
+def check_output(path, *, suffixes=None, what="output file"):
+    """Check an output name before any work; return it (``None`` stays ``None``).
+
+    Parameters
+    ----------
+    path : str or path or None
+        ``-`` for standard output.
+    suffixes : sequence of str, optional
+        The suffixes the writer understands (``".json"``...); ``.gz`` may follow any of them.
+    what : str
+        How errors name the file.
+    """
+    if path is None:
+        return None
+    path = _name(path)
+    if not path:
+        raise FileAccessError(f"{what} name is empty")
+    if path == "-":
+        return path
+    real = os.path.realpath(path)
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+    if suffixes and (info is None or stat.S_ISREG(info.st_mode)):  # a FIFO or device: any name
+        plain = path[:-3] if is_gzip_name(path) else path
+        if not plain.lower().endswith(tuple(suffixes)):
+            raise ScheduleFormatError(f"{path}: unknown file type; use "
+                                      f"{' or '.join(suffixes)} (optionally + .gz)")
+    if info is None:
+        parent = os.path.dirname(real)
+        if not os.path.isdir(parent):
+            raise FileAccessError(f"{path}: folder {os.path.dirname(path) or '.'} does "
+                                  "not exist")
+        if not os.access(parent, os.W_OK):
+            raise FileAccessError(f"{path}: cannot write: folder {parent} is not writable")
+        return path
+    if stat.S_ISDIR(info.st_mode):
+        raise FileAccessError(f"{path}: is a directory")
+    if not os.access(real, os.W_OK):
+        raise FileAccessError(f"{path}: cannot write: permission denied")
+    return path
+
+
+@contextlib.contextmanager
+def open_output(path, *, compress=None):
+    """A binary file object that writes ``path`` (see the module docstring for the rules).
+
+    ``compress`` forces gzip on (``True``) or off (``False``); by default names ending in
+    ``.gz`` are compressed. OS errors become :class:`ScheduleFormatError` naming the file.
+    """
+    path = check_output(path)
+    if compress is None:
+        compress = path != "-" and is_gzip_name(path)
+    if path == "-":
+        sys.stdout.flush()
+        with _wrap(sys.stdout.buffer, compress) as fh:
+            yield fh
+        sys.stdout.buffer.flush()
+        return
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+    if mode is not None and not stat.S_ISREG(mode):   # a FIFO, a device, a socket: stream
+        try:
+            with open(real, "wb") as raw, _wrap(raw, compress) as fh:
+                yield fh
+        except OSError as exc:
+            raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+        return
+    folder = os.path.dirname(real)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".topocoll-", dir=folder)
+    except OSError as exc:
+        raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as raw, _wrap(raw, compress) as fh:
+            yield fh
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        os.replace(tmp, real)
+    except OSError as exc:
+        _remove(tmp)
+        raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _wrap(raw, compress):
+    if not compress:
+        yield raw
+        return
+    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as fh:
+        yield fh
+
+
+def _remove(tmp):
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def read_input(path, *, starts=None, what="file"):
+    """The bytes of ``path`` (``-``: standard input), gunzipped if they are gzip data.
+
+    Parameters
+    ----------
+    path : str or path
+    starts : bytes, optional
+        Bytes one of which must be the first non-blank byte of the (uncompressed) content,
+        e.g. ``b"{"`` for JSON; checked on the first megabyte, before reading the rest.
+    what : str
+        What the content should be, for the error message (``"JSON schedule file"``).
+
+    Raises
+    ------
+    ScheduleFormatError
+        The file cannot be read, exceeds :func:`max_file_bytes`, or does not start right.
+    """
+    path = _name(path)
+    limit = max_file_bytes()
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            return _read(sys.stdin.buffer, name, limit, starts, what)
+        with open(path, "rb") as fh:
+            return _read(fh, name, limit, starts, what)
+    except IsADirectoryError:
+        raise FileAccessError(f"{name}: cannot read: is a directory") from None
+    except OSError as exc:
+        raise FileAccessError(f"{name}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read(fh, name, limit, starts, what):
+    pieces, size, checked = [], 0, starts is None
+    while True:
+        piece = fh.read(min(_PIECE if not pieces else 64 * _PIECE, limit + 1 - size))
+        if not pieces and piece[:2] == GZIP_MAGIC:
+            return _gunzip(piece, fh, name, limit, starts, what)
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+        if size > limit:
+            raise _too_large(name, limit)
+        if not checked:
+            checked = _check_start(piece, name, starts, what)
+    if not checked:
+        raise ScheduleFormatError(f"{name}: empty, not a {what}")
+    return b"".join(pieces)
+
+
+def _gunzip(head, fh, name, limit, starts, what):
+    inflate = zlib.decompressobj(wbits=31)
+    out, size, checked = [], 0, starts is None
+    data = head
+    try:
+        while data:
+            while data:
+                piece = inflate.decompress(data, limit + 1 - size)
+                out.append(piece)
+                size += len(piece)
+                if size > limit:
+                    raise _too_large(name, limit, compressed=True)
+                if not checked and piece:
+                    checked = _check_start(piece, name, starts, what)
+                data = inflate.unconsumed_tail
+                if inflate.eof and inflate.unused_data:   # another gzip member follows
+                    data = inflate.unused_data
+                    inflate = zlib.decompressobj(wbits=31)
+            data = fh.read(_PIECE)
+    except zlib.error as exc:
+        raise ScheduleFormatError(f"{name}: damaged gzip data ({exc})") from None
+    if not inflate.eof:
+        raise ScheduleFormatError(f"{name}: damaged gzip data (it ends early)")
+    if not checked:
+        raise ScheduleFormatError(f"{name}: empty, not a {what}")
+    return b"".join(out)
+
+
+def _check_start(piece, name, starts, what):
+    """True if the first non-blank byte of ``piece`` is one of ``starts``; False if ``piece``
+    is all blanks (decide on the next piece); raise otherwise."""
+    text = piece.lstrip(_BLANKS)
+    if not text:
+        return False
+    if text[:1] not in [starts[i:i + 1] for i in range(len(starts))]:
+        raise ScheduleFormatError(f"{name}: not a {what} (it starts with byte {text[:1]!r})")
+    return True
+
+
+def _too_large(name, limit, compressed=False):
+    kind = "uncompressed content" if compressed else "file"
+    return FileAccessError(f"{name}: {kind} larger than the read limit of {limit} bytes "
+                               f"(set {_ENV} to raise it)")
