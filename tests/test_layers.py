@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 FLOOR = {
     "errors": 0,
     "units": 1, "defaults": 1, "results": 1, "collectives": 1, "plotting": 1,
-    "fileio": 1,
+    "fileio": 1, "limits": 1,
     "topology": 2, "highs": 2,
     "schedule": 3,
     "synth": 4, "throughput": 4, "gossip": 4,

@@ -13,6 +13,7 @@ __all__ = [
     "NotStronglyConnectedError",
     "ScheduleFormatError",
     "FileAccessError",
+    "ResourceLimitError",
     "InvalidScheduleError",
     "UnsupportedError",
     "InputTypeError",
@@ -35,6 +36,11 @@ class SpecError(TopocollError, ValueError):
 
 class TopologyError(TopocollError, ValueError):
     """A topology breaks a rule of the model (bad link, self-loop, switch, ...)."""
+
+
+class ResourceLimitError(TopocollError, ValueError):
+    """A job would need more memory (or other resources) than the configured limit allows; the
+    message says the estimate, the limit and how to change it."""
 
 
 class NotStronglyConnectedError(TopologyError):

@@ -82,3 +82,38 @@ def test_reverse_and_concatenate_use_the_last_step_not_the_count():
     rev = tc.reverse(ag, "reduce_scatter")
     assert sorted(rev.transfers["step"].tolist()) == [1, 3]
     assert tc.verify(rev).valid
+
+
+def test_a_file_declaring_far_more_nodes_than_its_links_touch_fails_fast(tmp_path):
+    """The file of a 6-node schedule edited to claim 100000 nodes: reported as isolated nodes
+    without simulating, inside a 1.5 GB address space (the simulation would need ~8 GB)."""
+    import subprocess
+    import sys
+
+    doc = json.loads([p for p in schedule_fixtures()
+                      if p.name.startswith("valid-allgather")][0].read_text())
+    doc["topology"]["nodes"] = 100_000
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    code = ("import resource, json, topocoll as tc\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, resource.RLIM_INFINITY))\n"
+            f"r = tc.verify({str(path)!r})\n"
+            "print(json.dumps(r.to_dict()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert not report["valid"] and report["counts"] == {"isolated": 100_000 - 6}
+    assert report["errors"][0]["node"] == 6 and "links touch 6" in report["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("collective", ["allgather", "allreduce", "gather", "broadcast"])
+def test_incomplete_pieces_are_all_counted_though_only_a_sample_is_kept(collective):
+    n = 60                                   # an empty schedule: nothing arrives anywhere
+    coll = tc.collective(collective)
+    s = Schedule(topology(f"ring:{n}"), collective, transfer_array([], [], [], [], [], []),
+                 root=0 if coll.rooted else None)
+    report = tc.verify(s, max_errors=5)
+    expected = {"allgather": n * (n - 1), "allreduce": n * n, "gather": n - 1,
+                "broadcast": n - 1}[collective]
+    assert report.counts == {"incomplete": expected} and len(report.errors) == 5

@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from ..errors import InputTypeError, SpecError
-from .model import GraphTopology, GroupTopology
+from .model import GraphTopology, GroupTopology, require_dense
 from .registry import gossip_topology, register_gossip_topology
 
 __all__ = ["metropolis_hastings", "metropolis_hastings_topology", "one_peer_dynamic",
@@ -65,9 +65,13 @@ __all__ = ["metropolis_hastings", "metropolis_hastings_topology", "one_peer_dyna
 MAX_DYNAMIC_PERIOD = 4096
 
 
-def _need(name, size, minimum=2):
+def _need(name, size, minimum=2, dense=1):
+    """Check the rank count, and that ``dense`` matrices of ``size x size`` fit (Bluefog's
+    topologies are built as matrices at once)."""
     if size < minimum:
         raise SpecError(f"{name} needs n >= {minimum} ranks, got {size}")
+    if dense:
+        require_dense(name, size, dense)
 
 
 def _int_param(name, key, value, minimum):
@@ -87,14 +91,14 @@ def _ceil_log2(n):
 @register_gossip_topology("complete")
 def complete(size):
     """decent_dp: all ranks average in one group every iteration (weight 1/n)."""
-    _need("complete", size, 1)
+    _need("complete", size, 1, dense=0)
     return GroupTopology("complete", size, [[(range(size), 1.0 / size)]])
 
 
 @register_gossip_topology("ring")
 def ring(size):
     """decent_dp: one-peer ring, pairs with the right then the left neighbour (weight 1/2)."""
-    _need("ring", size)
+    _need("ring", size, dense=0)
     n = size
     if n % 2 == 0:
         first = [((i, i + 1), 0.5) for i in range(0, n, 2)]
@@ -121,7 +125,7 @@ def _hypercube_round(count, bit):
 @register_gossip_topology("one-peer-exp", aliases=("exp",))
 def one_peer_exp(size):
     """decent_dp: pair i with i XOR 2^t in iteration t (weight 1/2), period ceil(log2 n)."""
-    _need("one-peer-exp", size)
+    _need("one-peer-exp", size, dense=0)
     iterations = []
     for t in range(_ceil_log2(size)):
         pairs, alone = _hypercube_round(size, t)
@@ -133,7 +137,7 @@ def one_peer_exp(size):
 def alternating_exp_ring(size, local_size, stagger=True):
     """decent_dp: intra-node averages alternate with averages of node pairs j, j XOR 2^t."""
     name = "alternating-exp-ring"
-    _need(name, size)
+    _need(name, size, dense=0)
     local = _int_param(name, "local_size", local_size, 1)
     if size % local:
         raise SpecError(f"{name}: local_size must divide n, got n={size}, local_size={local}")
@@ -356,6 +360,8 @@ def metropolis_hastings_topology(network, *, size=None):
 def _from_sends(name, size, sends, params=None):
     """Weights ``1/(1 + #received)`` (Bluefog's ``avg_weight``) from per-iteration send targets;
     a rank whose target is itself sends nothing."""
+    sends = list(sends)
+    require_dense(name, size, len(sends))
     mats = []
     ranks = np.arange(size)
     for target in sends:

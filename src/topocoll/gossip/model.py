@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ..errors import InputTypeError, TopologyError
+from ..limits import require_memory
 
 __all__ = ["GossipTopology", "GroupTopology", "GraphTopology"]
 
@@ -54,6 +55,15 @@ def _check_iteration(k):
     if k < 0:
         raise TopologyError(f"the iteration must be >= 0, got {k}")
     return int(k)
+
+
+def require_dense(name, size, count=1):
+    """Check that ``count`` dense ``size x size`` mixing matrices (and the analysis' product and
+    scratch copy) fit under the memory limit before they are made; the analysis and the
+    simulations work on dense matrices (the cost model and the runtime do not need them)."""
+    require_memory(8 * size * size * (count + 2),
+                   f"{name} on {size} ranks ({count} dense {size}x{size} mixing "
+                   f"matri{'x' if count == 1 else 'ces'} for the analysis)")
 
 
 class GossipTopology:
@@ -100,6 +110,7 @@ class GossipTopology:
 
     def _all(self):
         if self._mats is None:
+            require_dense(self.name, self.size, self.period)
             mats = []
             for k in range(self.period):
                 w = np.array(self._build(k), dtype=np.float64)

@@ -204,6 +204,16 @@ def verify(schedule, *, max_errors=10):
         if gaps:
             warnings.append(f"{gaps} of steps 1..{int(used[-1])} carry no transfer")
 
+    if n > 1:   # a node no link touches can never take part: say so before any N x N work
+        touched = np.zeros(n, dtype=bool)
+        touched[topo.src] = True
+        touched[topo.dst] = True
+        lonely = np.flatnonzero(~touched)
+        if lonely.size:
+            found.add("isolated", np.full(lonely.size, -1), node=lonely,
+                      touched=np.array([int(touched.sum())]))
+            return _report(schedule, found, t, good, None, max_errors, warnings)
+
     atoms = _Atoms(tg, num_shards)
     order = np.argsort(tg["shard"], kind="stable")
     shards_sorted = tg["shard"][order]
@@ -233,15 +243,23 @@ def _end_state(held_full, atoms, a0, a1, schedule, found):
     n = schedule.topology.num_nodes
     target = schedule.collective.end_target(n, schedule.root)
     atom_shard = atoms.shard[a0:a1]
+    starts = np.flatnonzero(np.r_[True, atom_shard[1:] != atom_shard[:-1]])
     if target is None:
-        node, local = np.nonzero(~held_full)
+        missing = ~held_full
+        pairs = int(np.logical_or.reduceat(missing, starts, axis=1).sum()) if starts.size else 0
+        # only a sample is rendered: take the first rows that lack something, not all of them
+        rows = np.flatnonzero(missing.any(axis=1))[:_SAMPLE]
+        node, local = np.nonzero(missing[rows])
+        node, local = rows[node][:_SAMPLE], local[:_SAMPLE]
     else:
         local = np.arange(a1 - a0)
         node = target[atom_shard]
         keep = ~held_full[node, local]
-        node, local = node[keep], local[keep]
+        pairs = int(np.logical_or.reduceat(keep, starts).sum()) if starts.size else 0
+        node, local = node[keep][:_SAMPLE], local[keep][:_SAMPLE]
     if node.size:
-        found.add("incomplete", np.full(node.size, -1), node=node, atom=local + a0)
+        found.add("incomplete", np.full(node.size, -1), node=node, atom=local + a0,
+                  pairs=np.array([pairs]))
 
 
 def _simulate_copies(te, entry, atom, atoms, a0, a1, schedule, found, good):
@@ -342,7 +360,8 @@ def _simulate_combining(te, entry, atom, atoms, a0, a1, schedule, found, good):
     _end_state(complete, atoms, a0, a1, schedule, found)
 
 
-_ORDER = {"malformed": 0, "missing_link": 1, "causality": 2, "double_count": 3, "conflict": 4,
+_SAMPLE = 1000   # missing pieces kept per batch to render the first few (all are counted)
+_ORDER = {"isolated": -1, "malformed": 0, "missing_link": 1, "causality": 2, "double_count": 3, "conflict": 4,
           "incomplete": 5}
 
 
@@ -352,11 +371,17 @@ def _report(schedule, found, t, good, atoms, max_errors, warnings):
     counts = {}
     rows = []  # (sort key, kind, transfer, extra index, part)
     for kind, transfers, extra in found.parts:
+        if kind == "isolated":
+            counts[kind] = int(extra["node"].size)
+            for j in range(min(max_errors, extra["node"].size)):
+                rows.append(((0, _ORDER[kind], j), kind, -1, j, extra))
+            continue
         if kind == "incomplete":
-            # counted and listed per (node, shard): the first missing piece of each pair
+            # counted per (node, shard) by the batch; listed from its sample: the first
+            # missing piece of each pair
             pair_keys = extra["node"] * atoms.shard.size + atoms.shard[extra["atom"]]
             pairs, first = np.unique(pair_keys, return_index=True)
-            counts[kind] = counts.get(kind, 0) + int(pairs.size)
+            counts[kind] = counts.get(kind, 0) + int(extra["pairs"][0])
             last = int(t["step"].max()) + 1 if t.size else 1
             for j in np.sort(first)[:max_errors]:
                 rows.append(((last, _ORDER[kind], int(j)), kind, -1, int(j), extra))
@@ -378,6 +403,12 @@ def _report(schedule, found, t, good, atoms, max_errors, warnings):
 
 
 def _violation(kind, ti, j, extra, schedule, atoms):
+    if kind == "isolated":
+        node = int(extra["node"][j])
+        n = schedule.topology.num_nodes
+        return Violation(kind, f"node {node} has no link, so it can neither send nor receive "
+                         f"and the end state cannot be reached (the topology declares {n} "
+                         f"nodes; its links touch {int(extra['touched'][0])})", node=node)
     if kind == "incomplete":
         node = int(extra["node"][j])
         a = int(extra["atom"][j])

@@ -32,7 +32,7 @@ from math import comb
 import numpy as np
 
 from ..errors import TopologyError
-from .metrics import distance_matrix, unreachable_pair
+from .metrics import distance_sum, unreachable_pair
 
 __all__ = ["injection_bound", "agnostic_bound", "distance_bound", "bisection_bound",
            "moore_distance_sum", "CutBound", "throughput_bounds", "EXACT_BISECTION_LIMIT"]
@@ -111,7 +111,7 @@ def distance_bound(topology):
         return float("inf")
     if unreachable_pair(topology) is not None:
         return 0.0
-    total = float(distance_matrix(topology).sum(dtype=np.float64))
+    total = distance_sum(topology)
     return _capacity(topology) / total
 
 

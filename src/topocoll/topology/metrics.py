@@ -10,40 +10,79 @@ import numpy as np
 from scipy.sparse import csgraph
 
 from ..errors import NotStronglyConnectedError, TopologyError
+from ..limits import require_memory
 
 __all__ = ["distance_matrix", "diameter", "is_strongly_connected", "unreachable_pair",
-           "require_strongly_connected", "degree_summary", "moore_depth", "eccentricity"]
+           "require_strongly_connected", "degree_summary", "moore_depth", "eccentricity",
+           "distance_sum"]
 
 UNREACHABLE = -1
+_BLOCK_BYTES = 32 << 20   # csgraph's float64 rows per block of sources
+
+
+def _rows(topology, sources, *, transpose=False):
+    """Hop distances from each of ``sources`` (rows, int32, -1 where unreachable); with
+    ``transpose`` the distances *to* them."""
+    adjacency = topology.adjacency()
+    if transpose:
+        adjacency = adjacency.T.tocsr()
+    dist = csgraph.shortest_path(adjacency, method="D", directed=True, unweighted=True,
+                                 indices=np.asarray(sources, dtype=np.int64))
+    out = np.full(dist.shape, UNREACHABLE, dtype=np.int32)
+    finite = np.isfinite(dist)
+    out[finite] = dist[finite].astype(np.int32)
+    return out
+
+
+def _row_blocks(topology):
+    """``(start, rows)`` for consecutive blocks of sources: all-pairs distances in memory that
+    grows with N, not N^2 (the cached matrix is used when it exists)."""
+    n = topology.num_nodes
+    cached = topology._cache.get("distance_matrix")
+    if cached is not None:
+        yield 0, cached
+        return
+    step = max(1, _BLOCK_BYTES // (8 * max(n, 1)))
+    for start in range(0, n, step):
+        yield start, _rows(topology, range(start, min(n, start + step)))
 
 
 def distance_matrix(topology):
     """Directed hop distances ``D[u, v]`` as an int32 array, ``-1`` where ``v`` is unreachable.
 
-    Cached on the topology: BFB, the cost model and the verifier's reports all ask for it.
+    Cached on the topology: BFB, the cost model and the verifier's reports all ask for it. It
+    takes ``4 N^2`` bytes, which is checked against the memory limit first
+    (:mod:`topocoll.limits`); the diameter, eccentricities and connectivity do not need it.
     """
     def compute():
-        dist = csgraph.shortest_path(topology.adjacency(), method="D", directed=True,
-                                     unweighted=True)
-        out = np.full(dist.shape, UNREACHABLE, dtype=np.int32)
-        finite = np.isfinite(dist)
-        out[finite] = dist[finite].astype(np.int32)
+        n = topology.num_nodes
+        require_memory(4 * n * n + _BLOCK_BYTES,
+                       f"the all-pairs distance matrix of {topology.name} ({n} nodes)")
+        out = np.empty((n, n), dtype=np.int32)
+        for start, rows in _row_blocks(topology):
+            out[start:start + rows.shape[0]] = rows
         out.flags.writeable = False
         return out
     return topology._cached("distance_matrix", compute)
 
 
 def unreachable_pair(topology):
-    """One ordered pair ``(u, v)`` such that ``v`` cannot be reached from ``u``, or ``None``."""
+    """One ordered pair ``(u, v)`` such that ``v`` cannot be reached from ``u``, or ``None``.
+
+    Two breadth-first searches, not all pairs: from node 0 (then ``u = 0``) and, if node 0
+    reaches every node, towards node 0 (then ``v = 0``).
+    """
     if topology.num_nodes == 1:
         return None
-    count, labels = csgraph.connected_components(topology.adjacency(), directed=True,
-                                                 connection="strong")
+    count, _ = csgraph.connected_components(topology.adjacency(), directed=True,
+                                            connection="strong")
     if count == 1:
         return None
-    dist = distance_matrix(topology)
-    u, v = np.argwhere(dist == UNREACHABLE)[0]
-    return int(u), int(v)
+    missed = np.flatnonzero(_rows(topology, [0])[0] == UNREACHABLE)
+    if missed.size:
+        return 0, int(missed[0])
+    missed = np.flatnonzero(_rows(topology, [0], transpose=True)[0] == UNREACHABLE)
+    return int(missed[0]), 0
 
 
 def is_strongly_connected(topology):
@@ -60,17 +99,46 @@ def require_strongly_connected(topology, what="this operation"):
             f"cannot be reached from node {pair[0]}", pair=pair)
 
 
-def diameter(topology):
-    """Largest directed hop distance; raises if the topology is not strongly connected."""
+def diameter(topology, *, progress=None):
+    """Largest directed hop distance; raises if the topology is not strongly connected.
+
+    One breadth-first search when the topology is invariant under a translation group (every
+    node then sees the same distances), else one per node in blocks: memory grows with N.
+    ``progress(done, total)`` is called after each block.
+    """
     require_strongly_connected(topology, "the diameter")
-    return int(distance_matrix(topology).max())
+    return topology._cached("diameter", lambda: _diameter(topology, progress))
+
+
+def _diameter(topology, progress):
+    from .symmetry import translation_group
+
+    if "distance_matrix" not in topology._cache and translation_group(topology) is not None:
+        return int(_rows(topology, [0]).max())
+    n = topology.num_nodes
+    best = 0
+    for start, rows in _row_blocks(topology):
+        best = max(best, int(rows.max()))
+        if progress is not None:
+            progress(start + rows.shape[0], n)
+    return best
 
 
 def eccentricity(topology, node, *, direction="out"):
-    """Largest distance from ``node`` (``"out"``) or to ``node`` (``"in"``)."""
+    """Largest distance from ``node`` (``"out"``) or to ``node`` (``"in"``): one search."""
     require_strongly_connected(topology, "the eccentricity")
-    dist = distance_matrix(topology)
-    return int(dist[node].max() if direction == "out" else dist[:, node].max())
+    return int(_rows(topology, [node], transpose=direction != "out").max())
+
+
+def distance_sum(topology):
+    """Sum of ``dist(u, v)`` over all ordered pairs (strongly connected topologies), in
+    memory that grows with N; ``N`` times one row's sum under a translation group."""
+    from .symmetry import translation_group
+
+    require_strongly_connected(topology, "the distance sum")
+    if "distance_matrix" not in topology._cache and translation_group(topology) is not None:
+        return float(topology.num_nodes) * float(_rows(topology, [0]).sum(dtype=np.float64))
+    return float(sum(rows.sum(dtype=np.float64) for _, rows in _row_blocks(topology)))
 
 
 def degree_summary(topology):

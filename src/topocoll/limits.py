@@ -1,0 +1,81 @@
+"""The one memory guard: a job estimates the bytes it is about to allocate and asks
+:func:`require_memory` first, so that what cannot fit is refused with a clear message instead of
+being killed by the kernel halfway.
+
+The limit is 80% of the machine's memory (or of the container's memory limit, if lower) unless
+the environment variable ``TOPOCOLL_MEMORY_LIMIT`` gives one (``64GiB``, ``500MB``, a number of
+bytes, or ``none`` for no limit).
+
+>>> import os
+>>> os.environ["TOPOCOLL_MEMORY_LIMIT"] = "1GiB"
+>>> require_memory(2**20, "a small table")
+>>> require_memory(2**31, "the all-pairs distance matrix of ring:23170")
+Traceback (most recent call last):
+...
+topocoll.errors.ResourceLimitError: the all-pairs distance matrix of ring:23170 needs about 2GiB, more than the memory limit of 1GiB (set by TOPOCOLL_MEMORY_LIMIT; TOPOCOLL_MEMORY_LIMIT=4GiB would allow it)
+>>> del os.environ["TOPOCOLL_MEMORY_LIMIT"]
+"""
+
+import os
+
+from .errors import ResourceLimitError
+from .units import format_size, parse_size
+
+__all__ = ["memory_limit", "require_memory", "ENV"]
+
+ENV = "TOPOCOLL_MEMORY_LIMIT"
+_FRACTION = 0.8
+
+
+def _machine_bytes():
+    total = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    total = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if total is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return None
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def memory_limit():
+    """Bytes a single job may allocate; ``None`` when unlimited (see the module docstring)."""
+    text = os.environ.get(ENV, "").strip()
+    if text:
+        if text.lower() in ("none", "off", "unlimited"):
+            return None
+        try:
+            return int(parse_size(text, what=ENV))
+        except ValueError as exc:
+            raise ResourceLimitError(f"{ENV}: {exc}") from None
+    total = _machine_bytes()
+    return None if total is None else int(total * _FRACTION)
+
+
+def require_memory(nbytes, what):
+    """Raise :class:`~topocoll.errors.ResourceLimitError` if ``what`` (about ``nbytes`` bytes)
+    would not fit under :func:`memory_limit`."""
+    limit = memory_limit()
+    if limit is None or nbytes <= limit:
+        return
+    source = f"set by {ENV}" if os.environ.get(ENV, "").strip() else \
+        f"{int(_FRACTION * 100)}% of this machine's memory"
+    suggestion = format_size(1 << int(nbytes * 1.25).bit_length())
+    raise ResourceLimitError(
+        f"{what} needs about {format_size(nbytes)}, more than the memory limit of "
+        f"{format_size(limit)} ({source}; {ENV}={suggestion} would allow it)")
