@@ -12,14 +12,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 FLOOR = {
     "errors": 0,
     "units": 1, "defaults": 1, "results": 1, "collectives": 1, "plotting": 1,
-    "fileio": 1, "limits": 1,
-    "topology": 2, "highs": 2,
-    "schedule": 3,
-    "synth": 4, "throughput": 4, "gossip": 4,
-    "finder": 5, "studies": 5,
-    "runtime": 6,
-    "cli": 7,
-    "__init__": 8,
+    "fileio": 2, "limits": 2,
+    "topology": 3, "highs": 3,
+    "schedule": 4,
+    "synth": 5, "throughput": 5, "gossip": 5,
+    "finder": 6, "studies": 6,
+    "runtime": 7,
+    "cli": 8,
+    "__init__": 9,
 }
 
 #: modules a room must not use even though their room is below it

@@ -1,0 +1,58 @@
+"""The memory guard: the limit, its override, and the jobs that ask it before allocating."""
+
+import pytest
+
+from topocoll.errors import ResourceLimitError
+from topocoll.gossip import analyze, gossip_topology
+from topocoll.limits import ENV, memory_limit, require_memory
+
+
+def test_the_default_limit_is_most_of_the_machine(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    limit = memory_limit()
+    with open("/proc/meminfo") as fh:
+        total = int(next(line for line in fh if line.startswith("MemTotal:")).split()[1]) * 1024
+    assert 0 < limit <= 0.8 * total + 1
+
+
+@pytest.mark.parametrize("text, expected", [("1GiB", 1 << 30), ("500MB", 500 * 10**6),
+                                            ("12345", 12345), ("none", None), ("off", None)])
+def test_the_override_takes_sizes_with_units(monkeypatch, text, expected):
+    monkeypatch.setenv(ENV, text)
+    assert memory_limit() == expected
+
+
+def test_a_bad_override_is_an_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv(ENV, "lots")
+    with pytest.raises(ResourceLimitError, match=ENV):
+        memory_limit()
+
+
+def test_the_refusal_says_the_estimate_the_limit_and_the_override(monkeypatch):
+    monkeypatch.setenv(ENV, "1MiB")
+    require_memory(1 << 20, "exactly the limit")                 # fits
+    with pytest.raises(ResourceLimitError) as err:
+        require_memory(3 << 20, "the thing")
+    message = str(err.value)
+    assert "the thing needs about 3MiB" in message and "limit of 1MiB" in message
+    assert f"set by {ENV}" in message and f"{ENV}=4MiB would allow it" in message
+    monkeypatch.setenv(ENV, "none")
+    require_memory(1 << 60, "anything")                          # no limit
+
+
+@pytest.mark.parametrize("name", ["exponential-graph", "ring-graph", "star-graph",
+                                  "one-peer-exponential-graph"])
+def test_dense_gossip_matrices_are_refused_before_they_are_made(monkeypatch, name):
+    monkeypatch.setenv(ENV, "8MiB")                 # 1000 ranks: 8 MB per dense matrix
+    with pytest.raises(ResourceLimitError, match=r"graph on 1000 ranks .*dense 1000x1000"):
+        gossip_topology(name, 1000)
+    assert gossip_topology(name, 64).size == 64
+
+
+@pytest.mark.parametrize("name", ["ring", "one-peer-exp", "complete"])
+def test_group_topologies_are_built_and_refused_only_when_analysed(monkeypatch, name):
+    monkeypatch.setenv(ENV, "8MiB")
+    t = gossip_topology(name, 1000)                 # groups only: no matrix yet
+    assert t.groups(0)
+    with pytest.raises(ResourceLimitError, match=f"{name} on 1000 ranks"):
+        analyze(t)
