@@ -3,6 +3,8 @@ bars, consoles and JSON output. Sub-commands of a job live in their own module a
 
 import functools
 import json
+import threading
+import time
 
 import click
 from rich.console import Console
@@ -61,24 +63,94 @@ def _unit(parser, what):
 
 
 def _progress(label):
-    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    """Progress on stderr: a bar on a terminal, else plain lines (see :class:`_Lines`);
+    ``(update(done, total), context manager)``."""
     if not _err.is_terminal:
-        return None, _NullContext()
-    bar = Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                   TimeElapsedColumn(), console=_err, transient=True)
+        lines = _Lines(label)
+        return lines.update, lines
+    bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                   console=_err, transient=True)
     task = bar.add_task(label, total=None)
 
-    def update(done, total):
-        bar.update(task, completed=done, total=total)
+    def update(done, total, *more):
+        """``update(done, total)``, or ``update(stage, done, total)`` to name a new stage."""
+        if more:
+            stage, done, total = done, total, more[0]
+            bar.update(task, description=f"{label}: {stage}", completed=done, total=total)
+        else:
+            bar.update(task, completed=done, total=total)
     return update, bar
 
 
-class _NullContext:
+class _Lines:
+    """Progress as lines on stderr when it is not a terminal (a log, CI). Nothing is printed
+    for the first :data:`QUIET_SECONDS`, so quick jobs and errors found at once stay silent
+    (a bad input still gets its one-line error); after that, one line for the phase under way,
+    one when a phase (a stage or a new total) begins, one at each quarter of it, and a last
+    line with the elapsed time."""
+
+    QUIET_SECONDS = 2.0
+
+    def __init__(self, label):
+        self.label = label
+        self.start = None
+        self.latest = None
+        self.phase = None
+        self.quarter = 0
+        self.awake = False
+        self.printed = False
+        self._lock = threading.Lock()
+        self._timer = None
+
     def __enter__(self):
+        self.start = time.monotonic()
+        self._timer = threading.Timer(self.QUIET_SECONDS, self.wake)
+        self._timer.daemon = True
+        self._timer.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, value, tb):
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            if self.printed and kind is None:
+                self._line(f"done in {time.monotonic() - self.start:.1f} s")
         return False
+
+    def wake(self):
+        """End the quiet period: say what is under way (called by a timer)."""
+        with self._lock:
+            self.awake = True
+            if self.latest is None:
+                self._line("working ...")
+            else:
+                self._report(*self.latest)
+
+    def _line(self, text):
+        self.printed = True
+        click.echo(f"{self.label}: {text}", err=True)
+
+    def update(self, done, total, *more):
+        """``update(done, total)``, or ``update(stage, done, total)`` for staged jobs."""
+        stage = None
+        if more:
+            stage, done, total = done, total, more[0]
+        with self._lock:
+            self.latest = (stage, done, total)
+            if self.awake:
+                self._report(stage, done, total)
+
+    def _report(self, stage, done, total):
+        phase = (stage, total)
+        what = f"{stage} " if stage else ""
+        quarter = min(4, int(4 * done / total)) if total else 0
+        if phase != self.phase:
+            self.phase, self.quarter = phase, quarter
+            self._line(f"{what}{done}/{total}" if total else f"{what}...")
+        elif quarter > self.quarter:
+            self.quarter = quarter
+            self._line(f"{what}{done}/{total}")
 
 
 def _print_json(obj, *, err=False):

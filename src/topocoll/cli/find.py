@@ -12,7 +12,7 @@ from ..finder import Workload, find as _find, load_workload, plot_frontier
 from ..schedule.io import save_schedule
 from ..topology import save_topology
 from ..units import format_time
-from .common import EXIT_INVALID, _Fail, _NullContext, _err, _out, _print_json, _unit
+from .common import EXIT_INVALID, _Fail, _Lines, _err, _out, _print_json, _unit
 
 __all__ = ["find"]
 
@@ -113,9 +113,10 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, o
 
 
 def _find_progress():
-    """A stage-by-stage progress line on stderr when it is a terminal."""
+    """A stage-by-stage progress line on stderr: a bar on a terminal, else plain lines."""
     if not _err.is_terminal:
-        return None, _NullContext()
+        lines = _Lines("find")
+        return lines.update, lines
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                    console=_err, transient=True)
     task = bar.add_task("searching", total=None)

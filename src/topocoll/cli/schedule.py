@@ -57,17 +57,19 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
     if no_symmetry:
         options["symmetry"] = False
     update, bar = _progress(f"{algorithm} {collective} on {t.name}")
+    status = "not verified"
     with bar:
         s = generate(t, collective, algorithm, root=root, progress=update, **options)
-    status = "not verified"
-    if not no_verify:
-        report = _verify(s)
-        if not report.valid:  # a generator bug: say so rather than hand out a wrong schedule
-            raise _Fail(f"generated schedule failed verification: {report.summary()}",
-                        EXIT_INVALID)
-        status = "verified"
-    if output:
-        save_schedule(s, output)
+        if not no_verify:
+            update(f"verifying {s.num_transfers} transfers", 0, None)
+            report = _verify(s)
+            if not report.valid:  # a generator bug: say so rather than hand out a wrong one
+                raise _Fail(f"generated schedule failed verification: {report.summary()}",
+                            EXIT_INVALID)
+            status = "verified"
+        if output:
+            update(f"writing {output}", 0, None)
+            save_schedule(s, output)
     where = f", written to {output}" if output and output != "-" else ""
     notes = ""
     if "chunk_loss" in s.meta:

@@ -97,9 +97,14 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
         s = synthesize(t, name, method=method, root=root, restarts=restarts, workers=workers,
                        time_limit=time_limit, node_limit=node_limit, max_solves=max_solves,
                        window=window, progress=update, **common)
-    status = _check(s, no_verify)
-    _write(s, output)
-    m = dict(s.meta, link_model_time=_link_model(s, size).time)   # timed independently
+        if not no_verify:
+            update(f"verifying {s.num_transfers} transfers", 0, None)
+        status = _check(s, no_verify)
+        if output:
+            update(f"writing {output}", 0, None)
+        _write(s, output)
+        update("timing in the link model", 0, None)
+        m = dict(s.meta, link_model_time=_link_model(s, size).time)   # timed independently
     ratio = m["link_model_time"] / m["chunk_lower_bound"] if m["chunk_lower_bound"] else None
     if as_json:
         doc = {"collective": s.collective.name, "root": s.root, "topology": s.topology.name,

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..limits import require_memory
 from ..results import Result, Status
 from ..units import format_time, parse_bandwidth, parse_time
 from .build import build_allreduce, priced
@@ -298,6 +299,13 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source):
             "sizes": per_size}
 
 
+def allreduce_bytes(nodes):
+    """Estimated peak memory of building, verifying and evaluating a BFB allreduce of ``nodes``
+    nodes: about ``2.5 N^2`` transfers (each node receives ``N - 1`` shards twice, split over
+    its in-links) at about 100 bytes each with the verifier's state."""
+    return int(250 * nodes * nodes)
+
+
 def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps",
          evaluate=True, keep_schedule=False, cache=True, products=True, progress=None):
     """The best topology and allreduce schedule for a cluster and a workload.
@@ -336,6 +344,10 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
     alpha = parse_time(alpha, what="alpha")
     bandwidth = parse_bandwidth(node_bandwidth, what="node bandwidth")
     workload = as_workload(workload)
+    if evaluate or keep_schedule:   # fail before the search, not after it
+        require_memory(allreduce_bytes(nodes), f"building and verifying the allreduce of "
+                       f"{nodes} nodes (about {2.5 * nodes * nodes:.3g} transfers; --no-evaluate or "
+                       "evaluate=False gives the predictions only)")
     store = _cache(cache)
     try:
         candidates, cached = frontier(nodes, degree, cache=store, products=products,

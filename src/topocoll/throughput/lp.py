@@ -17,6 +17,9 @@ from ..highs import solver as new_solver
 __all__ = ["LpSolution", "solve_lp", "SOLVERS"]
 
 #: Solvers accepted by :func:`solve_lp` (HiGHS option ``solver``; ``auto`` picks one by size).
+#: The clock of every time limit in the all-to-all solvers (tests replace it with a fake one).
+clock = time.monotonic
+
 SOLVERS = ("auto", "ipm", "pdlp", "simplex", "choose")
 #: ``auto`` uses the interior point below this many columns and PDLP from there on: on these
 #: flow LPs HiGHS' interior point (IPX) grows much faster than PDLP (128-node degree-8 random

@@ -24,6 +24,7 @@ exactly feasible for them.
 (0.222222, 'SUCCESS', 3)
 """
 
+import math
 import time
 
 import numpy as np
@@ -31,9 +32,11 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..errors import InputTypeError, TopologyError
+from ..limits import require_memory
 from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
+from . import lp as _lp
 from .lp import solve_lp
 from .dual import _positive, hop_shortest_paths
 from .linklp import _check, disconnected_result, link_utilization
@@ -143,8 +146,14 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
         ``method="path"``, with ``paths`` (routes and shares).
     """
     _check(topology)
+    deadline = None if time_limit is None else _lp.clock() + float(time_limit)
     if solver == "auto":
         solver = "ipm"
+    n = topology.num_nodes
+    degree = max(2, int(topology.out_degree().max()))
+    hops = 1 + math.ceil(math.log(max(n, 2)) / math.log(degree))
+    require_memory(n * n * (64 + 48 * hops), f"the all-to-all path LP of {topology.name} "
+                   f"({n} nodes: {n * (n - 1)} pairs with their paths)")
     limits = hop_limits(topology, max_hops)
     bnd = throughput_bounds(topology) if bounds else {}
     if unreachable_pair(topology) is not None:
@@ -171,17 +180,25 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
     status_text, rounds, sol = "", 0, None
     exact_duals = False   # crossover for vertex duals once interior duals stall
     fresh = True
+    good = None           # the last master solved in full: (sol, pair, ptr, edges)
+    out_of_time = False
     for rounds in range(1, max_rounds + 1):
+        left = None if deadline is None else deadline - _lp.clock()
+        if left is not None and left <= 0:
+            out_of_time = True
+            break
         if fresh:
             cost, matrix, row_lower, row_upper = _master(num_e, cap_s, pair, ptr, edges,
                                                          num_pairs)
         sol = solve_lp(cost, matrix, row_lower, row_upper, maximize=False, solver=solver,
-                       threads=threads, crossover=exact_duals)
+                       threads=threads, crossover=exact_duals, time_limit=left)
         solve_seconds += sol.seconds
         iterations += sol.iterations
         status_text = sol.status
         if not sol.ok:
+            out_of_time = deadline is not None and _lp.clock() >= deadline
             break
+        good = (sol, pair, ptr, edges)
         lengths = np.abs(sol.row_dual[:num_e])
         if not np.any(lengths > 0):
             lengths = np.ones(num_e)   # no duals: price with hop counts
@@ -209,19 +226,23 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
             exact_duals, fresh = True, False
             continue
         fresh = True
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            break
         _, nptr, nedges = _shortest(topology, lengths, limits, xs[gain], ys[gain])
         pair = np.concatenate([pair, gain])
         edges = np.concatenate([edges, nedges])
         ptr = np.concatenate([ptr, ptr[-1] + nptr[1:]])
-    if sol is not None and sol.ok and vertex and solver == "ipm" and not exact_duals:
+    if out_of_time and good is not None:   # the last complete master's flow is feasible
+        sol, pair, ptr, edges = good
+    left = None if deadline is None else deadline - _lp.clock()
+    if sol is not None and sol.ok and vertex and solver == "ipm" and not exact_duals and \
+            not out_of_time and (left is None or left > 0):
         again = solve_lp(cost, matrix, row_lower, row_upper, maximize=False, solver=solver,
-                         crossover=True, threads=threads)
+                         crossover=True, threads=threads, time_limit=left)
         solve_seconds += again.seconds
         if again.ok:
             sol = again
     if sol is None or not sol.ok:
+        if out_of_time:
+            status_text = f"the time limit of {time_limit:g} s ran out first"
         zeros = np.zeros(topology.num_links)
         return AlltoallResult(
             lam=0.0, status=Status.FAILED, message=f"HiGHS ({solver}) ended with status {status_text}",
@@ -250,9 +271,11 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
     dual_bound = best_bound * scale
     util, link_load = link_utilization(topology, load * lam)
     gap = dual_bound / lam - 1
-    status = Status.SUCCESS if gap <= tolerance else Status.NOT_PROVEN
+    status = Status.SUCCESS if gap <= tolerance else \
+        Status.LIMIT if out_of_time else Status.NOT_PROVEN
     hop_text = "any path" if max_hops is None else f"paths of at most dist + {max_hops} links"
-    message = (f"lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
+    stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
+    message = (f"{stopped}lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
                f"{max(gap, 0.0):.2g} (dual bound {dual_bound:.6g}); {rounds} rounds, "
                f"{len(paths)} paths")
     return AlltoallResult(
