@@ -56,3 +56,22 @@ def test_group_topologies_are_built_and_refused_only_when_analysed(monkeypatch, 
     assert t.groups(0)
     with pytest.raises(ResourceLimitError, match=f"{name} on 1000 ranks"):
         analyze(t)
+
+
+@pytest.mark.parametrize("name", ["ring", "one-peer-exp", "complete"])
+def test_group_topologies_too_large_to_list_are_refused_before_building(name):
+    with pytest.raises(ResourceLimitError, match=f"{name} on {10**12} ranks .*iterations of "
+                                                 "groups"):
+        gossip_topology(name, 10**12)
+
+
+def test_every_dense_analysis_asks_before_allocating(monkeypatch):
+    from topocoll.gossip.analysis import consensus_errors, exact_average_after, period_product
+
+    t = gossip_topology("one-peer-exp", 1000)
+    monkeypatch.setenv(ENV, "8MiB")
+    for job in (period_product, exact_average_after, analyze):
+        with pytest.raises(ResourceLimitError, match="one-peer-exp on 1000 ranks"):
+            job(t)
+    with pytest.raises(ResourceLimitError):
+        consensus_errors(t, 3)

@@ -9,6 +9,7 @@ from ..errors import SpecError
 from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_topology,
                       parse_param_value, plot_consensus, resolve_gossip_name)
 from ..gossip.cost import GROUP_MODES, iterations_to_accuracy
+from ..gossip.model import require_dense
 from ..units import format_size, format_time
 from .common import _Group, _out, _print_json, _progress, _unit
 
@@ -45,6 +46,8 @@ def _build_all(names, nodes, extra):
     for key in options:
         if not any(key in resolve_gossip_name(name).parameters() for name, _ in parsed):
             raise SpecError(f"--option {key}: none of the topologies takes a parameter {key!r}")
+    for name, _ in parsed:   # the analysis needs at least one dense matrix: refuse at once
+        require_dense(name, nodes)
     return [gossip_topology(name, nodes, **params) for name, params in parsed]
 
 

@@ -67,6 +67,7 @@ def period_product(topology, start=0):
     [0.25, 0.25, 0.25, 0.25]
     """
     t = _topo(topology)
+    t.require_dense()
     p = np.eye(t.size)
     for k in range(start, start + t.period):
         p = t.matrix(k) @ p
@@ -149,6 +150,7 @@ def exact_average_after(topology, max_iterations=None, progress=None, *, seed=0)
     True
     """
     t = _topo(topology)
+    t.require_dense()
     limit = max(64, 4 * t.period) if max_iterations is None else int(max_iterations)
     if t.size == 1:
         return 0
@@ -305,6 +307,7 @@ def analyze(topology, *, max_iterations=None, tol=DEFAULT_TOL):
     ('SUCCESS', 0.804738, None)
     """
     t = _topo(topology)
+    t.require_dense()
     r = period_rho(t)
     facts = stochasticity(t, tol)
     degree = []

@@ -54,6 +54,7 @@ import math
 import numpy as np
 
 from ..errors import InputTypeError, SpecError
+from ..limits import require_memory
 from .model import GraphTopology, GroupTopology, require_dense
 from .registry import gossip_topology, register_gossip_topology
 
@@ -65,13 +66,20 @@ __all__ = ["metropolis_hastings", "metropolis_hastings_topology", "one_peer_dyna
 MAX_DYNAMIC_PERIOD = 4096
 
 
-def _need(name, size, minimum=2, dense=1):
-    """Check the rank count, and that ``dense`` matrices of ``size x size`` fit (Bluefog's
-    topologies are built as matrices at once)."""
+#: Bytes one rank takes in one iteration of a group topology (Python tuples of ranks).
+_GROUP_BYTES = 400
+
+
+def _need(name, size, minimum=2, dense=1, groups=0):
+    """Check the rank count, and that what is built at once fits: ``dense`` matrices of
+    ``size x size`` (Bluefog's topologies), or ``groups`` iterations of groups (decent_dp's)."""
     if size < minimum:
         raise SpecError(f"{name} needs n >= {minimum} ranks, got {size}")
     if dense:
         require_dense(name, size, dense)
+    if groups:
+        require_memory(_GROUP_BYTES * size * groups,
+                       f"{name} on {size} ranks ({groups} iterations of groups)")
 
 
 def _int_param(name, key, value, minimum):
@@ -91,14 +99,14 @@ def _ceil_log2(n):
 @register_gossip_topology("complete")
 def complete(size):
     """decent_dp: all ranks average in one group every iteration (weight 1/n)."""
-    _need("complete", size, 1, dense=0)
+    _need("complete", size, 1, dense=0, groups=1)
     return GroupTopology("complete", size, [[(range(size), 1.0 / size)]])
 
 
 @register_gossip_topology("ring")
 def ring(size):
     """decent_dp: one-peer ring, pairs with the right then the left neighbour (weight 1/2)."""
-    _need("ring", size, dense=0)
+    _need("ring", size, dense=0, groups=3)
     n = size
     if n % 2 == 0:
         first = [((i, i + 1), 0.5) for i in range(0, n, 2)]
@@ -125,7 +133,7 @@ def _hypercube_round(count, bit):
 @register_gossip_topology("one-peer-exp", aliases=("exp",))
 def one_peer_exp(size):
     """decent_dp: pair i with i XOR 2^t in iteration t (weight 1/2), period ceil(log2 n)."""
-    _need("one-peer-exp", size, dense=0)
+    _need("one-peer-exp", size, dense=0, groups=_ceil_log2(size))
     iterations = []
     for t in range(_ceil_log2(size)):
         pairs, alone = _hypercube_round(size, t)
@@ -137,7 +145,7 @@ def one_peer_exp(size):
 def alternating_exp_ring(size, local_size, stagger=True):
     """decent_dp: intra-node averages alternate with averages of node pairs j, j XOR 2^t."""
     name = "alternating-exp-ring"
-    _need(name, size, dense=0)
+    _need(name, size, dense=0, groups=2 * _ceil_log2(size))
     local = _int_param(name, "local_size", local_size, 1)
     if size % local:
         raise SpecError(f"{name}: local_size must divide n, got n={size}, local_size={local}")

@@ -58,12 +58,14 @@ def _check_iteration(k):
 
 
 def require_dense(name, size, count=1):
-    """Check that ``count`` dense ``size x size`` mixing matrices (and the analysis' product and
-    scratch copy) fit under the memory limit before they are made; the analysis and the
-    simulations work on dense matrices (the cost model and the runtime do not need them)."""
-    require_memory(8 * size * size * (count + 2),
+    """Check that ``count`` dense ``size x size`` mixing matrices, and the analysis' working
+    copies of that size, fit under the memory limit before they are made. The analysis works on
+    dense matrices (the cost model and the runtime do not need them); besides the matrices it
+    holds the period product, a fresh copy of a matrix, their product, ``W - J/n`` and the copy
+    the singular value decomposition works on: five more."""
+    require_memory(8 * size * size * (count + 5),
                    f"{name} on {size} ranks ({count} dense {size}x{size} mixing "
-                   f"matri{'x' if count == 1 else 'ces'} for the analysis)")
+                   f"matri{'x' if count == 1 else 'ces'} and the analysis' working copies)")
 
 
 class GossipTopology:
@@ -108,9 +110,14 @@ class GossipTopology:
     def _build(self, k):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def require_dense(self):
+        """Raise :class:`~topocoll.errors.ResourceLimitError` unless the dense matrices and the
+        analysis' working copies fit in memory (see :func:`require_dense`)."""
+        require_dense(self.name, self.size, self.period)
+
     def _all(self):
         if self._mats is None:
-            require_dense(self.name, self.size, self.period)
+            self.require_dense()
             mats = []
             for k in range(self.period):
                 w = np.array(self._build(k), dtype=np.float64)
