@@ -58,3 +58,17 @@ def test_gossip_cost_refuses_both_bandwidths(run):
     result = run("gossip", "cost", "ring", "--network", "ring:8", "--link-bandwidth", "1GB/s",
                  "--node-bandwidth", "2GB/s")
     assert_one_line_error(result, "not both", code=2)
+
+
+@pytest.mark.parametrize("command", [
+    ["alltoall", "ring:4", "--json"],
+    ["alltoall", "ring:4", "-o", "-"],
+    ["synth", "torus:3x3", "-c", "allgather", "--method", "ilp", "--json"],
+    ["rewire", "randomregular:8,3:1", "--objective", "alltoall", "--max-swaps", "2", "--json"],
+])
+def test_stdout_of_every_solver_command_is_one_clean_json_document(run, command):
+    """Each in a fresh process, where HiGHS prints its banner on the first solver it makes."""
+    result = run(*command)
+    assert result.returncode == 0, result
+    assert result.stdout.lstrip().startswith("{"), result
+    json.loads(result.stdout)

@@ -52,7 +52,7 @@ def _check(schedule, no_verify):
 @click.option("--fail-nodes", help="Failed nodes to remove first, e.g. '5,7' (survivors are "
               "renumbered).")
 @click.option("--time-limit", type=click.FloatRange(0, min_open=True),
-              help="ILP: wall-clock seconds before early termination (default: none).")
+              help="ILP: wall-clock seconds for the whole synthesis (default: none).")
 @click.option("--node-limit", type=click.IntRange(0),
               help="ILP: branch-and-bound nodes per model (a limit independent of speed).")
 @click.option("--max-solves", type=click.IntRange(1),
@@ -71,6 +71,12 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
           fail_links, fail_nodes, time_limit, node_limit, max_solves, window, time_step, size, link_bandwidth,
           node_bandwidth, alpha, output, no_verify, as_json):
     """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
+    ilp_only = [flag for flag, value in (("--time-limit", time_limit), ("--node-limit", node_limit),
+                                         ("--max-solves", max_solves), ("--window", window))
+                if value is not None]
+    if ilp_only and method != "ilp":
+        raise _Fail(f"{', '.join(ilp_only)} appl{'ies' if len(ilp_only) == 1 else 'y'} to "
+                    "--method ilp only")
     if len(collectives) == 1:
         _check_output(output, None)
     elif output is not None and (not output or os.path.isfile(output)):

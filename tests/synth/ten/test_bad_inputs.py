@@ -58,3 +58,25 @@ def test_distinct_failed_links_are_all_counted_once():
 def test_a_failed_node_listed_twice_is_refused():
     with pytest.raises(TopologyError, match="node 3 is listed more than once"):
         fail_nodes(topology("mesh:3x3"), "3,5,3")
+
+
+@pytest.mark.parametrize("option", ["time_limit", "node_limit", "max_solves", "window"])
+def test_ilp_options_with_the_greedy_are_refused_not_ignored(option):
+    with pytest.raises(UnsupportedError, match=f"{option} applies to method='ilp' only"):
+        synthesize("ring:4", "allgather", **{option: 5})
+
+
+def test_an_allreduce_shares_one_time_limit_between_its_phases(monkeypatch):
+    import topocoll.synth.ten.synthesis as module
+
+    given = []
+    real = module._synth_one
+
+    def spy(*args, **kwargs):
+        given.append(kwargs["limits"]["time_limit"])
+        return real(*args, **kwargs)
+    clock = iter([100.0, 103.0])                       # the first phase took 3 s
+    monkeypatch.setattr(module, "_synth_one", spy)
+    monkeypatch.setattr(module, "_clock", lambda: next(clock))
+    s = synthesize("ring:4", "allreduce", method="ilp", time_limit=10)
+    assert verify(s).valid and given[0] == 5.0 and given[-1] == 7.0   # reduce-scatter, allgather

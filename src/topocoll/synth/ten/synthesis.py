@@ -33,6 +33,7 @@ True
 
 import math
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -365,6 +366,10 @@ def _check_degree(k):
         raise UnsupportedError(f"unwind degree must be a whole number >= 1, got {k!r}")
 
 
+#: The clock that splits an allreduce's time limit (tests replace it).
+_clock = time.monotonic
+
+
 def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
                root=None, seed=0, restarts=1, workers=None, unwind_degree=None,
                fail_links=None, fail_nodes=None, time_step=None, time_limit=None,
@@ -402,7 +407,8 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     time_step : float or str, optional
         The discretization factor f (default: automatic, see :func:`discretize`).
     time_limit : float, optional
-        ILP: wall-clock seconds before early termination (default: none).
+        ILP: wall-clock seconds for the whole call before early termination (default: none;
+        an allreduce gives half to its reduce-scatter and the rest to its allgather).
     node_limit, max_solves : int, optional
         ILP: branch-and-bound nodes per model and models at most; limits that do not depend
         on the machine's speed (see :func:`~topocoll.synth.ten.ilp.ilp_events`).
@@ -426,6 +432,13 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     """
     if method not in METHODS:
         raise UnsupportedError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method != "ilp":   # said, not silently ignored
+        given = [name for name, value in (("time_limit", time_limit), ("node_limit", node_limit),
+                                          ("max_solves", max_solves), ("window", window))
+                 if value is not None]
+        if given:
+            raise UnsupportedError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
+                                   "to method='ilp' only")
     for name, value in (("restarts", restarts),):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise UnsupportedError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -450,7 +463,14 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
                 workers=workers, time_step=time_step, window=window, progress=progress,
                 limits=dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves))
     if coll.name == "allreduce":
-        rs = _synth_one(topo, _collective("reduce_scatter"), None, **opts)
+        # one time limit for the whole call: half for the first phase, what is left for the second
+        started = _clock()
+        first = dict(opts, limits=dict(opts["limits"], time_limit=None if time_limit is None
+                                       else time_limit / 2))
+        rs = _synth_one(topo, _collective("reduce_scatter"), None, **first)
+        if time_limit is not None:
+            left = max(time_limit - (_clock() - started), 1e-3)
+            opts = dict(opts, limits=dict(opts["limits"], time_limit=left))
         ag = _synth_one(topo, _collective("allgather"), None, **opts)
         out = concatenate(rs, ag, "allreduce", algorithm=rs.algorithm)
         meta = {k: v for k, v in ag.meta.items()}
