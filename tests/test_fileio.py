@@ -174,3 +174,23 @@ def test_verify_and_info_read_standard_input(tmp_path, schedule, monkeypatch):
                                                                   .read_bytes())))
     code, out, err = run_in_process(["info", "-", "--json"], tmp_path)
     assert code == 0 and json.loads(out)["nodes"] == 9, err
+
+
+def test_compare_tells_schedules_from_topologies_on_stdin_and_in_gzip(tmp_path, schedule,
+                                                                     monkeypatch):
+    import io
+    import sys
+
+    from topocoll.studies.compare import compare
+
+    tc.save_schedule(schedule, tmp_path / "s.json.gz")
+    rows = compare([str(tmp_path / "s.json.gz")], sizes=["1MiB"]).rows
+    assert rows[0].algorithm == schedule.algorithm and rows[0].verdict == "ok"
+    tc.save_topology(tc.topology("ring:5"), tmp_path / "t.json")
+    for path, kind in ((tmp_path / "s.json.gz", "schedule"), (tmp_path / "t.json", "topology")):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+        code, out, err = run_in_process(["compare", "-", "--json"], tmp_path)
+        assert code == 0, err
+        doc = json.loads(out)
+        nodes = {row["nodes"] for row in doc["rows"]}
+        assert nodes == ({4} if kind == "schedule" else {5})

@@ -28,12 +28,14 @@ from .. import defaults
 from ..collectives import collective as _collective
 from ..plotting import new_axes, save_figure
 from ..results import Result, Status
-from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..errors import InputTypeError, ScheduleFormatError, TopocollError, UnsupportedError
+from ..fileio import read_input
 from ..schedule.cost import evaluate
-from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, load_schedule, schedule_from_dict
+from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
 from ..schedule.model import Schedule
 from ..schedule.verify import verify
 from ..synth import generate
+from ..topology.io import topology_from_dict
 from ..topology.model import Topology
 from ..topology.registry import topology as _topology
 from ..units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, \
@@ -122,26 +124,32 @@ class _Entry:
     topology: Topology | None = None
 
 
-def _file_kind(path):
-    """``"schedule"`` or ``"topology"`` for an existing file, by its ``format``; plus the parsed
-    document when it had to be parsed (None otherwise)."""
+def _read_entry_file(path):
+    """An :class:`_Entry` for a schedule or topology file (``-``: standard input), told apart by
+    its ``format``; compressed or not."""
+    label = "stdin" if path == "-" else os.path.basename(path)
+    if path != "-" and path.lower().removesuffix(".gz").endswith(".graphml"):
+        return _Entry(path, label, topology=_topology(path))
+    data = read_input(path, starts=b"{", what="schedule or topology file (JSON)")
+    if data.startswith(_CANONICAL_HEAD):     # our own schedule files: no second parse
+        doc = None
+    else:
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ScheduleFormatError(f"{label}: not valid JSON ({exc})") from None
+    if doc is None or (isinstance(doc, dict) and doc.get("format") == _SCHEDULE_FORMAT):
+        try:
+            schedule = loads_schedule(data) if doc is None else schedule_from_dict(doc)
+        except TopocollError as exc:
+            raise type(exc)(f"{label}: {str(exc).removeprefix('<schedule>: ')}") from None
+        return _Entry(path, label, schedule=schedule)
+    if path != "-":
+        return _Entry(path, label, topology=_topology(path))
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(_CANONICAL_HEAD))
-    except OSError:
-        return "topology", None  # the topology reader says what is wrong with it
-    if head == _CANONICAL_HEAD:
-        return "schedule", None
-    if str(path).lower().endswith(".graphml"):
-        return "topology", None
-    try:
-        with open(path, "rb") as fh:
-            doc = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "topology", None
-    if isinstance(doc, dict) and doc.get("format") == _SCHEDULE_FORMAT:
-        return "schedule", doc
-    return "topology", None
+        return _Entry(path, label, topology=topology_from_dict(doc))
+    except TopocollError as exc:
+        raise type(exc)(f"{label}: {exc}") from None
 
 
 def _resolve(item):
@@ -157,19 +165,8 @@ def _resolve(item):
         raise InputTypeError("compare takes topology specs, topology or schedule files, "
                              f"Topologies and Schedules, not {type(item).__name__}")
     text = item.strip()
-    if os.path.isfile(text):
-        kind, doc = _file_kind(text)
-        label = os.path.basename(text)
-        if kind == "schedule":
-            if doc is None:
-                schedule = load_schedule(text)
-            else:
-                try:
-                    schedule = schedule_from_dict(doc)
-                except TopocollError as exc:
-                    raise type(exc)(f"{text}: {exc}") from None
-            return _Entry(text, label, schedule=schedule)
-        return _Entry(text, label, topology=_topology(text))
+    if text == "-" or os.path.isfile(text):
+        return _read_entry_file(text)
     return _Entry(text, None, topology=_topology(text))
 
 
