@@ -91,13 +91,17 @@ def verify(file, as_json, max_errors):
     FILE may be '-' (standard input) and may be gzip-compressed. A file that breaks the format
     rules is reported as invalid (exit 1) like any other violation; one that cannot be read at
     all is bad input (exit 2)."""
-    try:
-        s = load_schedule(file)
-    except FileAccessError:
-        raise
-    except ScheduleFormatError as exc:
-        _format_invalid(str(exc), as_json)
-    report = _verify(s, max_errors=max_errors)
+    update, bar = _progress(f"verify {file}")
+    with bar:
+        update("reading", 0, None)
+        try:
+            s = load_schedule(file)
+        except FileAccessError:
+            raise
+        except ScheduleFormatError as exc:
+            _format_invalid(str(exc), as_json)
+        update(f"checking {s.num_transfers} transfers", 0, None)
+        report = _verify(s, max_errors=max_errors)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -132,12 +136,17 @@ def _format_invalid(message, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per size).")
 def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     """Price a schedule file: T_L, T_B, time, lower bounds and optimality flags."""
-    s = load_schedule(file)
-    if node_bandwidth is not None:
-        s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
-    results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
-    link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
-                  for m in sizes]
+    update, bar = _progress(f"evaluate {file}")
+    with bar:
+        update("reading", 0, None)
+        s = load_schedule(file)
+        if node_bandwidth is not None:
+            s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
+        update(f"verifying and pricing {s.num_transfers} transfers", 0, None)
+        results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
+        update("timing in the link model", 0, None)
+        link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
+                      for m in sizes]
     if as_json:
         docs = [dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]
         _print_json(docs[0] if len(docs) == 1 else docs)

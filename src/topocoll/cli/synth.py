@@ -190,10 +190,16 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def simulate(files, size, alpha, link_bandwidth, as_json):
     """Time schedule FILES in the link model (TACOS); several files share one network."""
-    schedules = [load_schedule(f) for f in files]
-    results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
-    # the step model beside it (each schedule alone on the network)
-    steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth) for s in schedules]
+    update, bar = _progress("simulate")
+    with bar:
+        update("reading", 0, None)
+        schedules = [load_schedule(f) for f in files]
+        update("timing in the link model", 0, None)
+        results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
+        # the step model beside it (each schedule alone on the network)
+        update("verifying and pricing in the step model", 0, None)
+        steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth)
+                 for s in schedules]
     if as_json:
         rows = [{"file": f, "collective": s.collective.name, "algorithm": s.algorithm,
                  **r.to_dict(), "step_model_time": e.time, "steps": e.steps}
