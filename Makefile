@@ -44,6 +44,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/ten_synthesis.py
 	$(BIN)/python benchmarks/alltoall.py
 	$(BIN)/python benchmarks/gossip.py
+	$(BIN)/python benchmarks/hostile_inputs.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis
