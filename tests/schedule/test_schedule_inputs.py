@@ -99,8 +99,9 @@ def test_a_file_declaring_far_more_nodes_than_its_links_touch_fails_fast(tmp_pat
             "resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, resource.RLIM_INFINITY))\n"
             f"r = tc.verify({str(path)!r})\n"
             "print(json.dumps(r.to_dict()))\n")
+    env = {**__import__("os").environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, env=env)   # one BLAS thread: its stacks count too
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert not report["valid"] and report["counts"] == {"isolated": 100_000 - 6}
