@@ -1,0 +1,308 @@
+"""A schedule as a per-rank plan of messages, and the buffer layout of every collective.
+
+The layout says which part of the user's tensors each shard is (``N`` ranks, rank ``i`` plays
+node ``i``):
+
+===============  ==========================  ==========================  =====================
+collective       input (per rank)            output (per rank)           shard ``x``
+===============  ==========================  ==========================  =====================
+allgather        ``S`` elements              ``N*S``                     rank x's input;
+                                                                         ``output[x*S:(x+1)*S]``
+reduce_scatter   ``N*S``                     ``S``                       ``input[x*S:(x+1)*S]``
+allreduce        ``M`` (in place)            the same tensor             ``[x*M//N, (x+1)*M//N)``
+broadcast        ``M`` (in place)            the same tensor             the whole tensor
+reduce           ``M`` (in place)            the same tensor (the root)  the whole tensor
+scatter          ``N*S`` (the root)          ``S``                       ``input[x*S:(x+1)*S]``
+gather           ``S``                       ``N*S`` (the root)          rank x's input
+alltoall         ``N*S``                     ``N*S``                     ``x*N + y``: rank x's
+                                                                         ``input[y*S:..]``, rank
+                                                                         y's ``output[x*S:..]``
+===============  ==========================  ==========================  =====================
+
+Only the allreduce splits a buffer that need not divide by ``N``: its shards differ by at most
+one element. A transfer of ``[lo, hi)`` of a shard of ``E`` elements moves elements
+``[round(lo*E), round(hi*E))``: one fraction always maps to one element index, so adjacent
+ranges neither overlap nor leave a gap, and a range that rounds to nothing is not sent.
+
+A :class:`RankPlan` lists, for each step in which the rank takes part, what it sends to each
+peer and what it receives from each, as element ranges of shards, in the order of the schedule's
+transfers (sender and receiver derive the same order from the same file). Every transfer from
+``src`` to ``dst`` in one step travels in one message. Data sent in step ``s`` is what the
+sender held at the end of step ``s - 1``; received pieces are copied or added after all of the
+step's messages have arrived.
+
+>>> from topocoll.synth import generate
+>>> plan = rank_plan(generate("ring:4", "allgather"), rank=0, numel=3)
+>>> [(step.step, sorted(step.sends), sorted(step.recvs)) for step in plan.steps]
+[(1, [1, 3], [1, 3]), (2, [1, 3], [1, 3])]
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..collectives import REDUCE
+from ..errors import InputTypeError, UnsupportedError
+
+__all__ = ["Layout", "layout", "RankPlan", "StepPlan", "rank_plan", "simulate_plans"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Element sizes of one collective's tensors and shards (see the module table).
+
+    Attributes
+    ----------
+    collective : str
+    nodes : int
+    root : int or None
+    input_numel, output_numel : int
+        Elements of the input and output tensors of one rank (the root's, where they differ);
+        ``output_numel == 0`` means the collective works in place on the input.
+    shard_sizes : numpy.ndarray
+        Elements of each shard.
+    shard_starts : numpy.ndarray
+        Offset of each shard in the tensor it is cut from (see the module table).
+    """
+
+    collective: str
+    nodes: int
+    root: object
+    input_numel: int
+    output_numel: int
+    shard_sizes: np.ndarray
+    shard_starts: np.ndarray
+
+    @property
+    def in_place(self):
+        return self.output_numel == 0
+
+
+def layout(collective, nodes, numel, root=None):
+    """The :class:`Layout` of ``collective`` on ``nodes`` ranks for an input of ``numel``
+    elements; raises :class:`~topocoll.errors.UnsupportedError` when it does not divide as the
+    layout needs.
+
+    >>> layout("allreduce", 3, 7).shard_sizes.tolist()
+    [2, 2, 3]
+    >>> layout("reduce_scatter", 3, 7)
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.UnsupportedError: reduce_scatter on 3 ranks needs an input of a multiple of 3 elements (one shard per rank), got 7
+    """
+    if isinstance(numel, bool) or not isinstance(numel, (int, np.integer)) or numel < 1:
+        raise InputTypeError(f"a tensor needs at least one element, got {numel!r}")
+    n, numel = int(nodes), int(numel)
+    name = collective
+    if name in ("allgather", "gather"):
+        size = numel
+        sizes = np.full(n, size, dtype=np.int64)
+        return Layout(name, n, root, numel, n * size, sizes, np.arange(n) * size)
+    if name in ("reduce_scatter", "scatter", "alltoall"):
+        if numel % n:
+            raise UnsupportedError(f"{name} on {n} ranks needs an input of a multiple of {n} "
+                                   f"elements (one shard per rank), got {numel}")
+        size = numel // n
+        shards = n * n if name == "alltoall" else n
+        sizes = np.full(shards, size, dtype=np.int64)
+        starts = (np.arange(shards) % n) * size
+        out = numel if name == "alltoall" else size
+        return Layout(name, n, root, numel, out, sizes, starts)
+    if name == "allreduce":
+        bounds = np.arange(n + 1, dtype=np.int64) * numel // n
+        return Layout(name, n, root, numel, 0, np.diff(bounds), bounds[:-1])
+    if name in ("broadcast", "reduce"):
+        return Layout(name, n, root, numel, 0, np.array([numel]), np.array([0]))
+    raise UnsupportedError(f"no buffer layout for collective {name!r}")
+
+
+@dataclass
+class StepPlan:
+    """One step of one rank: ``sends[peer]`` and ``recvs[peer]`` are lists of pieces
+    ``(shard, start, stop)`` (receives: ``(shard, start, stop, reduce)``), in message order."""
+
+    step: int
+    sends: dict
+    recvs: dict
+
+    def send_numel(self, peer):
+        return sum(b - a for _, a, b in self.sends[peer])
+
+    def recv_numel(self, peer):
+        return sum(b - a for _, a, b, _ in self.recvs[peer])
+
+
+@dataclass
+class RankPlan:
+    """What one rank does: its steps in order, the shards it touches, and the layout."""
+
+    rank: int
+    layout: Layout
+    steps: list
+    shards: np.ndarray
+
+
+def _element_ranges(schedule, lay):
+    t = schedule.transfers
+    size = lay.shard_sizes[t["shard"]].astype(np.float64)
+    start = np.rint(t["lo"] * size).astype(np.int64)
+    stop = np.rint(t["hi"] * size).astype(np.int64)
+    return start, stop
+
+
+def rank_plan(schedule, rank, numel, *, element_ranges=None):
+    """The :class:`RankPlan` of ``rank`` for an input of ``numel`` elements."""
+    n = schedule.topology.num_nodes
+    lay = layout(schedule.collective.name, n, numel, schedule.root)
+    t = schedule.transfers
+    start, stop = element_ranges if element_ranges is not None else _element_ranges(schedule, lay)
+    mine = np.flatnonzero(((t["src"] == rank) | (t["dst"] == rank)) & (stop > start))
+    order = mine[np.lexsort((mine, t["step"][mine]))]   # by step, then file order
+    steps = []
+    current = None
+    for i in order.tolist():
+        step = int(t["step"][i])
+        if current is None or current.step != step:
+            current = StepPlan(step, {}, {})
+            steps.append(current)
+        src, dst, shard = int(t["src"][i]), int(t["dst"][i]), int(t["shard"][i])
+        a, b = int(start[i]), int(stop[i])
+        if src == rank:
+            current.sends.setdefault(dst, []).append((shard, a, b))
+        if dst == rank:
+            current.recvs.setdefault(src, []).append((shard, a, b, int(t["op"][i]) == REDUCE))
+    touched = np.unique(np.concatenate([t["shard"][mine], _own_shards(lay, rank)]))
+    return RankPlan(rank, lay, steps, touched)
+
+
+def _own_shards(lay, rank):
+    """Shards the rank holds data of at the start or must hold at the end."""
+    n, name, root = lay.nodes, lay.collective, lay.root
+    if name in ("allgather", "allreduce", "reduce_scatter"):
+        return np.arange(n)
+    if name in ("broadcast", "reduce"):
+        return np.array([0])
+    if name in ("scatter", "gather"):
+        return np.arange(n) if rank == root else np.array([rank])
+    return np.r_[rank * n + np.arange(n), np.arange(n) * n + rank]   # alltoall
+
+
+# ------------------------------------------------------------------ state: start, pack, apply
+def initial_state(plan, inputs, zeros, state=None):
+    """Shard buffers of a rank at the start: ``{shard: 1-D array}`` from its input tensor (a
+    flat array); ``zeros(k)`` makes a fresh zero array of ``k`` elements. A ``state`` from an
+    earlier call with the same plan is zeroed and reused."""
+    lay, rank = plan.layout, plan.rank
+    n, name = lay.nodes, lay.collective
+    if state is None:
+        state = {int(s): zeros(int(lay.shard_sizes[s])) for s in plan.shards}
+    else:
+        for buffer in state.values():
+            buffer[:] = 0
+
+    def cut(shard, offset=None):
+        a = int(lay.shard_starts[shard]) if offset is None else offset
+        return inputs[a:a + int(lay.shard_sizes[shard])]
+
+    if name in ("allgather", "gather"):
+        state[rank][:] = inputs
+    elif name in ("reduce_scatter", "allreduce"):
+        for x in range(n):
+            state[x][:] = cut(x)
+    elif name == "reduce" or (name == "broadcast" and rank == lay.root):
+        state[0][:] = inputs
+    elif name == "scatter" and rank == lay.root:
+        for x in range(n):
+            state[x][:] = cut(x)
+    elif name == "alltoall":
+        for y in range(n):
+            state[rank * n + y][:] = cut(rank * n + y)
+    return state
+
+
+def pack(step, peer, state, cat):
+    """The message of one step to ``peer``: its pieces, concatenated."""
+    return cat([state[s][a:b] for s, a, b in step.sends[peer]])
+
+
+def _add(target, piece):
+    target += piece
+
+
+def apply(step, peer, message, state, combine=_add):
+    """Copy or combine a received message into the shard buffers; ``combine(target, piece)``
+    reduces in place (default: adds)."""
+    offset = 0
+    for s, a, b, reduce in step.recvs[peer]:
+        piece = message[offset:offset + (b - a)]
+        if reduce:
+            combine(state[s][a:b], piece)
+        else:
+            state[s][a:b] = piece
+        offset += b - a
+
+
+def finish(plan, state, inputs, output):
+    """Write the result into ``output`` (or ``inputs`` for in-place collectives)."""
+    lay, rank = plan.layout, plan.rank
+    n, name = lay.nodes, lay.collective
+    target = inputs if lay.in_place else output
+    if name in ("allgather",) or (name == "gather" and rank == lay.root):
+        for x in range(n):
+            a = int(lay.shard_starts[x])
+            target[a:a + int(lay.shard_sizes[x])] = state[x]
+    elif name in ("reduce_scatter", "scatter"):
+        target[:] = state[rank]
+    elif name == "allreduce":
+        for x in range(n):
+            a = int(lay.shard_starts[x])
+            target[a:a + int(lay.shard_sizes[x])] = state[x]
+    elif name == "broadcast" or (name == "reduce" and rank == lay.root):
+        target[:] = state[0]
+    elif name == "alltoall":
+        for x in range(n):
+            a = x * int(lay.shard_sizes[0])
+            target[a:a + int(lay.shard_sizes[0])] = state[x * n + rank]
+    return target
+
+
+def simulate_plans(schedule, inputs):
+    """Run a schedule on in-memory ranks with numpy: ``inputs[i]`` is rank i's flat input;
+    returns each rank's result (its output, or its input updated in place). The same plans,
+    packing and combining as the torch executor, without torch: what a test checks against
+    the collective's definition.
+
+    >>> from topocoll.synth import generate
+    >>> out = simulate_plans(generate("ring:3", "allreduce"), [np.arange(4.0)] * 3)
+    >>> out[0].tolist()
+    [0.0, 3.0, 6.0, 9.0]
+    """
+    n = schedule.topology.num_nodes
+    inputs = [np.array(x).reshape(-1) for x in inputs]
+    if len(inputs) != n:
+        raise UnsupportedError(f"the schedule has {n} nodes; got {len(inputs)} inputs")
+    numel = inputs[0].size
+    lay = layout(schedule.collective.name, n, numel, schedule.root)
+    ranges = _element_ranges(schedule, lay)
+    plans = [rank_plan(schedule, r, numel, element_ranges=ranges) for r in range(n)]
+    dtype = inputs[0].dtype
+    states = [initial_state(p, x, lambda k: np.zeros(k, dtype=dtype))
+              for p, x in zip(plans, inputs)]
+    steps = sorted({s.step for p in plans for s in p.steps})
+    cursor = [0] * n
+    for number in steps:
+        now = []
+        for r, p in enumerate(plans):
+            if cursor[r] < len(p.steps) and p.steps[cursor[r]].step == number:
+                now.append((r, p.steps[cursor[r]]))
+                cursor[r] += 1
+        mail = {(r, peer): pack(step, peer, states[r], np.concatenate)
+                for r, step in now for peer in step.sends}
+        for r, step in now:
+            for peer in step.recvs:
+                apply(step, peer, mail[(peer, r)], states[r])
+    results = []
+    for p, x, state in zip(plans, inputs, states):
+        out = x.copy() if lay.in_place else np.zeros(max(lay.output_numel, 1), dtype=dtype)
+        results.append(finish(p, state, out, out))
+    return results

@@ -1,0 +1,105 @@
+"""Schedules run on torch.distributed (gloo, local processes): every collective, BFB, TEN and
+baseline schedules, prime sizes, several dtypes, against the collective's definition and
+against torch's own all_reduce; plus the failures a user must see clearly."""
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+from topocoll.errors import InvalidScheduleError, ProcessGroupError
+from topocoll.runtime import ScheduleCollective, run_local, run_schedule
+from topocoll.synth import generate
+from topocoll.synth.ten import synthesize
+
+from tests.runtime.test_plan import expected, numel_for
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
+          "bfloat16": torch.bfloat16}
+
+
+def _cases(n):
+    """(label, schedule) for a world of n ranks, built the same way on every rank."""
+    spec = {2: "ring:2", 3: "ring:3", 5: "genkautz:5,2"}[n]
+    out = []
+    for name in ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"):
+        root = 1 if name in ("broadcast", "reduce") else None
+        out.append((f"bfb {name}", generate(spec, name, "bfb", root=root)))
+    for name in ("scatter", "gather", "alltoall", "allreduce"):
+        root = n - 1 if name in ("scatter", "gather") else None
+        out.append((f"ten {name}", synthesize(spec, name, root=root, chunks=2)))
+    return out
+
+
+def _inputs(n, numel, seed):
+    """Every rank's input, integer-valued so that every dtype sums exactly in any order."""
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-4, 5, size=numel).astype(np.float64) for _ in range(n)]
+
+
+def _all_checks(rank, world_size):
+    failures = []
+    for label, schedule in _cases(world_size):
+        name = schedule.collective.name
+        collective = ScheduleCollective(schedule)
+        for dtype_name, dtype in DTYPES.items():
+            for unit in (1, 7, 13):
+                numel = numel_for(name, world_size, unit)
+                inputs = _inputs(world_size, numel, seed=unit)
+                want = expected(name, inputs, schedule.root)[rank]
+                x = torch.tensor(inputs[rank], dtype=dtype)
+                got = collective(x)
+                if want is not None and not torch.equal(got.double(),
+                                                        torch.tensor(want, dtype=torch.float64)):
+                    failures.append((label, dtype_name, numel))
+    # against torch's own all_reduce, twice through the same prepared collective (buffers reused)
+    allreduce = ScheduleCollective(generate({2: "ring:2", 3: "ring:3", 5: "genkautz:5,2"}
+                                            [world_size], "allreduce"))
+    for numel in (101, 1009):
+        x = torch.arange(numel, dtype=torch.float32) * (rank + 1)
+        ours = allreduce(x.clone())
+        theirs = x.clone()
+        dist.all_reduce(theirs)
+        if not torch.equal(ours, theirs):
+            failures.append(("vs torch all_reduce", "float32", numel))
+    # other reductions and the async form
+    x = torch.tensor([float(rank + 1), -float(rank)])
+    handle = run_schedule(generate("ring:%d" % world_size, "allreduce"), x.clone(), op="max",
+                          async_op=True)
+    if handle.wait().tolist() != [float(world_size), 0.0]:
+        failures.append(("max async", "float32", 2))
+    return failures
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 5])
+def test_every_collective_runs_and_computes_its_definition(world_size):
+    results = run_local(_all_checks, world_size, start_method="fork", timeout=300)
+    assert results == [[]] * world_size
+
+
+def _wrong_world(rank, world_size):
+    try:
+        ScheduleCollective(generate("ring:3", "allgather"))
+    except ProcessGroupError as exc:
+        return str(exc)
+    return "accepted"
+
+
+def _invalid(rank, world_size, path):
+    try:
+        run_schedule(path, torch.zeros(4))
+    except InvalidScheduleError as exc:
+        return str(exc).split(":")[0]
+    return "accepted"
+
+
+def test_a_schedule_for_another_world_size_is_refused():
+    out = run_local(_wrong_world, 2, start_method="fork", timeout=120)
+    assert all("schedule is for 3 nodes but the group has 2 ranks" in text for text in out)
+
+
+def test_an_invalid_schedule_is_refused_before_running():
+    from tests.helpers import DATA
+    out = run_local(_invalid, 4, (str(DATA / "invalid-causality.json"),), start_method="fork",
+                    timeout=120)
+    assert out == ["invalid"] * 4
