@@ -103,3 +103,47 @@ def test_an_invalid_schedule_is_refused_before_running():
     out = run_local(_invalid, 4, (str(DATA / "invalid-causality.json"),), start_method="fork",
                     timeout=120)
     assert out == ["invalid"] * 4
+
+
+def _one_rank_never_comes(rank, world_size, folder):
+    """Rank 2 skips the collective and stays alive until both others have given up (they
+    leave a file each), so their first step can never complete: they must say which rank and
+    which step."""
+    import os
+    import time
+
+    schedule = generate("ring:3", "allgather")
+    if rank == 2:
+        deadline = time.monotonic() + 120
+        while len(os.listdir(folder)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return "skipped"
+    try:
+        ScheduleCollective(schedule, timeout=3)(torch.ones(4))
+        text = "finished"
+    except ProcessGroupError as exc:
+        text = str(exc)
+    open(os.path.join(folder, str(rank)), "w").close()
+    return text
+
+
+def test_a_peer_that_never_sends_is_named_with_the_step(tmp_path):
+    out = run_local(_one_rank_never_comes, 3, (str(tmp_path),), start_method="fork",
+                    timeout=200)
+    assert out[2] == "skipped"
+    for text in out[:2]:
+        assert text.startswith("step 1: rank 2 (node 2) did not exchange its message within 3 s")
+
+
+def _dies_at_step_one(rank, world_size):
+    import os
+
+    if rank == 1:
+        os._exit(3)
+    ScheduleCollective(generate("ring:2", "allreduce"))(torch.ones(8))
+    return "finished"
+
+
+def test_a_peer_that_dies_is_named():
+    with pytest.raises(ProcessGroupError, match=r"rank 1 .*exit"):
+        run_local(_dies_at_step_one, 2, start_method="fork", timeout=60)

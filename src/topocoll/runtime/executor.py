@@ -15,6 +15,7 @@ import threading
 
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from ..schedule.model import as_schedule
+from .launch import report_iteration
 from .plan import apply, finish, initial_state, pack, rank_plan
 
 __all__ = ["ScheduleCollective", "ScheduleHandle", "run_schedule", "REDUCE_OPS"]
@@ -91,9 +92,15 @@ class ScheduleCollective:
     check : bool
         Verify the schedule first (default); an invalid one raises
         :class:`~topocoll.errors.InvalidScheduleError`.
+    timeout : float, optional
+        Seconds to wait for each step's messages; a peer that does not deliver in time raises
+        :class:`~topocoll.errors.ProcessGroupError` naming the rank and the step (default: the
+        process group's own timeout). Under :func:`~topocoll.runtime.run_local` each step is
+        also reported, so that a run that times out says which step each rank was at.
     """
 
-    def __init__(self, schedule, *, group=None, rank_map=None, op=None, check=True):
+    def __init__(self, schedule, *, group=None, rank_map=None, op=None, check=True,
+                 timeout=None):
         import torch.distributed as dist
 
         from ..schedule.verify import verify
@@ -118,6 +125,9 @@ class ScheduleCollective:
         self.rank_map = rank_map
         self.node = rank_map.index(dist.get_rank(group))
         self.op = _op_name(op)
+        if timeout is not None and not timeout > 0:
+            raise InputTypeError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.timeout = timeout
         self._plans = {}
         self._buffers = {}
 
@@ -186,8 +196,11 @@ class ScheduleCollective:
                 ops.append(dist.P2POp(dist.irecv, buf, group=self.group,
                                       group_peer=self.rank_map[peer], tag=step.step))
             if ops:
-                for request in dist.batch_isend_irecv(ops):
-                    request.wait()
+                report_iteration(step.step, entering=True)
+                peers = sorted(step.sends) + sorted(step.recvs)
+                for peer, request in zip(peers, dist.batch_isend_irecv(ops)):
+                    self._wait(request, peer, step.step)
+                report_iteration(step.step)
             for peer, buf in inbox.items():
                 apply(step, peer, buf, state, combine)
         result = finish(plan, state, flat, out)
@@ -197,10 +210,27 @@ class ScheduleCollective:
         return tensor if plan.layout.in_place else output
 
 
+    def _wait(self, request, peer, step):
+        if self.timeout is None:
+            request.wait()
+            return
+        from datetime import timedelta
+
+        try:
+            done = request.wait(timedelta(seconds=self.timeout))
+        except RuntimeError as exc:
+            raise ProcessGroupError(
+                f"step {step}: rank {self.rank_map[peer]} (node {peer}) did not exchange its "
+                f"message within {self.timeout:g} s ({str(exc).splitlines()[0][:120]})") from None
+        if done is False:
+            raise ProcessGroupError(f"step {step}: rank {self.rank_map[peer]} (node {peer}) "
+                                    f"did not exchange its message within {self.timeout:g} s")
+
+
 def run_schedule(schedule, tensor, *, output=None, group=None, rank_map=None, op=None,
-                 check=True, async_op=False):
+                 check=True, timeout=None, async_op=False):
     """Run ``schedule`` once on ``tensor`` on this process group (see
     :class:`ScheduleCollective`, which prepares once for many calls)."""
     collective = ScheduleCollective(schedule, group=group, rank_map=rank_map, op=op,
-                                    check=check)
+                                    check=check, timeout=timeout)
     return collective(tensor, output, async_op=async_op)
