@@ -134,6 +134,8 @@ def invocations(draw):
         args += ["--max-swaps", "2"]      # the default budget is 10 s of honest work
     if path == ("find",):
         args += ["--no-cache"]            # the results cache lives in the user's home
+    if path == ("run",):                  # starting N processes per example is for its own tests
+        args += ["--nproc", "1"]
     if draw(st.integers(0, 5)) == 0:      # a stray token anywhere
         stray = ANY[1] + [f for f in FILES[1] if not f.startswith("/dev/")]   # could land after -o
         args.insert(draw(st.integers(1, len(args))), draw(st.sampled_from(stray)))

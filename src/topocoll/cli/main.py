@@ -44,6 +44,8 @@ COMMANDS = {
                "when the objective drops."),
     "gossip": ("gossip", "gossip", "Decentralized (gossip) averaging: topologies, convergence "
                "and cost."),
+    "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
+            "own collective."),
 }
 
 
@@ -84,6 +86,7 @@ def cli():
     topocoll alltoall TOPO --json                         all-to-all throughput LP and bounds
     topocoll rewire TOPO -o t.json                        degree-keeping swaps for all-to-all
     topocoll gossip info one-peer-exp --nodes 16          gossip topologies, rho, cost
+    topocoll run s.json --nproc 4 --check                 run it on torch.distributed
     """
 
 

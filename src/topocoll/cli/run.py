@@ -1,0 +1,115 @@
+"""``topocoll run``: run a schedule file on torch.distributed, check it against torch's own
+collective and time both."""
+
+import os
+
+import click
+from rich.table import Table
+
+from .. import units
+from ..errors import ProcessGroupError
+from .common import EXIT_INVALID, _Fail, _err, _out, _print_json, _unit
+
+__all__ = ["run"]
+
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=False))
+@click.option("--nproc", type=click.IntRange(1), help="Local processes to start [default: the "
+              "schedule's node count]; ignored under torchrun, which starts them itself.")
+@click.option("--size", default="4MiB", show_default=True,
+              callback=_unit(units.parse_size, "--size"), help="Buffer size M (the whole "
+              "buffer: an allgather's output, a reduce-scatter's input).")
+@click.option("--dtype", type=click.Choice(_DTYPES), default="float32", show_default=True)
+@click.option("--backend", type=click.Choice(["gloo", "nccl"]), default="gloo",
+              show_default=True)
+@click.option("--iters", type=click.IntRange(1), default=20, show_default=True,
+              help="Timed calls (the median is reported).")
+@click.option("--check", is_flag=True, help="Compare the result with torch's own collective on "
+              "the same data; exit 1 on a mismatch.")
+@click.option("--no-baseline", is_flag=True, help="Do not time torch's collective.")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=600.0,
+              show_default=True, help="Seconds before a local run gives up, naming the ranks "
+              "that did not finish.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, as_json):
+    """Run a schedule FILE on torch.distributed; time it against torch's own collective.
+
+    Prints the time per call and the bus bandwidth, ours and torch's; --check compares the
+    results.
+
+    \\b
+    topocoll run s.json --nproc 4 --check      # starts 4 local processes itself
+    torchrun --standalone --nproc-per-node 4 -m topocoll.cli.main run s.json
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
+        --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
+    """
+    from ..runtime.launch import run_local
+    from ..runtime.measure import measure_file, measure_schedule
+    from ..schedule.io import load_schedule
+    from ..schedule.verify import verify
+
+    schedule = load_schedule(file)
+    verify(schedule).raise_if_invalid()      # before any process starts
+    n = schedule.topology.num_nodes
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:   # under torchrun
+        import torch
+        import torch.distributed as dist
+
+        if int(os.environ["WORLD_SIZE"]) != n:
+            raise _Fail(f"the schedule is for {n} nodes but torchrun started "
+                        f"{os.environ['WORLD_SIZE']} processes")
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+        dist.init_process_group(backend)
+        try:
+            result = measure_schedule(schedule, size, dtype=dtype, iters=iters, check=check,
+                                      baseline=not no_baseline)
+        finally:
+            dist.destroy_process_group()
+        if int(os.environ["RANK"]) != 0:
+            return
+    else:
+        nproc = n if nproc is None else nproc
+        if nproc != n:
+            raise _Fail(f"the schedule is for {n} nodes; --nproc {nproc} would not run it "
+                        f"(give --nproc {n})")
+        if backend == "nccl":
+            raise _Fail("--backend nccl needs one GPU per process: start it with torchrun")
+        try:
+            result = run_local(measure_file, n, (os.path.abspath(file), size, dtype, iters,
+                                                 check, not no_baseline),
+                               timeout=timeout)[0]
+        except ProcessGroupError as exc:
+            raise _Fail(str(exc).splitlines()[0]) from None
+    result["size"] = size
+    if as_json:
+        _print_json(result)
+    else:
+        _print_table(result)
+    if check and not result["correct"]:
+        raise _Fail(f"the result differs from torch's {result['collective']} on "
+                    f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
+
+
+def _print_table(r):
+    fmt_t = units.format_time
+    table = Table(title=f"{r['algorithm']} {r['collective']} on {r['topology']}: {r['ranks']} "
+                        f"ranks, {units.format_size(r['size'])} of {r['dtype']}")
+    for col in ("", "time per call", "bus bandwidth"):
+        table.add_column(col, justify="right")
+    table.add_row("topocoll", fmt_t(r["time"]), units.format_bandwidth(r["busbw"]))
+    if r.get("baseline_time") is not None:
+        table.add_row("torch", fmt_t(r["baseline_time"]),
+                      units.format_bandwidth(r["baseline_busbw"]))
+    _out.print(table)
+    line = ""
+    if r.get("ratio") is not None:
+        line = f"bus bandwidth {r['ratio']:.3f}x torch's"
+    if "correct" in r:
+        line += ("; " if line else "") + ("result equal to torch's" if r["correct"]
+                                          else "RESULT DIFFERS from torch's")
+    if line:
+        _out.print(line, markup=False)

@@ -1,0 +1,179 @@
+"""Time a schedule against torch's own collective on the same process group, and check it.
+
+Bus bandwidth is defined as nccl-tests define it, so that numbers compare across sizes and rank
+counts: with ``S`` the bytes of the whole buffer (the output of an allgather, the input of a
+reduce-scatter, the tensor of an allreduce; for scatter, gather and alltoall the ``N`` shards
+together) and ``t`` the time per call, ``algbw = S / t`` and ``busbw = algbw * factor`` with
+
+==================================  ===================
+collective                          factor
+==================================  ===================
+allreduce                           ``2 (N - 1) / N``
+allgather, reduce_scatter, alltoall,
+scatter, gather                     ``(N - 1) / N``
+broadcast, reduce                   ``1``
+==================================  ===================
+
+The check runs both collectives on the same data, integer-valued so that every order of
+summation gives the same bits in every dtype: the result must be equal, element for element.
+"""
+
+import time
+import warnings
+
+import numpy as np
+
+from ..units import parse_size
+from .executor import ScheduleCollective
+
+__all__ = ["bus_factor", "measure_schedule", "measure_file", "DTYPES"]
+
+#: Element types ``topocoll run --dtype`` accepts.
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+
+
+def bus_factor(collective, n):
+    """The nccl-tests factor from algorithm bandwidth to bus bandwidth."""
+    if collective == "allreduce":
+        return 2.0 * (n - 1) / n
+    if collective in ("broadcast", "reduce"):
+        return 1.0
+    return (n - 1) / n
+
+
+def _numel(collective, n, nbytes, itemsize):
+    """Elements of the input tensor for a buffer of about ``nbytes`` (see the module text)."""
+    total = max(1, int(nbytes) // itemsize)
+    if collective in ("allgather", "gather"):
+        return max(1, total // n)            # the input is one shard
+    if collective in ("reduce_scatter", "scatter", "alltoall"):
+        return max(1, total // n) * n        # the input is N shards
+    return total
+
+
+def _data(numel, dtype, rank, seed):
+    import torch
+
+    rng = np.random.default_rng([seed, rank])
+    return torch.tensor(rng.integers(-3, 4, size=numel), dtype=torch.float64).to(dtype)
+
+
+def _torch_collective(name, n, rank, root):
+    """``fn(x) -> result`` with torch's own collective (None if torch has none for it)."""
+    import torch
+    import torch.distributed as dist
+
+    def allgather(x):
+        out = torch.empty(x.numel() * n, dtype=x.dtype)
+        dist.all_gather_into_tensor(out, x)
+        return out
+
+    def reduce_scatter(x):
+        out = torch.empty(x.numel() // n, dtype=x.dtype)
+        with warnings.catch_warnings():   # renamed in torch 2.13; the old name still works
+            warnings.simplefilter("ignore", FutureWarning)
+            dist.reduce_scatter_tensor(out, x)
+        return out
+
+    def allreduce(x):
+        dist.all_reduce(x)
+        return x
+
+    def broadcast(x):
+        dist.broadcast(x, src=root)
+        return x
+
+    def reduce(x):
+        dist.reduce(x, dst=root)
+        return x
+
+    def scatter(x):
+        out = torch.empty(x.numel() // n, dtype=x.dtype)
+        dist.scatter(out, list(x.chunk(n)) if rank == root else None, src=root)
+        return out
+
+    def gather(x):
+        out = [torch.empty_like(x) for _ in range(n)] if rank == root else None
+        dist.gather(x, out, dst=root)
+        return torch.cat(out) if out is not None else None
+
+    def alltoall(x):
+        out = torch.empty_like(x)
+        dist.all_to_all_single(out, x)
+        return out
+
+    return locals()[name]
+
+
+def _time(fn, make, iters, warmup):
+    import torch.distributed as dist
+
+    for _ in range(warmup):
+        fn(make())
+    samples = []
+    for _ in range(iters):
+        x = make()
+        dist.barrier()
+        start = time.perf_counter()
+        fn(x)
+        samples.append(time.perf_counter() - start)
+    return float(np.median(samples))
+
+
+def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup=3,
+                     check=True, baseline=True, seed=0, group=None):
+    """Run ``schedule`` on this process group: its check against torch's collective, its time
+    per call and bus bandwidth, and torch's. Every rank calls it; every rank gets the same
+    dictionary (``correct``, ``time``, ``busbw``, ``baseline_time``, ``baseline_busbw``,
+    ``ratio``, and what was run)."""
+    import torch
+    import torch.distributed as dist
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    torch_dtype = getattr(torch, dtype)
+    collective = ScheduleCollective(schedule, group=group)
+    name = schedule.collective.name
+    n = schedule.topology.num_nodes
+    rank = dist.get_rank(group)
+    root = schedule.root
+    itemsize = torch.empty(0, dtype=torch_dtype).element_size()
+    numel = _numel(name, n, parse_size(size), itemsize)
+    ours = lambda x: collective(x)   # noqa: E731
+    theirs = _torch_collective(name, n, rank, root) if baseline else None
+    out = {"collective": name, "algorithm": schedule.algorithm,
+           "topology": schedule.topology.name, "ranks": n, "dtype": dtype,
+           "input_elements": numel}
+    if check:
+        x = _data(numel, torch_dtype, rank, seed)
+        mine = ours(x.clone())
+        ref = _torch_collective(name, n, rank, root)(x.clone())
+        defined = name not in ("reduce", "gather") or rank == root   # elsewhere: unspecified
+        same = not defined or (mine is not None and ref is not None and torch.equal(mine, ref))
+        flag = torch.tensor([0 if same else 1])
+        dist.all_reduce(flag)   # correct only if every rank agrees
+        out["correct"] = bool(flag.item() == 0)
+        out["mismatched_ranks"] = int(flag.item())
+    total_bytes = _numel(name, n, parse_size(size), itemsize) * itemsize
+    if name in ("allgather", "gather"):
+        total_bytes *= n
+    make = lambda: _data(numel, torch_dtype, rank, seed)   # noqa: E731
+    t = _time(ours, make, iters, warmup)
+    factor = bus_factor(name, n)
+    out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor)
+    if theirs is not None:
+        tb = _time(theirs, make, iters, warmup)
+        out.update(baseline_time=tb, baseline_busbw=total_bytes / tb * factor,
+                   ratio=(total_bytes / t) / (total_bytes / tb))
+    else:
+        out.update(baseline_time=None, baseline_busbw=None, ratio=None)
+    return out
+
+
+def measure_file(rank, world_size, path, size, dtype, iters, check, baseline):
+    """:func:`measure_schedule` of a schedule file: the worker ``topocoll run`` starts on each
+    local process (importable, so that spawned processes find it)."""
+    from ..schedule.io import load_schedule
+
+    return measure_schedule(load_schedule(path), size, dtype=dtype, iters=iters, check=check,
+                            baseline=baseline)
