@@ -45,6 +45,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/alltoall.py
 	$(BIN)/python benchmarks/gossip.py
 	$(BIN)/python benchmarks/hostile_inputs.py
+	$(BIN)/python benchmarks/runtime.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis

@@ -147,7 +147,9 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     if check:
         x = _data(numel, torch_dtype, rank, seed)
         mine = ours(x.clone())
-        ref = _torch_collective(name, n, rank, root)(x.clone())
+        with warnings.catch_warnings():   # torch's deprecation notices are not our output
+            warnings.simplefilter("ignore", FutureWarning)
+            ref = _torch_collective(name, n, rank, root)(x.clone())
         defined = name not in ("reduce", "gather") or rank == root   # elsewhere: unspecified
         same = not defined or (mine is not None and ref is not None and torch.equal(mine, ref))
         flag = torch.tensor([0 if same else 1])
@@ -162,7 +164,9 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     factor = bus_factor(name, n)
     out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor)
     if theirs is not None:
-        tb = _time(theirs, make, iters, warmup)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            tb = _time(theirs, make, iters, warmup)
         out.update(baseline_time=tb, baseline_busbw=total_bytes / tb * factor,
                    ratio=(total_bytes / t) / (total_bytes / tb))
     else:
