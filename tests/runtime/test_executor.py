@@ -147,3 +147,44 @@ def _dies_at_step_one(rank, world_size):
 def test_a_peer_that_dies_is_named():
     with pytest.raises(ProcessGroupError, match=r"rank 1 .*exit"):
         run_local(_dies_at_step_one, 2, start_method="fork", timeout=60)
+
+
+def _eight_ranks(rank, world_size):
+    """A world of 8: BFB on a hypercube and on a random strongly connected digraph, the ring
+    and recursive halving-doubling baselines, and an alltoall from the LP, with a rank map."""
+    from topocoll.throughput import alltoall_schedule, path_throughput
+    from topocoll.topology import Topology, topology
+
+    rng = np.random.default_rng(7)                     # the same digraph on every rank
+    perm = rng.permutation(8)
+    src = list(perm) + rng.integers(0, 8, 6).tolist()
+    dst = list(np.roll(perm, -1)) + rng.integers(0, 8, 6).tolist()
+    keep = [i for i in range(len(src)) if src[i] != dst[i]]
+    digraph = Topology(8, [src[i] for i in keep], [dst[i] for i in keep])
+    torus = topology("torus:2x4", bandwidth=1.0)
+    cases = [generate("hypercube:3", "allreduce"), generate(digraph, "allgather"),
+             generate(digraph, "reduce_scatter"), generate("uniring:8", "allreduce", "ring"),
+             generate("hypercube:3", "allreduce", "rhd"),
+             alltoall_schedule(path_throughput(torus), torus)]
+    failures = []
+    for schedule in cases:
+        name = schedule.collective.name
+        numel = numel_for(name, 8, 11)
+        inputs = _inputs(8, numel, seed=3)
+        want = expected(name, inputs, schedule.root)[rank]
+        got = ScheduleCollective(schedule)(torch.tensor(inputs[rank]))
+        if not torch.equal(got, torch.tensor(want)):
+            failures.append((schedule.algorithm, name))
+    # rank_map: node v is played by rank 7 - v
+    reversed_map = list(range(7, -1, -1))
+    x = torch.tensor(_inputs(8, 5, seed=4)[rank])
+    got = ScheduleCollective(generate("ring:8", "allgather"), rank_map=reversed_map)(x)
+    inputs = _inputs(8, 5, seed=4)
+    want = np.concatenate([inputs[reversed_map[v]] for v in range(8)])
+    if not torch.equal(got, torch.tensor(want)):
+        failures.append(("rank_map", "allgather"))
+    return failures
+
+
+def test_a_world_of_eight_with_random_topologies_baselines_lp_and_a_rank_map():
+    assert run_local(_eight_ranks, 8, start_method="fork", timeout=300) == [[]] * 8
