@@ -188,3 +188,22 @@ def _eight_ranks(rank, world_size):
 
 def test_a_world_of_eight_with_random_topologies_baselines_lp_and_a_rank_map():
     assert run_local(_eight_ranks, 8, start_method="fork", timeout=300) == [[]] * 8
+
+
+def _peer_leaves(rank, world_size):
+    """Rank 1 leaves the group before the collective; rank 0 must name it."""
+    import os
+
+    if rank == 1:
+        os._exit(0)
+    try:
+        ScheduleCollective(generate("ring:2", "allreduce"))(torch.ones(8))
+    except ProcessGroupError as exc:
+        return str(exc)
+    return "finished"
+
+
+def test_in_a_users_program_a_lost_peer_is_named_with_the_step():
+    with pytest.raises(ProcessGroupError) as err:
+        run_local(_peer_leaves, 2, start_method="fork", timeout=120)
+    assert str(err.value).startswith("rank 1 exited (status 0) without returning")

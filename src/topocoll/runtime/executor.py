@@ -16,7 +16,8 @@ import threading
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from ..schedule.model import as_schedule
 from .launch import report_iteration
-from .plan import apply, finish, initial_state, pack, rank_plan
+from .plan import (apply, finish, in_place_shards, initial_state, pack, rank_plan,
+                   receives_in_place)
 
 __all__ = ["ScheduleCollective", "ScheduleHandle", "run_schedule", "REDUCE_OPS"]
 
@@ -173,11 +174,12 @@ class ScheduleCollective:
         out = None if output is None else output.view(-1)
         key = (flat.numel(), flat.dtype, flat.device)
         cached = self._buffers.get(key)
+        views = in_place_shards(plan, flat, out)
         state = initial_state(plan, flat, lambda k: torch.zeros(k, dtype=flat.dtype,
                                                                 device=flat.device),
-                              state=None if cached is None else cached[0])
+                              state=None if cached is None else cached[0], views=views)
         received = {} if cached is None else cached[1]
-        self._buffers[key] = (state, received)
+        self._buffers[key] = ({s: b for s, b in state.items() if s not in views}, received)
         combine = _combine(self.op)
         for index, step in enumerate(plan.steps):
             ops = []
@@ -187,6 +189,11 @@ class ScheduleCollective:
                                       group_peer=self.rank_map[peer], tag=step.step))
             inbox = {}
             for peer in sorted(step.recvs):
+                if receives_in_place(step, peer):
+                    s, a, b, _ = step.recvs[peer][0]
+                    ops.append(dist.P2POp(dist.irecv, state[s][a:b], group=self.group,
+                                          group_peer=self.rank_map[peer], tag=step.step))
+                    continue
                 buf = received.get((index, peer))
                 if buf is None:
                     buf = torch.empty(step.recv_numel(peer), dtype=flat.dtype,
@@ -198,12 +205,20 @@ class ScheduleCollective:
             if ops:
                 report_iteration(step.step, entering=True)
                 peers = sorted(step.sends) + sorted(step.recvs)
-                for peer, request in zip(peers, dist.batch_isend_irecv(ops)):
+                try:
+                    requests = dist.batch_isend_irecv(ops)
+                except RuntimeError as exc:   # a peer gone before the messages could start
+                    ranks = sorted({self.rank_map[p] for p in peers})
+                    raise ProcessGroupError(
+                        f"step {step.step}: the exchange with rank(s) "
+                        f"{', '.join(map(str, ranks))} failed: "
+                        f"{str(exc).splitlines()[0][:160]}") from None
+                for peer, request in zip(peers, requests):
                     self._wait(request, peer, step.step)
                 report_iteration(step.step)
             for peer, buf in inbox.items():
                 apply(step, peer, buf, state, combine)
-        result = finish(plan, state, flat, out)
+        result = finish(plan, state, flat, out, views)
         if self.op == "avg" and plan.layout.collective in ("allreduce", "reduce_scatter",
                                                            "reduce"):
             result.div_(plan.layout.nodes)
@@ -212,7 +227,12 @@ class ScheduleCollective:
 
     def _wait(self, request, peer, step):
         if self.timeout is None:
-            request.wait()
+            try:
+                request.wait()
+            except RuntimeError as exc:   # gloo/NCCL say "connection closed": say with whom
+                raise ProcessGroupError(
+                    f"step {step}: the exchange with rank {self.rank_map[peer]} (node {peer}) "
+                    f"failed: {str(exc).splitlines()[0][:160]}") from None
             return
         from datetime import timedelta
 

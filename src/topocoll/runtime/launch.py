@@ -201,7 +201,8 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
             except _queue.Empty:
                 for r, p in enumerate(procs):
                     if r not in values and r not in failures and r not in dead \
-                            and p.exitcode not in (None, 0):
+                            and p.exitcode is not None:   # gone, even with status 0
+                        p.join(0.5)               # its last words may still be in the pipe
                         time.sleep(0.2)          # it may have reported just before it exited
                         _drain_queue(results, values, failures)
                         if r not in values and r not in failures:
@@ -270,7 +271,8 @@ def _failure_report(failures, dead):
     that raised for a reason of its own, else the first to report; the rest follow."""
     lines = []
     for rank, code in sorted(dead.items()):
-        lines.append(f"rank {rank} died with exit code {code}")
+        lines.append(f"rank {rank} exited (status 0) without returning" if code == 0 else
+                     f"rank {rank} died with exit code {code}")
     own = sorted(r for r, text in failures.items() if not _secondary(text))
     lost = sorted(r for r in failures if r not in own)
     for rank in own + lost:

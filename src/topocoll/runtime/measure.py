@@ -55,7 +55,7 @@ def _data(numel, dtype, rank, seed):
     import torch
 
     rng = np.random.default_rng([seed, rank])
-    return torch.tensor(rng.integers(-3, 4, size=numel), dtype=torch.float64).to(dtype)
+    return torch.from_numpy(rng.integers(-3, 4, size=numel, dtype=np.int8)).to(dtype)
 
 
 def _torch_collective(name, n, rank, root):
@@ -105,14 +105,15 @@ def _torch_collective(name, n, rank, root):
     return locals()[name]
 
 
-def _time(fn, make, iters, warmup):
+def _time(fn, base, iters, warmup):
+    """Median seconds per call of ``fn`` on a fresh copy of ``base`` (copied untimed)."""
     import torch.distributed as dist
 
     for _ in range(warmup):
-        fn(make())
+        fn(base.clone())
     samples = []
     for _ in range(iters):
-        x = make()
+        x = base.clone()
         dist.barrier()
         start = time.perf_counter()
         fn(x)
@@ -159,14 +160,14 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     total_bytes = _numel(name, n, parse_size(size), itemsize) * itemsize
     if name in ("allgather", "gather"):
         total_bytes *= n
-    make = lambda: _data(numel, torch_dtype, rank, seed)   # noqa: E731
-    t = _time(ours, make, iters, warmup)
+    base = _data(numel, torch_dtype, rank, seed)
+    t = _time(ours, base, iters, warmup)
     factor = bus_factor(name, n)
     out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor)
     if theirs is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            tb = _time(theirs, make, iters, warmup)
+            tb = _time(theirs, base, iters, warmup)
         out.update(baseline_time=tb, baseline_busbw=total_bytes / tb * factor,
                    ratio=(total_bytes / t) / (total_bytes / tb))
     else:

@@ -188,17 +188,43 @@ def _own_shards(lay, rank):
 
 
 # ------------------------------------------------------------------ state: start, pack, apply
-def initial_state(plan, inputs, zeros, state=None):
+def in_place_shards(plan, inputs, output):
+    """Shard buffers that can be views of the user's tensors, so that no copy goes in or out:
+    every shard of the in-place collectives (allreduce, broadcast, reduce: the tensor is the
+    result), and the output slices of an allgather. Other shards need buffers of their own
+    (a reduce-scatter must not change its input)."""
+    lay = plan.layout
+    name = lay.collective
+    views = {}
+    if name in ("allreduce", "broadcast", "reduce"):
+        source = inputs
+    elif name == "allgather" and output is not None:
+        source = output
+    else:
+        return views
+    for s in plan.shards.tolist():
+        a = int(lay.shard_starts[s])
+        views[s] = source[a:a + int(lay.shard_sizes[s])]
+    return views
+
+
+def initial_state(plan, inputs, zeros, state=None, views=None):
     """Shard buffers of a rank at the start: ``{shard: 1-D array}`` from its input tensor (a
     flat array); ``zeros(k)`` makes a fresh zero array of ``k`` elements. A ``state`` from an
-    earlier call with the same plan is zeroed and reused."""
+    earlier call with the same plan is zeroed and reused; ``views`` (from
+    :func:`in_place_shards`) replace buffers by views of the user's tensors."""
     lay, rank = plan.layout, plan.rank
     n, name = lay.nodes, lay.collective
+    views = views or {}
     if state is None:
-        state = {int(s): zeros(int(lay.shard_sizes[s])) for s in plan.shards}
+        state = {int(s): zeros(int(lay.shard_sizes[s])) for s in plan.shards if s not in views}
     else:
-        for buffer in state.values():
-            buffer[:] = 0
+        for s, buffer in state.items():
+            if s not in views:
+                buffer[:] = 0
+    state = {**state, **views}
+    if name in ("allreduce", "broadcast", "reduce") and views:
+        return state                      # the shards are the input itself
 
     def cut(shard, offset=None):
         a = int(lay.shard_starts[shard]) if offset is None else offset
@@ -221,8 +247,24 @@ def initial_state(plan, inputs, zeros, state=None):
 
 
 def pack(step, peer, state, cat):
-    """The message of one step to ``peer``: its pieces, concatenated."""
-    return cat([state[s][a:b] for s, a, b in step.sends[peer]])
+    """The message of one step to ``peer``: its pieces, concatenated (a single piece is sent
+    as it is, without a copy)."""
+    pieces = step.sends[peer]
+    if len(pieces) == 1:
+        s, a, b = pieces[0]
+        return state[s][a:b]
+    return cat([state[s][a:b] for s, a, b in pieces])
+
+
+def receives_in_place(step, peer):
+    """Whether the message from ``peer`` is one copied piece that no send of this step reads:
+    it can then be received straight into place, with no buffer and no copy."""
+    pieces = step.recvs[peer]
+    if len(pieces) != 1 or pieces[0][3]:
+        return False
+    s, a, b, _ = pieces[0]
+    return not any(s2 == s and a2 < b and a < b2
+                   for sends in step.sends.values() for s2, a2, b2 in sends)
 
 
 def _add(target, piece):
@@ -242,11 +284,14 @@ def apply(step, peer, message, state, combine=_add):
         offset += b - a
 
 
-def finish(plan, state, inputs, output):
-    """Write the result into ``output`` (or ``inputs`` for in-place collectives)."""
+def finish(plan, state, inputs, output, views=None):
+    """Write the result into ``output`` (or ``inputs`` for in-place collectives); nothing to
+    write where the shards were views of it."""
     lay, rank = plan.layout, plan.rank
     n, name = lay.nodes, lay.collective
     target = inputs if lay.in_place else output
+    if views:
+        return target
     if name in ("allgather",) or (name == "gather" and rank == lay.root):
         for x in range(n):
             a = int(lay.shard_starts[x])
@@ -296,7 +341,7 @@ def simulate_plans(schedule, inputs):
             if cursor[r] < len(p.steps) and p.steps[cursor[r]].step == number:
                 now.append((r, p.steps[cursor[r]]))
                 cursor[r] += 1
-        mail = {(r, peer): pack(step, peer, states[r], np.concatenate)
+        mail = {(r, peer): np.array(pack(step, peer, states[r], np.concatenate))   # a copy
                 for r, step in now for peer in step.sends}
         for r, step in now:
             for peer in step.recvs:
