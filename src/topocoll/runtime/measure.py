@@ -51,11 +51,11 @@ def _numel(collective, n, nbytes, itemsize):
     return total
 
 
-def _data(numel, dtype, rank, seed):
+def _data(numel, dtype, rank, seed, device="cpu"):
     import torch
 
     rng = np.random.default_rng([seed, rank])
-    return torch.from_numpy(rng.integers(-3, 4, size=numel, dtype=np.int8)).to(dtype)
+    return torch.from_numpy(rng.integers(-3, 4, size=numel, dtype=np.int8)).to(device, dtype)
 
 
 def _torch_collective(name, n, rank, root):
@@ -64,12 +64,12 @@ def _torch_collective(name, n, rank, root):
     import torch.distributed as dist
 
     def allgather(x):
-        out = torch.empty(x.numel() * n, dtype=x.dtype)
+        out = torch.empty(x.numel() * n, dtype=x.dtype, device=x.device)
         dist.all_gather_into_tensor(out, x)
         return out
 
     def reduce_scatter(x):
-        out = torch.empty(x.numel() // n, dtype=x.dtype)
+        out = torch.empty(x.numel() // n, dtype=x.dtype, device=x.device)
         with warnings.catch_warnings():   # renamed in torch 2.13; the old name still works
             warnings.simplefilter("ignore", FutureWarning)
             dist.reduce_scatter_tensor(out, x)
@@ -88,7 +88,7 @@ def _torch_collective(name, n, rank, root):
         return x
 
     def scatter(x):
-        out = torch.empty(x.numel() // n, dtype=x.dtype)
+        out = torch.empty(x.numel() // n, dtype=x.dtype, device=x.device)
         dist.scatter(out, list(x.chunk(n)) if rank == root else None, src=root)
         return out
 
@@ -133,6 +133,9 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     torch_dtype = getattr(torch, dtype)
+    # NCCL moves CUDA tensors only: the data goes to this process's current GPU
+    device = (torch.device("cuda", torch.cuda.current_device())
+              if dist.get_backend(group) == "nccl" else torch.device("cpu"))
     collective = ScheduleCollective(schedule, group=group)
     name = schedule.collective.name
     n = schedule.topology.num_nodes
@@ -146,21 +149,21 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
            "topology": schedule.topology.name, "ranks": n, "dtype": dtype,
            "input_elements": numel}
     if check:
-        x = _data(numel, torch_dtype, rank, seed)
+        x = _data(numel, torch_dtype, rank, seed, device)
         mine = ours(x.clone())
         with warnings.catch_warnings():   # torch's deprecation notices are not our output
             warnings.simplefilter("ignore", FutureWarning)
             ref = _torch_collective(name, n, rank, root)(x.clone())
         defined = name not in ("reduce", "gather") or rank == root   # elsewhere: unspecified
         same = not defined or (mine is not None and ref is not None and torch.equal(mine, ref))
-        flag = torch.tensor([0 if same else 1])
+        flag = torch.tensor([0 if same else 1], device=device)
         dist.all_reduce(flag)   # correct only if every rank agrees
         out["correct"] = bool(flag.item() == 0)
         out["mismatched_ranks"] = int(flag.item())
     total_bytes = _numel(name, n, parse_size(size), itemsize) * itemsize
     if name in ("allgather", "gather"):
         total_bytes *= n
-    base = _data(numel, torch_dtype, rank, seed)
+    base = _data(numel, torch_dtype, rank, seed, device)
     t = _time(ours, base, iters, warmup)
     factor = bus_factor(name, n)
     out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor)
