@@ -75,3 +75,19 @@ def test_every_dense_analysis_asks_before_allocating(monkeypatch):
             job(t)
     with pytest.raises(ResourceLimitError):
         consensus_errors(t, 3)
+
+
+def test_the_limit_never_exceeds_what_ulimit_leaves(monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.delenv(ENV, raising=False)
+    code = ("import resource\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY))\n"
+            "from topocoll.limits import memory_limit\n"
+            "print(memory_limit())\n")
+    env = {**__import__("os").environ, "OPENBLAS_NUM_THREADS": "1"}
+    env.pop(ENV, None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, timeout=120)
+    assert 0 < int(out.stdout) < 3 << 30

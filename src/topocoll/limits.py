@@ -2,9 +2,10 @@
 :func:`require_memory` first, so that what cannot fit is refused with a clear message instead of
 being killed by the kernel halfway.
 
-The limit is 80% of the machine's memory (or of the container's memory limit, if lower) unless
-the environment variable ``TOPOCOLL_MEMORY_LIMIT`` gives one (``64GiB``, ``500MB``, a number of
-bytes, or ``none`` for no limit).
+The limit is 80% of the machine's memory (or of the container's memory limit, if lower), and
+no more than the address space ``ulimit -v`` leaves this process, unless the environment
+variable ``TOPOCOLL_MEMORY_LIMIT`` gives one (``64GiB``, ``500MB``, a number of bytes, or
+``none`` for no limit).
 
 >>> import os
 >>> os.environ["TOPOCOLL_MEMORY_LIMIT"] = "1GiB"
@@ -64,7 +65,26 @@ def memory_limit():
         except ValueError as exc:
             raise ResourceLimitError(f"{ENV}: {exc}") from None
     total = _machine_bytes()
-    return None if total is None else int(total * _FRACTION)
+    limit = None if total is None else int(total * _FRACTION)
+    room = _address_space_room()
+    if room is not None:
+        limit = room if limit is None else min(limit, room)
+    return limit
+
+
+def _address_space_room():
+    """Bytes this process may still map under ``ulimit -v`` (None when unlimited)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm") as fh:
+            used = int(fh.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return None
+    return max(0, soft - used)
 
 
 def require_memory(nbytes, what):
