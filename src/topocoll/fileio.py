@@ -5,7 +5,8 @@ Writing (:func:`open_output`):
 
 * ``-`` is standard output;
 * a name that resolves (through any symlinks) to a FIFO, a character device or any other
-  non-regular file is written straight into it, never replaced;
+  non-regular file, or that goes through an open file descriptor (``/dev/stdout``,
+  ``/dev/fd/N``: bash's ``>(...)``), is written straight into it, never replaced;
 * a regular file, new or existing, is written to a temporary file beside it and moved into place
   when complete, so a failure never leaves half a file or loses the old one; a symlink stays a
   symlink and its target gets the new content;
@@ -39,6 +40,7 @@ topocoll.errors.FileAccessError: output file name is empty
 import contextlib
 import gzip
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -72,13 +74,37 @@ def max_file_bytes():
 
 
 def is_special(path):
-    """Whether ``path`` resolves to an existing file that is not a regular file (a FIFO, a
-    device, a socket): written into as a stream, whatever its name."""
+    """Whether ``path`` is written into and read as a stream, whatever its name: it resolves
+    to an existing file that is not a regular file or folder (a FIFO, a device, a socket), or
+    it goes through an open file descriptor (``/dev/stdout``, ``/dev/fd/N``, ``/proc/PID/fd/N``:
+    bash's ``<(...)`` and ``>(...)``), whatever that descriptor is open on."""
     try:
-        return not stat.S_ISREG(os.stat(os.path.realpath(os.fspath(path))).st_mode) and \
-            not os.path.isdir(path)
-    except OSError:
+        path = os.fspath(path)
+        if _through_descriptor(path):
+            return True
+        mode = os.stat(path).st_mode
+    except (OSError, TypeError, ValueError):
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+_FD_LINK = re.compile(r"/proc/[^/]+/fd/\d+")
+
+
+def _through_descriptor(path):
+    """Whether following ``path``'s symlinks passes through a ``/proc/PID/fd/N`` entry. Such an
+    entry is a link to an open descriptor whose text (``pipe:[123]``, or a file name that
+    another process opened) is no path to replace a file at: it is opened, never replaced."""
+    current = os.path.abspath(path)
+    for _ in range(40):        # the kernel's own limit on a chain of symlinks
+        current = os.path.join(os.path.realpath(os.path.dirname(current)),
+                               os.path.basename(current))
+        if _FD_LINK.fullmatch(current):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    return False
 
 
 def is_gzip_name(path):
@@ -119,13 +145,18 @@ def check_output(path, *, suffixes=None, what="output file"):
     if path == "-":
         return path
     real = os.path.realpath(path)
+    stream = is_special(path)
     try:
-        info = os.stat(real)
+        info = os.stat(path)
     except FileNotFoundError:
         info = None
     except OSError as exc:
         raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
-    if suffixes and (info is None or stat.S_ISREG(info.st_mode)):  # a FIFO or device: any name
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise FileAccessError(f"{path}: is a directory")
+    if info is None and stream:
+        raise FileAccessError(f"{path}: cannot write: no such open file descriptor")
+    if suffixes and not stream:   # a FIFO, a device, a descriptor: any name
         plain = path[:-3] if is_gzip_name(path) else path
         if not plain.lower().endswith(tuple(suffixes)):
             raise ScheduleFormatError(f"{path}: unknown file type; use "
@@ -138,9 +169,7 @@ def check_output(path, *, suffixes=None, what="output file"):
         if not os.access(parent, os.W_OK):
             raise FileAccessError(f"{path}: cannot write: folder {parent} is not writable")
         return path
-    if stat.S_ISDIR(info.st_mode):
-        raise FileAccessError(f"{path}: is a directory")
-    if not os.access(real, os.W_OK):
+    if not os.access(path, os.W_OK):
         raise FileAccessError(f"{path}: cannot write: permission denied")
     return path
 
@@ -161,6 +190,13 @@ def open_output(path, *, compress=None):
             yield fh
         sys.stdout.buffer.flush()
         return
+    if is_special(path):   # a FIFO, a device, a socket, a descriptor: stream into it
+        try:
+            with open(path, "wb") as raw, _wrap(raw, compress) as fh:
+                yield fh
+        except OSError as exc:
+            raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+        return
     real = os.path.realpath(path)
     try:
         mode = os.stat(real).st_mode
@@ -168,13 +204,6 @@ def open_output(path, *, compress=None):
         mode = None
     except OSError as exc:
         raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
-    if mode is not None and not stat.S_ISREG(mode):   # a FIFO, a device, a socket: stream
-        try:
-            with open(real, "wb") as raw, _wrap(raw, compress) as fh:
-                yield fh
-        except OSError as exc:
-            raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
-        return
     folder = os.path.dirname(real)
     try:
         fd, tmp = tempfile.mkstemp(prefix=".topocoll-", dir=folder)

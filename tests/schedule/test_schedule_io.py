@@ -144,3 +144,98 @@ def test_write_is_atomic(tmp_path, allreduce):
     mask = os.umask(0)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's private 0600
+
+
+# ------------------------------------------------------------------ files of every kind
+def _pipe_writer(data):
+    """A pipe whose writer thread sends ``data`` and closes: the reading end's /dev/fd name
+    (a name that is no regular file, like bash's ``<(...)``) and the thread."""
+    import threading
+
+    read_fd, write_fd = os.pipe()
+
+    def send():
+        with os.fdopen(write_fd, "wb") as fh:
+            fh.write(data)
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return read_fd, thread
+
+
+def test_a_failure_while_writing_keeps_the_old_file(tmp_path, allreduce, monkeypatch):
+    import topocoll.schedule.io as module
+
+    path = tmp_path / "s.json"
+    path.write_text("old content")
+    real = module._dump_parts
+
+    def half_then_fail(schedule):
+        yield next(iter(real(schedule)))
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(module, "_dump_parts", half_then_fail)
+    with pytest.raises(ScheduleFormatError, match="No space left on device"):
+        save_schedule(allreduce, path)
+    assert path.read_text() == "old content"
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]      # no temporary left
+
+
+def test_gzip_is_written_by_name_through_a_symlink_and_read_by_content(tmp_path, allreduce):
+    (tmp_path / "link.json.gz").symlink_to("target.bin")
+    save_schedule(allreduce, tmp_path / "link.json.gz")
+    raw = (tmp_path / "target.bin").read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and (tmp_path / "link.json.gz").is_symlink()
+    same(load_schedule(tmp_path / "target.bin"), allreduce)         # no .gz in the name
+
+
+def test_devices_are_written_into_not_replaced(allreduce):
+    import stat
+
+    save_schedule(allreduce, "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    with pytest.raises(ScheduleFormatError, match="/dev/full: cannot write: No space left"):
+        save_schedule(allreduce, "/dev/full")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_pipe_is_read_whatever_its_name_and_compressed_or_not(allreduce):
+    import gzip
+
+    text = dumps_schedule(allreduce).encode()
+    for data in (text, gzip.compress(text)):
+        read_fd, thread = _pipe_writer(data)
+        try:
+            same(load_schedule(f"/dev/fd/{read_fd}"), allreduce)
+        finally:
+            os.close(read_fd)
+            thread.join(60)
+
+
+def test_a_stream_that_cannot_be_json_is_refused_at_its_first_byte(monkeypatch):
+    # under a 64 MiB limit reading /dev/zero to the end would fail on the limit instead
+    monkeypatch.setenv("TOPOCOLL_MAX_FILE_BYTES", str(64 << 20))
+    with pytest.raises(ScheduleFormatError, match=r"/dev/zero: not a JSON schedule file"):
+        load_schedule("/dev/zero")
+
+
+def test_the_read_limit_names_its_variable(tmp_path, allreduce, monkeypatch):
+    from topocoll.errors import FileAccessError
+
+    save_schedule(allreduce, tmp_path / "s.json")
+    monkeypatch.setenv("TOPOCOLL_MAX_FILE_BYTES", "1000")
+    with pytest.raises(FileAccessError, match="read limit of 1000 bytes .*TOPOCOLL_MAX_FILE_BYTES"):
+        load_schedule(tmp_path / "s.json")
+
+
+def test_steps_are_the_distinct_step_numbers_that_carry_transfers(tmp_path):
+    """Steps numbered 5 and 10 are two steps for the model, verify and evaluate alike: the
+    cost model charges one latency per step that carries transfers (docs/format.md)."""
+    doc = json.loads(dumps_schedule(tc.generate("ring:4", "allgather", "ring")))
+    assert sorted({t["step"] for t in doc["transfers"]}) == [1, 2, 3]
+    renumber = {1: 5, 2: 10, 3: 11}
+    for t in doc["transfers"]:
+        t["step"] = renumber[t["step"]]
+    (tmp_path / "gaps.json").write_text(json.dumps(doc))
+    s = load_schedule(tmp_path / "gaps.json")
+    report = tc.verify(s)
+    assert report.valid and s.num_steps == report.steps == tc.evaluate(s, "1MiB").steps == 3
+    assert s.last_step == 11

@@ -298,3 +298,125 @@ def test_links_without_bandwidth_or_latency_get_the_defaults():
                                                                         "latency": 2e-6}]})
     assert t.bandwidth.tolist() == [LINK_BANDWIDTH, LINK_BANDWIDTH]
     assert t.latency.tolist() == [LINK_LATENCY, 2e-6]
+
+
+# ------------------------------------------------------------------ rules of the file checks
+def test_a_graphml_edge_to_an_undeclared_node_is_refused(tmp_path):
+    path = tmp_path / "t.graphml"
+    path.write_text('<?xml version="1.0"?>\n<graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+                    '<graph edgedefault="undirected"><node id="0"/><node id="1"/>'
+                    '<edge source="0" target="1"/><edge source="1" target="7"/>'
+                    '</graph></graphml>\n')
+    with pytest.raises(ScheduleFormatError,
+                       match=r"t\.graphml: edge 1->7: node '7' is not declared \(every edge "
+                             r"endpoint needs a <node> element\)"):
+        load_topology(path)
+
+
+def test_a_switch_listed_twice_is_refused(tmp_path):
+    doc = {"nodes": 4, "links": [{"src": 0, "dst": 1}], "switches": [3, 3]}
+    with pytest.raises(ScheduleFormatError, match=r"^topology\.switches\[1\]: node 3 is listed "
+                                                  r"more than once$"):
+        topology_from_dict(doc)
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(ScheduleFormatError, match=r"t\.json: topology\.switches\[1\]"):
+        load_topology(tmp_path / "t.json")
+
+
+# ------------------------------------------------------------------ files of every kind
+def _pipe_name(data):
+    """The /dev/fd name of a pipe that a thread fills with ``data``: a stream with no suffix,
+    like bash's ``<(...)``; ``(name, read descriptor, thread)``."""
+    import os
+    import threading
+
+    read_fd, write_fd = os.pipe()
+
+    def send():
+        with os.fdopen(write_fd, "wb") as fh:
+            fh.write(data)
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return f"/dev/fd/{read_fd}", read_fd, thread
+
+
+@pytest.mark.parametrize("suffix", [".json", ".graphml"])
+def test_a_topology_on_a_pipe_is_told_by_its_first_byte(tmp_path, suffix):
+    import gzip
+    import os
+
+    t = mixed()
+    save_topology(t, tmp_path / f"t{suffix}")
+    raw = (tmp_path / f"t{suffix}").read_bytes()
+    for data in (raw, gzip.compress(raw)):
+        name, read_fd, thread = _pipe_name(data)
+        try:
+            back = load_topology(name)
+        finally:
+            os.close(read_fd)
+            thread.join(60)
+        assert links(back) == links(t) and back.switches == t.switches
+
+
+def test_compressed_topologies_are_written_by_name_and_read_by_content(tmp_path):
+    t = mixed()
+    for name in ("t.json.gz", "t.graphml.gz"):
+        save_topology(t, tmp_path / name)
+        raw = (tmp_path / name).read_bytes()
+        assert raw[:2] == b"\x1f\x8b"
+        plain = name.removesuffix(".gz")          # the name no longer says gzip: still read
+        (tmp_path / plain).write_bytes(raw)
+        assert links(load_topology(tmp_path / plain)) == links(t)
+
+
+def test_saving_a_topology_writes_through_symlinks_and_keeps_the_old_file_on_failure(
+        tmp_path, monkeypatch):
+    import contextlib
+    import importlib
+
+    module = importlib.import_module("topocoll.topology.io")   # the package's name is a function
+
+    (tmp_path / "link.json").symlink_to("target.json")
+    save_topology(mixed(), tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink()
+    assert links(load_topology(tmp_path / "target.json")) == links(mixed())
+    before = (tmp_path / "target.json").read_bytes()
+    real = module.open_output
+
+    @contextlib.contextmanager
+    def failing(path):
+        with real(path) as fh:
+            fh.write(b"{half")
+            raise OSError(28, "No space left on device")
+            yield fh
+    monkeypatch.setattr(module, "open_output", failing)
+    with pytest.raises(ScheduleFormatError, match="link.json: cannot write: No space left"):
+        save_topology(torus_graph([3, 3]), tmp_path / "link.json")
+    assert (tmp_path / "target.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "target.json"]
+
+
+def test_devices_get_the_topology_streamed_in():
+    import os
+    import stat
+
+    save_topology(mixed(), "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    with pytest.raises(ScheduleFormatError, match="/dev/full: cannot write: No space left"):
+        save_topology(mixed(), "/dev/full")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_stream_that_is_no_topology_is_refused_at_its_first_byte(monkeypatch):
+    monkeypatch.setenv("TOPOCOLL_MAX_FILE_BYTES", str(64 << 20))
+    with pytest.raises(ScheduleFormatError, match=r"/dev/zero: not a topology file \(JSON or "
+                                                  r"GraphML\)"):
+        load_topology("/dev/zero")
+
+
+def test_the_read_limit_holds_for_topology_files(tmp_path, monkeypatch):
+    save_topology(torus_graph([3, 3]), tmp_path / "t.json")
+    monkeypatch.setenv("TOPOCOLL_MAX_FILE_BYTES", "100")
+    with pytest.raises(ScheduleFormatError, match="read limit of 100 bytes .*"
+                                                  "TOPOCOLL_MAX_FILE_BYTES"):
+        load_topology(tmp_path / "t.json")

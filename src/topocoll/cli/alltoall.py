@@ -11,8 +11,8 @@ from ..schedule.io import save_schedule
 from ..schedule.verify import verify as _verify
 from ..throughput import alltoall_schedule, pareto_frontier, throughput
 from ..units import format_size, format_time
-from .common import (EXIT_INVALID, _check_output, _Fail, _load_topology, _out, _print_json, _progress,
-                     _topo_options, _unit)
+from .common import (EXIT_INVALID, _check_output, _Fail, _load_topology, _on_stdout, _out,
+                     _print_json, _progress, _topo_options, _unit)
 
 __all__ = ["alltoall"]
 
@@ -47,6 +47,7 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
     per node (M/N)/lambda; also a dual certificate, the bounds, link utilization and optionally
     a schedule."""
     _check_output(output, None)
+    to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     if method is None:
         method = "path" if (max_hops is not None or output) else "link"
@@ -84,9 +85,9 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
                            "T_B_over_lp_time": ev.T_B / doc["time"], "verified": True}
         save_schedule(sched, output)
     if as_json:
-        _print_json(doc, err=output == "-")
+        _print_json(doc, err=to_stdout)
         return
-    _print_text(res, doc, size, points, err=output == "-")
+    _print_text(res, doc, size, points, err=to_stdout)
 
 
 def _rate(value):

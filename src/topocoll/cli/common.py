@@ -165,6 +165,70 @@ def _check_output(path, suffixes=(".json",)):
     return check_output(path, suffixes=suffixes, what="-o")
 
 
+def _on_stdout(path):
+    """Whether the output ``path`` is standard output: ``-``, or a name for the file standard
+    output is open on (``/dev/stdout``, ``/dev/fd/1``...). Reports then go to stderr, so that
+    standard output carries the file alone and nothing overwrites it."""
+    import os
+    import sys
+
+    if path == "-":
+        return True
+    if not path:
+        return False
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):   # no such file, or stdout has no descriptor
+        return False
+
+
+def _check_output_folder(path, files=(), *, command):
+    """Check ``-o FOLDER`` of a command that writes several files, before any work is done.
+
+    The folder may be missing (the command creates it and its parents), but its nearest
+    existing ancestor must be a writable folder; ``-``, an empty name and anything that exists
+    and is not a folder (a regular file, a FIFO, a device) are refused. When the folder exists,
+    each of ``files`` in it is checked like a single output (not a folder, writable).
+    Returns ``path`` (``None`` stays ``None``)."""
+    import os
+
+    from ..fileio import check_output
+
+    if path is None:
+        return None
+    if not path:
+        raise _Fail("-o name is empty")
+    if path == "-":
+        raise _Fail(f"-o -: {command} writes several files; give a folder, not '-'")
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise _Fail(f"-o {path}: not a folder ({command} writes several files into it)")
+    ancestor = os.path.abspath(path)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise _Fail(f"-o {path}: cannot create the folder: {ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise _Fail(f"-o {path}: cannot write: folder {ancestor} is not writable")
+    if ancestor == os.path.abspath(path):
+        for name in files:
+            check_output(os.path.join(path, name), what="-o")
+    return path
+
+
+def _check_plot(path):
+    """Check ``--plot FILE`` before any work is done (``None``: no plot). An empty name is an
+    error rather than a silent "no plot"; the rest is
+    :func:`topocoll.plotting.check_plot_target`."""
+    if path is None:
+        return None
+    if not path:
+        raise _Fail("--plot name is empty")
+    from ..plotting import check_plot_target
+
+    check_plot_target(path)
+    return path
+
+
 def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
     from ..topology import topology
 

@@ -7,12 +7,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import defaults, units
-from ..plotting import check_plot_target
 from ..studies.compare import compare as _compare, describe_settings, fastest, plot_comparison
 from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _Fail, _one_bandwidth, _out, _print_json, _progress, _unit
+from .common import EXIT_INVALID, _check_plot, _Fail, _one_bandwidth, _out, _print_json, \
+    _progress, _unit
 
 __all__ = ["compare", "survey"]
 
@@ -50,8 +50,7 @@ def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_
     priced), 2 on bad input.
     """
     _one_bandwidth(link_bandwidth, node_bandwidth)
-    if plot:
-        check_plot_target(plot)  # fail before the work, not after it
+    _check_plot(plot)  # fail before the work, not after it
     update, bar = _progress("compare")
     with bar:
         result = _compare(entries, sizes=sizes, collective=collective,

@@ -12,7 +12,8 @@ from ..finder import Workload, find as _find, load_workload, plot_frontier
 from ..schedule.io import save_schedule
 from ..topology import save_topology
 from ..units import format_time
-from .common import EXIT_INVALID, _Fail, _Lines, _err, _out, _print_json, _unit
+from .common import EXIT_INVALID, _check_output_folder, _Fail, _Lines, _err, _out, _print_json, \
+    _unit
 
 __all__ = ["find"]
 
@@ -62,6 +63,11 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, o
         raise _Fail("give --size or --sizes, not both")
     if bucket_size is not None and not sizes_file:
         raise _Fail("--bucket-size applies to a layer list given with --sizes")
+    schedule_name = "allreduce.json" + (".gz" if compress else "")
+    _check_output_folder(outdir, ("topology.json", schedule_name, "frontier.png"),
+                         command="find")
+    if compress and not outdir:
+        raise _Fail("--compress applies to the files written with -o")
     if sizes_file:
         workload = load_workload(sizes_file, bucket_size=bucket_size)
     elif sizes:
@@ -70,10 +76,6 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, o
     else:
         workload = Workload.single(defaults.SIZE)
     plot_ok = True
-    if outdir is not None and (not outdir or outdir == "-" or os.path.isfile(outdir)):
-        raise _Fail(f"-o {outdir!r}: find writes several files; give a folder")
-    if compress and not outdir:
-        raise _Fail("--compress applies to the files written with -o")
     if outdir:
         try:
             os.makedirs(outdir, exist_ok=True)
@@ -93,7 +95,7 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, o
     files = {}
     if outdir and result.schedule is not None:
         files["topology"] = os.path.join(outdir, "topology.json")
-        files["schedule"] = os.path.join(outdir, "allreduce.json" + (".gz" if compress else ""))
+        files["schedule"] = os.path.join(outdir, schedule_name)
         save_topology(result.schedule.topology, files["topology"])
         save_schedule(result.schedule, files["schedule"])
         if plot_ok:

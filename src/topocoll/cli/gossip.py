@@ -11,7 +11,7 @@ from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_t
 from ..gossip.cost import GROUP_MODES, iterations_to_accuracy
 from ..gossip.model import require_dense
 from ..units import format_size, format_time
-from .common import _Group, _out, _print_json, _progress, _unit
+from .common import _check_plot, _Group, _out, _print_json, _progress, _unit
 
 __all__ = ["gossip"]
 
@@ -103,11 +103,8 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     exact_average_after is the number of iterations after which every start sits exactly at the
     mean (null: only in the limit).
     """
+    _check_plot(plot)  # fail before the work, not after it
     topos = _build_all(topologies, nodes, extra)
-    if plot:
-        from ..plotting import check_plot_target
-
-        check_plot_target(plot)  # fail before the work, not after it
     facts = [analyze(t).to_dict() for t in topos]
     if plot:
         plot_consensus(topos, plot, iterations, seed=seed)

@@ -7,8 +7,8 @@ from .. import defaults, units
 from ..topology import save_topology
 from ..throughput.rewire import OBJECTIVES, rewire as _rewire
 from ..units import format_time
-from .common import _check_output, _err, _load_topology, _out, _print_json, _progress, \
-    _topo_options, _unit
+from .common import _check_output, _err, _load_topology, _on_stdout, _out, _print_json, \
+    _progress, _topo_options, _unit
 
 __all__ = ["rewire"]
 
@@ -51,6 +51,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
     (a->b, c->d -> a->d, c->b); results stay simple and strongly connected.
     """
     _check_output(output, (".json", ".graphml"))
+    to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     fn = OBJECTIVES[objective](size) if objective == "alltoall" else OBJECTIVES[objective]()
     # --budget 0 means no time limit
@@ -68,7 +69,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
         if objective == "alltoall":
             doc["size"] = size
         doc["output"] = output
-        _print_json(doc, err=output == "-")
+        _print_json(doc, err=to_stdout)
         return
     table = Table(title=f"rewire {t.name} ({objective}, seed {seed})")
     table.add_column("")
@@ -86,4 +87,4 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
         rows.append(("written", output))
     for row in rows:
         table.add_row(*row)
-    (_err if output == "-" else _out).print(table)
+    (_err if to_stdout else _out).print(table)

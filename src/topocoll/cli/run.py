@@ -16,7 +16,7 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=False))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--nproc", type=click.IntRange(1), help="Local processes to start [default: the "
               "schedule's node count]; ignored under torchrun, which starts them itself.")
 @click.option("--size", default="4MiB", show_default=True,
@@ -38,7 +38,8 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
     Prints the time per call and the bus bandwidth, ours and torch's; --check compares the
-    results.
+    results. FILE may be gzip-compressed, and '-' (standard input) when the command starts the
+    processes itself.
 
     \\b
     topocoll run s.json --nproc 4 --check      # starts 4 local processes itself
@@ -46,15 +47,22 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
     """
+    from ..fileio import is_special
     from ..runtime.launch import run_local
     from ..runtime.measure import measure_file, measure_schedule
     from ..schedule.io import load_schedule
     from ..schedule.verify import verify
 
+    torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    # standard input or a FIFO can be read once, by one process: not by every torchrun rank
+    once = file == "-" or is_special(file)
+    if torchrun and once:
+        raise _Fail(f"{file}: under torchrun every rank reads FILE itself; give a regular "
+                    "file, not standard input or a pipe")
     schedule = load_schedule(file)
     verify(schedule).raise_if_invalid()      # before any process starts
     n = schedule.topology.num_nodes
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:   # under torchrun
+    if torchrun:
         import torch
         import torch.distributed as dist
 
@@ -78,9 +86,12 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
                         f"(give --nproc {n})")
         if backend == "nccl":
             raise _Fail("--backend nccl needs one GPU per process: start it with torchrun")
+        # the processes read a regular file themselves; what could be read only once they
+        # get from here, already read
+        worker, source = ((_measure_loaded, schedule) if once
+                          else (measure_file, os.path.abspath(file)))
         try:
-            result = run_local(measure_file, n, (os.path.abspath(file), size, dtype, iters,
-                                                 check, not no_baseline),
+            result = run_local(worker, n, (source, size, dtype, iters, check, not no_baseline),
                                timeout=timeout)[0]
         except ProcessGroupError as exc:
             raise _Fail(str(exc).splitlines()[0]) from None
@@ -92,6 +103,16 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
     if check and not result["correct"]:
         raise _Fail(f"the result differs from torch's {result['collective']} on "
                     f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
+
+
+def _measure_loaded(rank, world_size, schedule, size, dtype, iters, check, baseline):
+    """:func:`~topocoll.runtime.measure.measure_schedule` of a schedule read by the parent
+    (from standard input or a pipe): the worker of each local process, importable so that
+    spawned processes find it."""
+    from ..runtime.measure import measure_schedule
+
+    return measure_schedule(schedule, size, dtype=dtype, iters=iters, check=check,
+                            baseline=baseline)
 
 
 def _print_table(r):

@@ -13,8 +13,8 @@ from ..schedule.linkmodel import simulate as _link_model
 from ..schedule.verify import verify as _verify
 from ..synth import ALGORITHMS, generate
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _out, _print_json, \
-    _progress, _topo_options, _unit
+from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _on_stdout, _out, \
+    _print_json, _progress, _topo_options, _unit
 
 __all__ = ["schedule", "verify", "evaluate"]
 
@@ -44,6 +44,7 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
              chunks, size, workers, no_symmetry, extra, no_verify):
     """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file)."""
     _check_output(output, None)
+    to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     options = {}
     for item in extra:
@@ -70,14 +71,14 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
         if output:
             update(f"writing {output}", 0, None)
             save_schedule(s, output)
-    where = f", written to {output}" if output and output != "-" else ""
+    where = f", written to {output}" if output and not to_stdout else ""
     notes = ""
     if "chunk_loss" in s.meta:
         notes = (f"; {s.meta['chunks']} chunks per shard cost {100 * s.meta['chunk_loss']:.2f}% "
                  f"bandwidth time over the fractional optimum (bound "
                  f"{100 * s.meta['chunk_loss_bound']:.2f}%)")
     click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
-               f"{s.num_transfers} transfers, {status}{where}{notes}", err=output == "-")
+               f"{s.num_transfers} transfers, {status}{where}{notes}", err=to_stdout)
 
 
 @click.command()

@@ -13,8 +13,8 @@ from ..schedule.linkmodel import simulate as _link_model, simulate_many
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..synth.ten.tenants import synthesize_tenants
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _out, _print_json, \
-    _progress, _topo_options, _unit
+from .common import EXIT_INVALID, _check_output, _check_output_folder, _Fail, _load_topology, \
+    _on_stdout, _out, _print_json, _progress, _topo_options, _unit
 
 __all__ = ["synth", "simulate"]
 
@@ -79,8 +79,9 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
                     "--method ilp only")
     if len(collectives) == 1:
         _check_output(output, None)
-    elif output is not None and (not output or os.path.isfile(output)):
-        raise _Fail(f"-o {output!r}: several tenants need a folder")
+    else:
+        _check_output_folder(output, command="synth with several tenants")
+    to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
     common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
                   fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
@@ -117,9 +118,9 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
                "nodes": s.num_nodes, "algorithm": s.algorithm, "transfers": s.num_transfers,
                "steps": s.num_steps, "status": status, "output": output,
                "lower_bound_ratio": ratio, **m}
-        _print_json(doc, err=output == "-")
+        _print_json(doc, err=to_stdout)
         return
-    where = f", written to {output}" if output and output != "-" else ""
+    where = f", written to {output}" if output and not to_stdout else ""
     bound = (f" (chunk-model lower bound {format_time(m['chunk_lower_bound'])}, "
              f"{ratio:.3f}x)" if ratio else "")
     spread = ""
@@ -132,7 +133,7 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
     click.echo(f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
                f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, link-model time "
                f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers, "
-               f"{status}{where}{spread}{extra}", err=output == "-")
+               f"{status}{where}{spread}{extra}", err=to_stdout)
 
 
 def _write(schedule, output):
@@ -148,8 +149,6 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
     finish = [r.time for r in simulate_many(res.schedules, common["size"])]  # shared links
     files = []
     if output:
-        if output == "-":
-            raise _Fail("several tenants need a folder for -o, not '-'")
         try:
             os.makedirs(output, exist_ok=True)
         except OSError as exc:

@@ -29,7 +29,7 @@ from ..collectives import collective as _collective
 from ..plotting import new_axes, save_figure
 from ..results import Result, Status
 from ..errors import InputTypeError, ScheduleFormatError, TopocollError, UnsupportedError
-from ..fileio import read_input
+from ..fileio import is_special, read_input
 from ..schedule.cost import evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
 from ..schedule.model import Schedule
@@ -125,10 +125,11 @@ class _Entry:
 
 
 def _read_entry_file(path):
-    """An :class:`_Entry` for a schedule or topology file (``-``: standard input), told apart by
-    its ``format``; compressed or not."""
+    """An :class:`_Entry` for a schedule or topology file (``-``: standard input; a pipe or
+    device is read like it), told apart by its ``format``; compressed or not."""
     label = "stdin" if path == "-" else os.path.basename(path)
-    if path != "-" and path.lower().removesuffix(".gz").endswith(".graphml"):
+    stream = path == "-" or is_special(path)   # read once: no second look at it
+    if not stream and path.lower().removesuffix(".gz").endswith(".graphml"):
         return _Entry(path, label, topology=_topology(path))
     data = read_input(path, starts=b"{", what="schedule or topology file (JSON)")
     if data.startswith(_CANONICAL_HEAD):     # our own schedule files: no second parse
@@ -144,7 +145,7 @@ def _read_entry_file(path):
         except TopocollError as exc:
             raise type(exc)(f"{label}: {str(exc).removeprefix('<schedule>: ')}") from None
         return _Entry(path, label, schedule=schedule)
-    if path != "-":
+    if not stream:
         return _Entry(path, label, topology=_topology(path))
     try:
         return _Entry(path, label, topology=topology_from_dict(doc))
@@ -165,7 +166,7 @@ def _resolve(item):
         raise InputTypeError("compare takes topology specs, topology or schedule files, "
                              f"Topologies and Schedules, not {type(item).__name__}")
     text = item.strip()
-    if text == "-" or os.path.isfile(text):
+    if text == "-" or os.path.isfile(text) or is_special(text):
         return _read_entry_file(text)
     return _Entry(text, None, topology=_topology(text))
 

@@ -186,12 +186,20 @@ def _path(path):
                              f"{type(path).__name__}") from None
 
 
-def _suffix(path):
+def _known_suffix(path):
+    """``.json`` or ``.graphml`` (after any ``.gz``), or None."""
     name = path.name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
     suffix = os.path.splitext(name)[1]
-    if suffix not in _SUFFIXES:
+    return suffix if suffix in _SUFFIXES else None
+
+
+def _suffix(path):
+    suffix = _known_suffix(path)
+    if suffix is None:
+        name = path.name.lower().removesuffix(".gz")
+        suffix = os.path.splitext(name)[1]
         raise ScheduleFormatError(f"{path}: unknown topology file type {suffix or '(none)'!r}; "
                                   "use .json or .graphml (optionally + .gz)")
     return suffix
@@ -204,20 +212,23 @@ def _first_line(err):
 
 def load_topology(path):
     """Read a topology from a ``.json`` (topocoll.topology) or ``.graphml`` file, either one
-    optionally gzip-compressed (``.json.gz``); ``-`` reads standard input (JSON or GraphML,
-    told apart by the first byte).
+    optionally gzip-compressed (``.json.gz``); ``-`` reads standard input, and a FIFO, a device
+    or a descriptor (``/dev/stdin``, bash's ``<(...)``) without one of those names is read too:
+    JSON or GraphML, told apart by the first byte.
 
     Raises
     ------
     ScheduleFormatError
         The file is missing, unreadable, not JSON/GraphML, or breaks the format (names the field).
     """
-    if isinstance(path, str) and path == "-":
-        data = read_input("-", starts=b"{<", what="topology file (JSON or GraphML)")
+    stdin = isinstance(path, str) and path == "-"
+    path = Path("stdin") if stdin else _path(path)
+    if stdin or (is_special(path) and _known_suffix(path) is None):
+        # a stream (standard input, a pipe, <(...)) has no telling name: its first byte tells
+        data = read_input("-" if stdin else path, starts=b"{<",
+                          what="topology file (JSON or GraphML)")
         graphml = data.lstrip()[:1] == b"<"
-        path = Path("stdin")
     else:
-        path = _path(path)
         graphml = _suffix(path) == ".graphml"
         data = read_input(path, starts=b"<" if graphml else b"{",
                           what="GraphML file" if graphml else "JSON topology file")
@@ -391,8 +402,7 @@ def save_topology(topology, path):
     else:
         path = _path(path)
         if is_special(path):   # a FIFO or device: JSON unless the name says GraphML
-            graphml = path.name.lower().removesuffix(".gz").endswith(".graphml")
-            suffix = ".graphml" if graphml else ".json"
+            suffix = _known_suffix(path) or ".json"
         else:
             suffix = _suffix(path)
         check_output(path)
