@@ -43,3 +43,20 @@ def strongly_connected_digraphs(draw, min_nodes=2, max_nodes=9, heterogeneous=Tr
     if n == 2 and len(src) == 2 and src[0] == src[1]:
         src, dst = [0, 1], [1, 0]
     return Topology(n, src, dst, bandwidth, latency, name=f"random:{n}:{seed}")
+
+
+def pipe_name(data):
+    """The /dev/fd name of a pipe that a thread fills with ``data``: a stream with no suffix,
+    like bash's ``<(...)``; ``(name, read descriptor, thread)``. Close the descriptor and join
+    the thread when done."""
+    import os
+    import threading
+
+    read_fd, write_fd = os.pipe()
+
+    def send():
+        with os.fdopen(write_fd, "wb") as fh:
+            fh.write(data)
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return f"/dev/fd/{read_fd}", read_fd, thread

@@ -11,7 +11,7 @@ import topocoll as tc
 from topocoll.errors import ScheduleFormatError, TopocollError
 from topocoll.schedule import dumps_schedule, load_schedule, loads_schedule, save_schedule
 
-from tests.helpers import schedule_fixtures
+from tests.helpers import pipe_name, schedule_fixtures
 
 
 @pytest.fixture(scope="module")
@@ -147,21 +147,6 @@ def test_write_is_atomic(tmp_path, allreduce):
 
 
 # ------------------------------------------------------------------ files of every kind
-def _pipe_writer(data):
-    """A pipe whose writer thread sends ``data`` and closes: the reading end's /dev/fd name
-    (a name that is no regular file, like bash's ``<(...)``) and the thread."""
-    import threading
-
-    read_fd, write_fd = os.pipe()
-
-    def send():
-        with os.fdopen(write_fd, "wb") as fh:
-            fh.write(data)
-    thread = threading.Thread(target=send, daemon=True)
-    thread.start()
-    return read_fd, thread
-
-
 def test_a_failure_while_writing_keeps_the_old_file(tmp_path, allreduce, monkeypatch):
     import topocoll.schedule.io as module
 
@@ -202,9 +187,9 @@ def test_a_pipe_is_read_whatever_its_name_and_compressed_or_not(allreduce):
 
     text = dumps_schedule(allreduce).encode()
     for data in (text, gzip.compress(text)):
-        read_fd, thread = _pipe_writer(data)
+        name, read_fd, thread = pipe_name(data)
         try:
-            same(load_schedule(f"/dev/fd/{read_fd}"), allreduce)
+            same(load_schedule(name), allreduce)
         finally:
             os.close(read_fd)
             thread.join(60)

@@ -12,6 +12,8 @@ from topocoll.defaults import LINK_BANDWIDTH, LINK_LATENCY
 from topocoll.topology import (Topology, generalized_kautz_graph, kautz_graph, load_topology,
                                save_topology, topology_from_dict, torus_graph)
 
+from tests.helpers import pipe_name
+
 
 def links(t):
     """The multiset of links with their values, order-free."""
@@ -324,22 +326,6 @@ def test_a_switch_listed_twice_is_refused(tmp_path):
 
 
 # ------------------------------------------------------------------ files of every kind
-def _pipe_name(data):
-    """The /dev/fd name of a pipe that a thread fills with ``data``: a stream with no suffix,
-    like bash's ``<(...)``; ``(name, read descriptor, thread)``."""
-    import os
-    import threading
-
-    read_fd, write_fd = os.pipe()
-
-    def send():
-        with os.fdopen(write_fd, "wb") as fh:
-            fh.write(data)
-    thread = threading.Thread(target=send, daemon=True)
-    thread.start()
-    return f"/dev/fd/{read_fd}", read_fd, thread
-
-
 @pytest.mark.parametrize("suffix", [".json", ".graphml"])
 def test_a_topology_on_a_pipe_is_told_by_its_first_byte(tmp_path, suffix):
     import gzip
@@ -349,7 +335,7 @@ def test_a_topology_on_a_pipe_is_told_by_its_first_byte(tmp_path, suffix):
     save_topology(t, tmp_path / f"t{suffix}")
     raw = (tmp_path / f"t{suffix}").read_bytes()
     for data in (raw, gzip.compress(raw)):
-        name, read_fd, thread = _pipe_name(data)
+        name, read_fd, thread = pipe_name(data)
         try:
             back = load_topology(name)
         finally:
