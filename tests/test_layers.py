@@ -15,7 +15,7 @@ FLOOR = {
     "fileio": 2, "limits": 2,
     "topology": 3, "highs": 3,
     "schedule": 4,
-    "synth": 5, "throughput": 5, "gossip": 5,
+    "synth": 5, "throughput": 5, "gossip": 5, "interop": 5,
     "finder": 6, "studies": 6,
     "runtime": 7,
     "cli": 8,

@@ -44,6 +44,12 @@ COMMANDS = {
                "when the objective drops."),
     "gossip": ("gossip", "gossip", "Decentralized (gossip) averaging: topologies, convergence "
                "and cost."),
+    "export": ("interop", "export", "Export schedule FILE as an MSCCL XML program for the GPU "
+               "runtimes and simulators."),
+    "import": ("interop", "import_", "Import an MSCCL XML FILE (msccl-tools, TACCL, TE-CCL, "
+               "TACOS) as a schedule file."),
+    "lint": ("interop", "lint", "Check an MSCCL XML FILE: will the runtime accept it, and is it "
+             "a correct collective?"),
     "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
             "own collective."),
 }
@@ -87,6 +93,9 @@ def cli():
     topocoll rewire TOPO -o t.json                        degree-keeping swaps for all-to-all
     topocoll gossip info one-peer-exp --nodes 16          gossip topologies, rho, cost
     topocoll run s.json --nproc 4 --check                 run it on torch.distributed
+    topocoll export s.json -o s.xml                       MSCCL XML for the GPU runtimes
+    topocoll lint s.xml                                   will the runtime accept it? correct?
+    topocoll import s.xml -o s.json                       any MSCCL program as a schedule
     """
 
 

@@ -91,7 +91,11 @@ def verify(file, as_json, max_errors):
 
     FILE may be '-' (standard input) and may be gzip-compressed. A file that breaks the format
     rules is reported as invalid (exit 1) like any other violation; one that cannot be read at
-    all is bad input (exit 2)."""
+    all is bad input (exit 2). An MSCCL XML file (.xml) is linted as ``topocoll lint`` does."""
+    if str(file).lower().endswith(".xml"):
+        from .interop import lint_file
+
+        lint_file(file, None, as_json)
     update, bar = _progress(f"verify {file}")
     with bar:
         update("reading", 0, None)
