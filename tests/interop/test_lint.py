@@ -49,7 +49,7 @@ def replace_once(text, old, new, nth=0):
     ('coll="allreduce"', 'coll="all_reduce"', "coll", "spells it 'allreduce'"),
     ('nchannels="1"', 'nchannels="01"', "integer", "plain decimal"),
     ('<tb id="1"', '<tb id="7"', "tb-id", "without gaps"),
-    ('send="1" recv="-1"', 'send="0" recv="-1"', "peer", "equals the rank itself"),
+    ('send="2" recv="-1"', 'send="0" recv="-1"', "peer", "equals the rank itself"),
     ('<step s="1"', '<step s="5"', "step-number", "s must count"),
     ('type="rrc"', 'type="rrcc"', "type", "is not one of"),
     ('cnt="1"', 'cnt="72"', "count", "cnt=72"),
@@ -76,7 +76,7 @@ def test_each_runtime_rule_is_reported_with_its_line(allreduce_text, old, new, r
 
 
 def test_a_second_block_for_one_channel_and_peer_is_reported(allreduce_text):
-    # move rank 0's second send block onto the first one's peer
+    # rank 0's send block to rank 2 now sends to rank 1, which block 1 already does
     text = replace_once(allreduce_text, 'send="2" recv="-1"', 'send="1" recv="-1"')
     assert "one-block" in rules(lint_msccl(text))
 

@@ -114,6 +114,30 @@ def test_astra_form_uses_only_the_converters_steps():
     assert_same_price(s, import_msccl(astra.text, topology=topology("torus:3x3")).schedule)
 
 
+def step_types(program):
+    return [st.attrs["type"] for g in program.gpus for tb in g.blocks for st in tb.steps]
+
+
+@pytest.mark.parametrize("spec, coll, fused", [("uniring:5", "allgather", "rcs"),
+                                               ("uniring:5", "allreduce", "rrcs")])
+def test_receives_that_forward_at_once_are_fused(spec, coll, fused):
+    s = generate(topology(spec), coll, "ring")
+    res = export_msccl(s)
+    plain = export_msccl(s, unfused=True)
+    assert fused in step_types(res.program) and fused not in step_types(plain.program)
+    assert res.steps < plain.steps and res.blocks < plain.blocks
+    # a ring: every rank's one block receives from its predecessor and sends to its successor
+    if coll == "allgather":
+        for gpu in res.program.gpus:
+            rank = int(gpu.attrs["id"])
+            peers = {(tb.attrs["recv"], tb.attrs["send"]) for tb in gpu.blocks}
+            assert (str((rank - 1) % 5), str((rank + 1) % 5)) in peers
+    for r in (res, plain):
+        back = import_msccl(r.text, topology=s.topology)
+        assert back.lint.valid
+        assert_same_price(s, back.schedule)
+
+
 def _long_link_schedule(pieces):
     """allgather on uniring:2 where each shard crosses its link in ``pieces`` separate steps."""
     k = np.arange(pieces)

@@ -42,12 +42,14 @@ def _size(text, what):
 @click.option("--min-bytes", default="0", show_default=True,
               help="Smallest message the runtime should use the program for.")
 @click.option("--max-bytes", default=None, help="Largest message (default: no limit).")
+@click.option("--unfused", is_flag=True, help="Keep receives and sends apart (no rcs/rrcs "
+              "steps that forward data as it arrives).")
 @click.option("--name", help="The program's name (default: algorithm and topology).")
 @click.option("--no-step-hints", is_flag=True, help="Leave out the tcstep attribute that lets "
               "import give back the schedule's exact steps.")
 @click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
-def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_bytes, name,
-           no_step_hints, as_json):
+def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_bytes, unfused,
+           name, no_step_hints, as_json):
     """Export schedule FILE as an MSCCL XML program for the GPU runtimes and simulators.
 
     \b
@@ -68,7 +70,8 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
         s = load_schedule(file)
         update(f"translating {s.num_transfers} transfers", 0, None)
         res = export_msccl(s, proto=proto, channels=channels, chunks=chunks, min_bytes=lo,
-                           max_bytes=hi, name=name, astra=astra, step_hints=not no_step_hints)
+                           max_bytes=hi, name=name, astra=astra, unfused=unfused,
+                           step_hints=not no_step_hints)
         update(f"writing {output}", 0, None)
         write_msccl(res.program, output)
     to_stdout = _on_stdout(output)

@@ -38,7 +38,7 @@ from ..schedule.verify import verify
 from .layout import RUNTIME_NAMES, Layout
 from .mscclxml import NO_LIMIT, Gpu, Program, Step, ThreadBlock, format_msccl
 
-__all__ = ["HINT", "export_msccl", "ExportResult", "exact_chunks", "quantize", "PROTOCOLS", "LIMITS"]
+__all__ = ["HINT", "SEND_HINT", "export_msccl", "ExportResult", "exact_chunks", "quantize", "PROTOCOLS", "LIMITS"]
 
 PROTOCOLS = ("Simple", "LL", "LL128")
 
@@ -50,8 +50,10 @@ LIMITS = {"steps": 64, "channels": 32, "blocks_per_channel": 32, "count": 72,
 
 _MAX_EXACT_CHUNKS = 4096
 
-#: the attribute carrying a send's or receive's step of the schedule (see ``step_hints``)
+#: the attribute carrying a send's or receive's step of the schedule (see ``step_hints``), and
+#: on a fused step (rcs, rrcs) the step of the send it performs
 HINT = "tcstep"
+SEND_HINT = "tcsend"
 
 
 def exact_chunks(schedule, limit=_MAX_EXACT_CHUNKS):
@@ -162,7 +164,8 @@ class ExportResult(Result):
 
 class _Op:
     __slots__ = ("rank", "kind", "peer", "link", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt",
-                 "deps", "step", "pair", "block", "pos", "hasdep", "s")
+                 "deps", "step", "pair", "block", "pos", "hasdep", "s", "index", "chan", "fused",
+                 "via")
 
     def __init__(self, rank, kind, peer, link, src, dst, cnt, step):
         self.rank, self.kind, self.peer, self.link = rank, kind, peer, link
@@ -175,6 +178,10 @@ class _Op:
         self.pos = -1
         self.hasdep = False
         self.s = -1
+        self.index = -1      # position in the total order (step, reads before writes)
+        self.chan = -1
+        self.fused = None    # a receive: the send it performs as well (rcs, rrcs)
+        self.via = None      # a send: the receive that performs it
 
 
 class _Cells:
@@ -318,26 +325,98 @@ class _Builder:
                                for i in range(cnt)] if reduce else []))
         for op, cells in sends:
             self.cells.read(op, cells)
+            op.index = len(self.ops)
             self.ops.append(op)
         for op, cells, reads in recvs:
             self.cells.write(op, cells, reads=reads)
+            op.index = len(self.ops)
             self.ops.append(op)
 
 
-def _blocks(builder, cap):
+def _fusable(send):
+    """The receive a send can be fused into (it sends exactly what that receive stored, and
+    waits for nothing else), or ``None``."""
+    if len(send.deps) != 1:
+        return None
+    (recv,) = send.deps
+    if recv.kind not in ("r", "rrc") or recv.rank != send.rank or recv.chan != send.chan or \
+            (recv.dstbuf, recv.dstoff, recv.cnt) != (send.srcbuf, send.srcoff, send.cnt):
+        return None
+    return recv
+
+
+def _fuse(keyed, builder):
+    """Merge, per rank and channel, the receive block of one peer with the send block of another
+    where receives can forward at once (``rcs``, ``rrcs``), as msccl-tools does.
+
+    Each in-peer pairs with at most one out-peer (one block per channel and peer); the pairs
+    are a maximum matching on the number of fusable receive-send couples. A send is fused only
+    if it is the next send on its link at the receive's place in the merged order, so both
+    sides of every connection still see the same sequence."""
+    from scipy.optimize import linear_sum_assignment
+
+    counts = {}
+    for op in builder.ops:
+        if op.kind == "s":
+            recv = _fusable(op)
+            if recv is not None:
+                key = (op.rank, op.chan)
+                counts.setdefault(key, {}).setdefault((recv.peer, op.peer), 0)
+                counts[key][(recv.peer, op.peer)] += 1
+    for (rank, chan), pairs in counts.items():
+        ins = sorted({q for q, _ in pairs})
+        outs = sorted({p for _, p in pairs})
+        weight = np.zeros((len(ins), len(outs)))
+        for (q, p), c in pairs.items():
+            weight[ins.index(q), outs.index(p)] = c
+        rows, cols = linear_sum_assignment(-weight)
+        for i, j in zip(rows, cols):
+            if weight[i, j] <= 0:
+                continue
+            q, p = ins[i], outs[j]
+            recvs = keyed.pop((rank, chan, -1, q))
+            sends = keyed.pop((rank, chan, p, -1))
+            merged = sorted(recvs + sends, key=lambda o: o.index)
+            pending = [o for o in merged if o.kind == "s"]
+            nxt = 0          # index into pending: the next send on the link r->p
+            out = []
+            for op in merged:
+                if op.kind == "s":
+                    if op.via is None:
+                        out.append(op)
+                        nxt += 1
+                    continue
+                out.append(op)
+                while nxt < len(pending) and pending[nxt].via is not None:
+                    nxt += 1
+                if nxt < len(pending):
+                    cand = pending[nxt]
+                    if _fusable(cand) is op and all(o.index < op.index or o is cand for o in
+                                                     pending[:nxt]):
+                        op.fused, cand.via = cand, op
+                        nxt += 1
+            keyed[(rank, chan, p, q)] = out
+
+
+def _blocks(builder, cap, fuse):
     """Group ops into thread blocks (a link's sequence moves to a further channel every ``cap``
-    transfers), add nops for extra dependencies and number the steps. Returns per rank the list
-    of blocks ``(send, recv, chan, ops)``."""
+    transfers), fuse receives with the sends that forward them, add nops for extra dependencies
+    and number the steps. Returns per rank the list of blocks ``(send, recv, chan, ops)``."""
     m = builder.m
     seq = {}
     keyed = {}
+    for op in builder.ops + builder.copies:
+        op.fused = op.via = None
+        op.hasdep = False
     for op in builder.ops:
         if op.kind == "s":
             k = seq.get(op.link, 0)
             seq[op.link] = k + 1
-            chan = op.link[2] + m * (k // cap)
-            keyed.setdefault((op.rank, chan, op.peer, -1), []).append(op)
-            keyed.setdefault((op.pair.rank, chan, -1, op.rank), []).append(op.pair)
+            op.chan = op.pair.chan = op.link[2] + m * (k // cap)
+            keyed.setdefault((op.rank, op.chan, op.peer, -1), []).append(op)
+            keyed.setdefault((op.pair.rank, op.chan, -1, op.rank), []).append(op.pair)
+    if fuse:
+        _fuse(keyed, builder)
     for op in builder.copies:
         keyed.setdefault((op.rank, 0, -2, -2), []).append(op)
     per_rank = [[] for _ in range(builder.n)]
@@ -347,8 +426,8 @@ def _blocks(builder, cap):
         for bid, blk in enumerate(blocks):
             for pos, op in enumerate(blk[3]):
                 op.block, op.pos = bid, pos
-    for op in builder.ops + builder.copies:
-        op.hasdep = False
+                if op.fused is not None:
+                    op.fused.block, op.fused.pos = bid, pos
     final = [[] for _ in range(builder.n)]
     for rank, blocks in enumerate(per_rank):
         for bid, (send, recv, chan, ops) in enumerate(blocks):
@@ -356,8 +435,12 @@ def _blocks(builder, cap):
             out = []
             for op in ops:
                 latest = {}
-                for d in op.deps:
-                    if d.block == bid or d.rank != rank:
+                deps = set(op.deps)
+                if op.fused is not None:
+                    deps |= op.fused.deps
+                for d in deps:
+                    d = d.via or d
+                    if d.block == bid or d.rank != rank or d is op:
                         continue
                     if d.pos > latest.get(d.block, (-1, None))[0]:
                         latest[d.block] = (d.pos, d)
@@ -395,12 +478,15 @@ def _program(builder, blocks, name, proto, hints):
                     attrs = {"s": s, "type": "nop", "srcbuf": "i", "srcoff": -1, "dstbuf": "o",
                              "dstoff": -1, "cnt": 0}
                 else:
-                    attrs = {"s": s, "type": op.kind, "srcbuf": op.srcbuf, "srcoff": op.srcoff,
+                    kind = op.kind if op.fused is None else {"r": "rcs", "rrc": "rrcs"}[op.kind]
+                    attrs = {"s": s, "type": kind, "srcbuf": op.srcbuf, "srcoff": op.srcoff,
                              "dstbuf": op.dstbuf, "dstoff": op.dstoff, "cnt": op.cnt}
                 attrs.update({"depid": depid, "deps": deps,
                               "hasdep": int(op != "nop" and op.hasdep)})
                 if hints and op != "nop" and op.kind in ("s", "r", "rrc"):
                     attrs[HINT] = op.step
+                    if op.fused is not None:
+                        attrs[SEND_HINT] = op.fused.step
                 steps.append(Step({k: str(v) for k, v in attrs.items()}))
             tbs.append(ThreadBlock({"id": str(bid), "send": str(send), "recv": str(recv),
                                     "chan": str(chan)}, steps))
@@ -422,7 +508,8 @@ def _offset_message(n, k, channels, needed):
 
 
 def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes=0,
-                 max_bytes=NO_LIMIT, name=None, astra=False, step_hints=True, check=True):
+                 max_bytes=NO_LIMIT, name=None, astra=False, unfused=False, step_hints=True,
+                 check=True):
     """An MSCCL XML program that runs ``schedule`` (see the module docstring).
 
     Parameters
@@ -443,7 +530,9 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
         The program's name (default: algorithm and topology).
     astra : bool
         The form ASTRA-sim's MSCCL converter reads: only ``s``, ``r``, ``rrc`` and ``nop``
-        steps (no local copies).
+        steps (no fused steps, no local copies).
+    unfused : bool
+        Keep every receive and send a step of its own (no ``rcs``/``rrcs``), local copies kept.
     step_hints : bool
         Add the attribute ``tcstep`` (the schedule's step) to every send and receive, so that
         ``import`` gives back the same steps even where the schedule waits longer than its data
@@ -516,7 +605,7 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
                                "direction")
     cap = LIMITS["steps"]
     while True:
-        blocks = _blocks(builder, cap)
+        blocks = _blocks(builder, cap, fuse=not (astra or unfused))
         longest = max((len(b[3]) for rb in blocks for b in rb), default=0)
         used = 1 + max((b[2] for rb in blocks for b in rb), default=0)
         if longest <= LIMITS["steps"] and used <= LIMITS["channels"]:

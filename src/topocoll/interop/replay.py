@@ -29,7 +29,7 @@ from ..collectives import COPY, REDUCE
 from ..errors import ScheduleFormatError
 from ..schedule.model import TRANSFER_DTYPE, Schedule, transfer_array
 from ..topology.model import Topology
-from .export import HINT
+from .export import HINT, SEND_HINT
 from .layout import Layout, collective_of_runtime_name
 
 __all__ = ["replay", "Replay", "program_layout"]
@@ -124,8 +124,10 @@ def _root_of(program, coll, n, given):
         for tb in gpu.blocks:
             for st in tb.steps:
                 kind = st.attrs.get("type")
-                if kind in _SENDS | _RECVS:
-                    firsts.setdefault(rank, set()).add("send" if kind == "s" else "recv")
+                if kind in _SENDS:
+                    firsts.setdefault(rank, set()).add("send")
+                if kind in _RECVS:
+                    firsts.setdefault(rank, set()).add("recv")
     if coll.name in ("broadcast", "scatter"):
         cands = [r for r, kinds in firsts.items() if kinds == {"send"}]
     else:
@@ -260,15 +262,17 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                                 result = [(combine(a[0], b[0], st, rank), max(a[1], b[1]))
                                           for a, b in zip(local, cur)]
                     else:
-                        step = max(1 + incoming[1], last_step.get((rank, bid), 0),
-                                   last_step.get(incoming[5], 0))
+                        # steps never go back along one connection's sequence (a fused
+                        # block's sends run ahead of its receives, so each side counts alone)
+                        step = max(1 + incoming[1], last_step.get((rank, bid, "recv"), 0),
+                                   last_step.get(incoming[5] + ("send",), 0))
                         if incoming[4] is not None and hint is not None and \
                                 int(hint) >= step and int(incoming[4]) == int(hint):
                             step = int(hint)
                         else:
                             hinted = False
-                        last_step[(rank, bid)] = step
-                        last_step[incoming[5]] = step
+                        last_step[(rank, bid, "recv")] = step
+                        last_step[incoming[5] + ("send",)] = step
                         vals = incoming[0]
                         op = REDUCE if kind in _REDUCES else COPY
                         if vals is not None:
@@ -293,10 +297,9 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                     ready_at = max((v[1] for v in vals), default=0) if vals else 0
                     if kind != "s":
                         ready_at = ready
+                    push_hint = hint if kind == "s" else st.attrs.get(SEND_HINT)
                     fifo.setdefault((rank, send_peer, chan), []).append(
-                        [vals, ready_at, st, cnt, hint, (rank, bid)])
-                    if kind != "s":   # forwarded at once: counts as the next step's send
-                        pass
+                        [vals, ready_at, st, cnt, push_hint, (rank, bid)])
                 if int(st.attrs.get("hasdep", 0)) == 1 and bid is not None:
                     flags[(rank, bid)] = max(flags.get((rank, bid), -1), int(st.attrs.get("s", pc)))
                 pc += 1
