@@ -54,7 +54,7 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
 
     \b
     topocoll export s.json -o s.xml                      msccl-executor-nccl, RCCL
-    topocoll export s.json --astra -o s.xml              ASTRA-sim (then: msccl2chakra)
+    topocoll export s.json --astra -o s.xml              ASTRA-sim (then msccl2chakra.py)
     topocoll export s.json -o s.xml --proto LL --channels 4 --max-bytes 1MiB
     """
     from ..interop import export_msccl, write_msccl
@@ -82,9 +82,11 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
     click.echo(f"{s.algorithm} {s.collective.name} on {s.topology.name}: {res.message}{where}",
                err=to_stdout)
     if astra and not to_stdout:
-        click.echo("next: convert it for ASTRA-sim with Chakra's converter, e.g.\n"
-                   f"  chakra_converter MSCCL --input {output} --output <prefix>   "
-                   "(see docs/interop.md)", err=True)
+        coll = res.program.attrs["coll"]
+        click.echo("next: convert it to Chakra traces for ASTRA-sim with its MSCCL converter:\n"
+                   f"  python msccl2chakra.py --input_filename {output} --output_filename "
+                   f"{output.rsplit('.', 1)[0]} --coll_size <bytes> --collective {coll}\n"
+                   "(flags differ between versions; see docs/interop.md)", err=True)
 
 
 def _read_program(file):
