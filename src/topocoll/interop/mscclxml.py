@@ -181,9 +181,14 @@ _TAG = re.compile(rb"<(algo|gpu|tb|step)\b([^>]*)>")
 
 def _quirks(data):
     found = []
+    line, pos = 1, 0
     for m in _TAG.finditer(data):
         body = m.group(2)
-        line = data.count(b"\n", 0, m.start()) + 1
+        if not (b"'" in body or b"\n" in body or b"\r" in body or b"\t" in body or b" =" in body
+                or b"= " in body):
+            continue
+        line += data.count(b"\n", pos, m.start())
+        pos = m.start()
         tag = m.group(1).decode()
         if re.search(rb"=\s*'", body):
             found.append((line, tag, "attribute values must be in double quotes (the runtime's "

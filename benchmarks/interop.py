@@ -1,0 +1,67 @@
+"""MSCCL XML export, import and lint: how long they take, what the files hold, and that the
+round trip prices the same.
+
+For BFB, ring, TEN, DBT and all-to-all schedules up to 128 ranks: the export's thread blocks and
+steps with fused receives (``rcs``/``rrcs``, the default) against ``--unfused`` (the anchor:
+msccl-tools' own fusion pass is what the runtime is tuned for; fewer steps means fewer
+synchronisations per chunk), the channels needed to respect 64 steps per thread block, the
+median export and import+lint seconds over 3 runs, and the round trip: the imported schedule's
+T_B and link-model time over the original's (target: 1.000000 exactly).
+
+    python benchmarks/interop.py
+"""
+
+import statistics
+import time
+
+from topocoll.interop import export_msccl, import_msccl
+from topocoll.schedule.cost import evaluate
+from topocoll.schedule.linkmodel import simulate
+from topocoll.synth import generate
+from topocoll.topology import topology
+
+CASES = [
+    ("torus:4x4", "allreduce", "bfb", None),
+    ("torus:8x8", "allreduce", "bfb", None),
+    ("hypercube:6", "allgather", "bfb", None),
+    ("uniring:128", "allgather", "ring", None),
+    ("dbt:31", "allreduce", "dbt", None),
+    ("mesh:4x4", "allgather", "ten", None),
+    ("torus:3x3", "alltoall", "ten", None),
+    ("ring:16", "broadcast", "bfb", 0),
+]
+
+
+def _median(fn, runs=3):
+    times, out = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def main():
+    header = (f"{'schedule':34} {'ranks':>5} {'transfers':>9} {'blocks':>7} {'steps':>7} "
+              f"{'unfused':>8} {'fused/unf':>9} {'chan':>4} {'export s':>8} {'import s':>8} "
+              f"{'T_B ratio':>9} {'link ratio':>10}")
+    print(header)
+    print("-" * len(header))
+    for spec, coll, alg, root in CASES:
+        topo = topology(spec)
+        s = generate(topo, coll, alg, root=root)
+        t_exp, res = _median(lambda: export_msccl(s))
+        plain = export_msccl(s, unfused=True)
+        t_imp, back = _median(lambda: import_msccl(res.text, topology=topo))
+        if not back.lint.valid:
+            raise SystemExit(f"{spec} {coll}: the export does not lint: {back.lint.message}")
+        a, b = evaluate(s, "1MiB"), evaluate(back.schedule, "1MiB")
+        tb = b.T_B / a.T_B
+        lm = simulate(back.schedule, "1MiB").time / simulate(s, "1MiB").time
+        print(f"{alg + ' ' + coll + ' ' + spec:34} {s.num_nodes:>5} {s.num_transfers:>9} "
+              f"{res.blocks:>7} {res.steps:>7} {plain.steps:>8} {res.steps / plain.steps:>9.3f} "
+              f"{res.channels:>4} {t_exp:>8.3f} {t_imp:>8.3f} {tb:>9.6f} {lm:>10.6f}")
+
+
+if __name__ == "__main__":
+    main()
