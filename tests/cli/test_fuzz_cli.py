@@ -82,8 +82,13 @@ POOLS = {"topo": SPECS, "topologies": SPECS, "entries": (SPECS[0] + FILES[0], SP
 GOSSIP = (["complete", "ring", "one-peer-exp", "exp", "exponential-graph", "ring-graph",
            "mesh-graph", "star-graph", "one-peer-exponential-graph",
            "alternating-exp-ring", "metropolis-hastings"], ["nosuch", "", "ring:4", "exp:"])
+XML = (["in.xml", "old.xml"], ["trunc.xml", "SCHEDULE", "GARBAGE", "EMPTY", "MISSING", "."])
 #: per command, pools that differ from the shared ones
-COMMAND_POOLS = {("gossip", "cost"): {"topologies": GOSSIP},
+COMMAND_POOLS = {("lint",): {"file": XML}, ("import",): {"file": XML},
+                 ("verify",): {"file": (FILES[0] + XML[0], FILES[1] + XML[1])},
+                 ("export",): {"output": (["out.xml", "-"], ["", "out.txt", ".", "nodir/o.xml"]),
+                               "min_bytes": SIZES, "max_bytes": SIZES, "channels": INTS},
+                 ("gossip", "cost"): {"topologies": GOSSIP},
                  ("gossip", "info"): {"topologies": GOSSIP, "nodes": (["4", "8", "6"], ["0", "1",
                                                                      "-3", "x"])}}
 
@@ -173,6 +178,10 @@ def workdir(tmp_path_factory):
     (where / "ONENODE").write_text(json.dumps(
         {"format": "topocoll.topology", "version": 1, "name": "one", "nodes": 1, "links": []}))
     (where / "GARBAGE").write_bytes(bytes(range(256)) * 4)
+    shutil.copyfile(DATA / "msccl" / "ring3-reducescatter.xml", where / "in.xml")
+    shutil.copyfile(DATA / "msccl" / "ring3-allgather-old-dialect.xml", where / "old.xml")
+    xml = (DATA / "msccl" / "ring3-reducescatter.xml").read_text()
+    (where / "trunc.xml").write_text(xml[: len(xml) // 2])
     (where / "EMPTY").write_text("")
     return where
 
@@ -230,7 +239,9 @@ def check_run(args, cwd):
     if code == 2:
         assert stderr.strip().splitlines()[-1].startswith("error: "), shown
     to_stdout = any(a == "-" and b in ("-o", "--output") for a, b in zip(args[1:], args))
-    if "--json" in args or to_stdout:
+    if args[0] == "export" and to_stdout and code == 0:
+        assert stdout.startswith("<algo ") and stdout.rstrip().endswith("</algo>"), shown
+    elif "--json" in args or to_stdout:
         if code == 2:
             assert stdout == "", shown
         elif stdout.strip():

@@ -5,6 +5,8 @@ hand-written files of both dialects import and verify."""
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import DATA
 from topocoll.errors import ScheduleFormatError
@@ -168,3 +170,53 @@ def test_unknown_elements_and_a_first_element_other_than_algo_are_errors():
         parse_msccl('<program ngpus="2"/>')
     with pytest.raises(ScheduleFormatError, match=":3: unexpected element <thread>"):
         parse_msccl('<algo ngpus="1" coll="allgather">\n<gpu id="0">\n<thread/>\n</gpu></algo>')
+
+
+JUNK = ["", "x", "-5", "999", "1.5", "01", "-1", "0", "1", "2", "s", "rrcs", "nop", "70000"]
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_any_attribute_set_to_junk_gives_a_report_not_a_crash(data):
+    text = export_msccl(generate(topology("ring:3"), "allreduce", "bfb")).text
+    attrs = list(re.finditer(r'(\w+)="([^"]*)"', text))
+    for _ in range(data.draw(st.integers(1, 3))):
+        m = data.draw(st.sampled_from(attrs))
+        junk = data.draw(st.sampled_from(JUNK))
+        text = text[:m.start(2)] + junk + text[m.end(2):]
+        attrs = list(re.finditer(r'(\w+)="([^"]*)"', text))
+    try:
+        report = lint_msccl(text)
+    except ScheduleFormatError:
+        return
+    assert report.status in (0, 3)
+    if report.valid:
+        assert report.errors == [] and report.correct
+    else:
+        assert report.errors or report.problems
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_any_element_removed_gives_a_report_not_a_crash(data):
+    text = export_msccl(generate(topology("ring:3"), "allgather", "bfb")).text
+    lines = text.splitlines()
+    steps = [i for i, line in enumerate(lines) if "<step" in line]
+    drop = data.draw(st.sampled_from(steps))
+    report = lint_msccl("\n".join(lines[:drop] + lines[drop + 1:]))
+    assert not report.valid and (report.errors or report.problems)
+
+
+@pytest.mark.parametrize("coll, root", [("allgather", None), ("reduce_scatter", None),
+                                        ("allreduce", None), ("broadcast", 1), ("reduce", 2),
+                                        ("scatter", 0), ("gather", 3), ("alltoall", None)])
+def test_layout_lists_agree_with_the_per_chunk_maps(coll, root):
+    from topocoll.interop.layout import Layout
+
+    lay = Layout(coll, 4, 2, root)
+    for r in range(4):
+        ins = {(g, lay.input_of(r, g)) for g in range(lay.num_chunks)
+               if lay.input_of(r, g) is not None}
+        outs = {(g, lay.output_of(r, g)) for g in range(lay.num_chunks)
+                if lay.output_of(r, g) is not None}
+        assert set(lay.inputs(r)) == ins and set(lay.outputs(r)) == outs

@@ -106,6 +106,28 @@ class Layout:
         src, dst = divmod(shard, n)            # alltoall
         return src * k + j if dst == rank else None
 
+    def inputs(self, rank):
+        """``(g, index)`` of every shard-chunk in ``rank``'s input buffer at the start."""
+        name, n, k = self.collective.name, self.n, self.k
+        if name in ("allgather", "gather"):
+            return [(rank * k + j, j) for j in range(k)]
+        if name in ("reduce_scatter", "allreduce", "reduce"):
+            return [(g, g) for g in range(self.input_chunks)]
+        if name in ("broadcast", "scatter"):
+            return [(g, g) for g in range(self.input_chunks)] if rank == self.root else []
+        return [((rank * n + y) * k + j, y * k + j) for y in range(n) for j in range(k)]
+
+    def outputs(self, rank):
+        """``(g, index)`` of every shard-chunk ``rank``'s output buffer must hold at the end."""
+        name, n, k = self.collective.name, self.n, self.k
+        if name in ("allgather", "allreduce", "broadcast"):
+            return [(g, g) for g in range(self.output_chunks)]
+        if name in ("reduce_scatter", "scatter"):
+            return [(rank * k + j, j) for j in range(k)]
+        if name in ("reduce", "gather"):
+            return [(g, g) for g in range(self.output_chunks)] if rank == self.root else []
+        return [((x * n + rank) * k + j, x * k + j) for x in range(n) for j in range(k)]
+
     def alias(self, rank, buf, index):
         """The storage cell of ``(buf, index)`` when input and output are one buffer (in-place).
 

@@ -113,26 +113,77 @@ def _root_of(program, coll, n, given):
         return None
     if given is not None:
         return int(given)
-    raw = program.attrs.get("root")
-    if raw is not None:
-        return int(raw)
-    # the root is the rank that starts (scatter, broadcast) or ends (gather, reduce) with data:
-    # for broadcast/scatter, the only rank that sends before it receives
-    firsts = {}
+    if "root" in program.attrs:
+        return _int(program, "root", program)
+    # the root is the rank that only sends (broadcast, scatter) or only receives (reduce,
+    # gather); intermediate ranks do both
+    kinds = {}
     for gpu in program.gpus:
-        rank = int(gpu.attrs.get("id", -1))
+        rank = gpu.attrs.get("id")
         for tb in gpu.blocks:
             for st in tb.steps:
                 kind = st.attrs.get("type")
                 if kind in _SENDS:
-                    firsts.setdefault(rank, set()).add("send")
+                    kinds.setdefault(rank, set()).add("send")
                 if kind in _RECVS:
-                    firsts.setdefault(rank, set()).add("recv")
-    if coll.name in ("broadcast", "scatter"):
-        cands = [r for r, kinds in firsts.items() if kinds == {"send"}]
-    else:
-        cands = [r for r, kinds in firsts.items() if kinds == {"recv"}]
-    return cands[0] if len(cands) == 1 else 0
+                    kinds.setdefault(rank, set()).add("recv")
+    want = {"send"} if coll.name in ("broadcast", "scatter") else {"recv"}
+    cands = [r for r, k in kinds.items() if k == want]
+    try:
+        return int(cands[0]) if len(cands) == 1 else 0
+    except ValueError:
+        return 0
+
+
+class _Op:
+    """One step, its attributes parsed once (a bad number is an error naming the line)."""
+
+    __slots__ = ("el", "kind", "depid", "deps", "cnt", "srcbuf", "srcoff", "dstbuf", "dstoff",
+                 "hasdep", "s", "hint", "send_hint")
+
+    def __init__(self, el, index, program):
+        a = el.attrs
+        self.el = el
+        self.kind = a.get("type", "cpy" if el.tag == "copy" else None)
+        self.depid = _int(el, "depid", program, default=-1)
+        self.deps = _int(el, "deps", program, default=-1)
+        self.cnt = _int(el, "cnt", program, default=1)
+        self.srcbuf, self.dstbuf = a.get("srcbuf", "i"), a.get("dstbuf", "o")
+        self.srcoff = _int(el, "srcoff", program, default=0)
+        self.dstoff = _int(el, "dstoff", program, default=0)
+        self.hasdep = _int(el, "hasdep", program, default=0) == 1
+        self.s = _int(el, "s", program, default=index)
+        self.hint = _hint(a.get(HINT))
+        self.send_hint = _hint(a.get(SEND_HINT))
+        if self.kind not in _KINDS:
+            raise ScheduleFormatError(f"{program.where(el)}: type={self.kind!r} is not a step "
+                                      "type the runtime knows")
+        if self.cnt < 0:
+            raise ScheduleFormatError(f"{program.where(el)}: cnt must not be negative")
+
+
+def _hint(raw):
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+_KINDS = {"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"}
+
+
+def _check_sizes(program, n):
+    """Refuse programs whose claims would make the replay itself unbounded: ranks must match
+    the <gpu> elements, buffers must fit the runtime's 16-bit offsets."""
+    if n != len(program.gpus):
+        raise ScheduleFormatError(f"{program.where(program)}: ngpus={n} but the file has "
+                                  f"{len(program.gpus)} <gpu> element(s)")
+    for gpu in program.gpus:
+        for name in ("i_chunks", "o_chunks", "s_chunks"):
+            v = _int(gpu, name, program, default=0)
+            if not 0 <= v < 1 << 15:
+                raise ScheduleFormatError(f"{program.where(gpu)}: {name}={v} must be "
+                                          "0..32767 (the runtime's 16-bit offsets)")
 
 
 def replay(program, *, inplace=False, topology=None, root=None, max_problems=20):
@@ -155,7 +206,10 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
     Replay
     """
     coll, n, k, _ = program_layout(program)
+    _check_sizes(program, n)
     root = _root_of(program, coll, n, root)
+    if coll.rooted and not 0 <= root < n:
+        raise ScheduleFormatError(f"{program.where(program)}: root {root} is not a rank")
     lay = Layout(coll, n, k, root)
     combining = coll.combining
     full = (1 << n) - 1
@@ -165,73 +219,71 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
         if len(out.problems) < max_problems:
             out.problems.append((element.line, f"{program.where(element)}: {message}"))
 
-    # buffers: rank -> cell -> (value, ready step); value is g or (g, bits)
-    mem = [dict() for _ in range(n)]
-
     def cell(rank, buf, off):
         return lay.alias(rank, buf, off) if inplace else (buf, off)
 
+    # buffers: rank -> cell -> (value, ready step); value is g or (g, bits). What a rank holds
+    # at the start is filled in on first read (an input chunk nobody wrote yet).
+    mem = [dict() for _ in range(n)]
+    start = [dict() for _ in range(n)]
     for r in range(n):
-        for g in range(lay.num_chunks):
-            idx = lay.input_of(r, g)
-            if idx is not None:
-                mem[r][cell(r, "i", idx)] = ((g, 1 << r) if combining else g, 0)
-    gpus = {}
-    for gpu in program.gpus:
-        rank = _int(gpu, "id", program)
-        if not 0 <= rank < n:
-            note(gpu, f"gpu id {rank} is not a rank 0..{n - 1}")
-            continue
-        gpus[rank] = gpu
-    blocks = []       # (rank, bid, tb, steps)
-    for rank, gpu in sorted(gpus.items()):
-        steps_of_copies = list(gpu.copies)
-        for tb in gpu.blocks:
-            blocks.append([rank, _int(tb, "id", program), tb, tb.steps, 0])
-        if steps_of_copies:   # older dialect: the GPU's <copy> elements run first
-            blocks.append([rank, None, None, steps_of_copies, 0])
-    flags = {}        # (rank, bid) -> largest s finished with hasdep
-    last_step = {}    # (rank, bid) -> schedule step of the block's latest transfer
-    fifo = {}         # (src, dst, chan) -> list of [values, step-ready, element, cnt, hint]
-    head = {}
-    rows = []         # (step, src, dst, g, op)
-    hinted = True
+        for g, idx in lay.inputs(r):
+            start[r][cell(r, "i", idx)] = ((g, 1 << r) if combining else g, 0)
 
-    def read(rank, buf, off, cnt, element):
+    def read(rank, buf, off, cnt, op):
         vals = []
         for i in range(cnt):
-            got = mem[rank].get(cell(rank, buf, off + i))
+            c = cell(rank, buf, off + i)
+            got = mem[rank].get(c)
             if got is None:
-                note(element, f"reads {buf}[{off + i}] on rank {rank}, which holds no data yet")
+                got = start[rank].get(c)
+            if got is None:
+                note(op.el, f"reads {buf}[{off + i}] on rank {rank}, which holds no data yet")
                 return None
             vals.append(got)
         return vals
 
-    def combine(a, b, element, rank):
+    def combine(a, b, op, rank):
         (ga, ba), (gb, bb) = a, b
         if ga != gb:
-            note(element, f"rank {rank} reduces chunk {ga} with chunk {gb}")
+            note(op.el, f"rank {rank} reduces chunk {ga} with chunk {gb}")
         if ba & bb:
-            note(element, f"rank {rank} adds a contribution twice (ranks "
-                          f"{[i for i in range(n) if (ba & bb) >> i & 1]})")
+            note(op.el, f"rank {rank} adds a contribution twice (ranks "
+                        f"{[i for i in range(n) if (ba & bb) >> i & 1]})")
         return (ga, ba | bb)
+
+    blocks = []       # [rank, bid, send peer, recv peer, chan, ops, pc]
+    seen = set()
+    for gpu in program.gpus:
+        rank = _int(gpu, "id", program)
+        if not 0 <= rank < n or rank in seen:
+            raise ScheduleFormatError(f"{program.where(gpu)}: gpu id {rank} is not a rank "
+                                      f"0..{n - 1} named once")
+        seen.add(rank)
+        for tb in gpu.blocks:
+            ops = [_Op(st, i, program) for i, st in enumerate(tb.steps)]
+            blocks.append([rank, _int(tb, "id", program), _int(tb, "send", program, -1),
+                           _int(tb, "recv", program, -1), _int(tb, "chan", program, 0), ops, 0])
+        if gpu.copies:   # older dialect: the GPU's <copy> elements run first
+            blocks.append([rank, None, -1, -1, 0,
+                           [_Op(c, i, program) for i, c in enumerate(gpu.copies)], 0])
+    flags = {}        # (rank, bid) -> largest s finished with hasdep
+    last_step = {}    # (rank, bid, side) -> step of the side's latest transfer
+    fifo = {}         # (src, dst, chan) -> [[values, ready, op, cnt, hint, (rank, bid)], ...]
+    head = {}
+    rows = []         # (step, src, dst, g, op)
+    hinted = True
 
     progress = True
     while progress:
         progress = False
         for blk in blocks:
-            rank, bid, tb, steps, pc = blk
-            while pc < len(steps):
-                st = steps[pc]
-                kind = st.attrs.get("type", "cpy" if st.tag == "copy" else None)
-                depid = int(st.attrs.get("depid", -1))
-                if depid >= 0 and flags.get((rank, depid), -1) < int(st.attrs.get("deps", -1)):
+            rank, bid, send_peer, recv_peer, chan, ops, pc = blk
+            while pc < len(ops):
+                op = ops[pc]
+                kind = op.kind
+                if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps:
                     break
-                chan = int(tb.attrs.get("chan", 0)) if tb is not None else 0
-                cnt = int(st.attrs.get("cnt", 1))
-                hint = st.attrs.get(HINT)
-                recv_peer = int(tb.attrs.get("recv", -1)) if tb is not None else -1
-                send_peer = int(tb.attrs.get("send", -1)) if tb is not None else -1
                 incoming = None
                 if kind in _RECVS:
                     key = (recv_peer, rank, chan)
@@ -241,98 +293,92 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                         break
                     incoming = q[h]
                     head[key] = h + 1
-                    if incoming[3] != cnt:
-                        note(st, f"receives cnt={cnt} but the matching send on rank "
-                                 f"{recv_peer} (line {incoming[2].line}) sends cnt={incoming[3]}")
-                srcbuf, dstbuf = st.attrs.get("srcbuf", "i"), st.attrs.get("dstbuf", "o")
-                srcoff, dstoff = int(st.attrs.get("srcoff", 0)), int(st.attrs.get("dstoff", 0))
+                    if incoming[3] != op.cnt:
+                        note(op.el, f"receives cnt={op.cnt} but the matching send on rank "
+                                    f"{recv_peer} (line {incoming[2].el.line}) sends "
+                                    f"cnt={incoming[3]}")
                 result = None
                 ready = 0
-                if kind == "nop" or kind is None:
-                    pass
-                elif kind == "s":
-                    result = read(rank, srcbuf, srcoff, cnt, st)
-                elif incoming is not None or kind in ("cpy", "re"):
-                    local = read(rank, srcbuf, srcoff, cnt, st) if kind in _READS_SRC else None
-                    if kind in ("cpy", "re"):
-                        result = local
-                        if kind == "re" and local is not None:
-                            cur = read(rank, dstbuf, dstoff, cnt, st)
-                            if cur is not None:
-                                result = [(combine(a[0], b[0], st, rank), max(a[1], b[1]))
-                                          for a, b in zip(local, cur)]
+                if kind == "s":
+                    result = read(rank, op.srcbuf, op.srcoff, op.cnt, op)
+                elif kind in ("cpy", "re"):
+                    result = read(rank, op.srcbuf, op.srcoff, op.cnt, op)
+                    if kind == "re" and result is not None:
+                        cur = read(rank, op.dstbuf, op.dstoff, op.cnt, op)
+                        if cur is not None and combining:
+                            result = [(combine(a[0], b[0], op, rank), max(a[1], b[1]))
+                                      for a, b in zip(result, cur)]
+                elif incoming is not None:
+                    local = read(rank, op.srcbuf, op.srcoff, op.cnt, op) \
+                        if kind in _REDUCES else None
+                    # steps never go back along one connection's sequence (a fused block's
+                    # sends run ahead of its receives, so each side counts alone)
+                    step = max(1 + incoming[1], last_step.get((rank, bid, "recv"), 0),
+                               last_step.get(incoming[5] + ("send",), 0))
+                    hint = op.hint
+                    if incoming[4] is not None and hint is not None and hint >= step and \
+                            incoming[4] == hint:
+                        step = hint
                     else:
-                        # steps never go back along one connection's sequence (a fused
-                        # block's sends run ahead of its receives, so each side counts alone)
-                        step = max(1 + incoming[1], last_step.get((rank, bid, "recv"), 0),
-                                   last_step.get(incoming[5] + ("send",), 0))
-                        if incoming[4] is not None and hint is not None and \
-                                int(hint) >= step and int(incoming[4]) == int(hint):
-                            step = int(hint)
-                        else:
-                            hinted = False
-                        last_step[(rank, bid, "recv")] = step
-                        last_step[incoming[5] + ("send",)] = step
-                        vals = incoming[0]
-                        op = REDUCE if kind in _REDUCES else COPY
-                        if vals is not None:
-                            for v, _ in vals:
-                                rows.append((step, recv_peer, rank, v[0] if combining else v, op))
-                        if kind in _REDUCES:
-                            if not combining:
-                                note(st, f"a reducing step ({kind}) in {coll.name}, which does "
-                                         "not combine")
-                                result = vals
-                            elif vals is not None and local is not None:
-                                result = [(combine(a[0], b[0], st, rank), step)
-                                          for a, b in zip(vals, local)]
-                        else:
-                            result = [(v, step) for v, _ in vals] if vals is not None else None
-                        ready = step
+                        hinted = False
+                    last_step[(rank, bid, "recv")] = step
+                    last_step[incoming[5] + ("send",)] = step
+                    vals = incoming[0]
+                    reduce = kind in _REDUCES
+                    if vals is not None:
+                        for v, _ in vals:
+                            rows.append((step, recv_peer, rank, v[0] if combining else v,
+                                         REDUCE if reduce else COPY))
+                    if reduce and not combining:
+                        note(op.el, f"a reducing step ({kind}) in {coll.name}, which does not "
+                                    "combine")
+                        result = [(v, step) for v, _ in vals] if vals is not None else None
+                    elif reduce:
+                        if vals is not None and local is not None:
+                            result = [(combine(a[0], b[0], op, rank), step)
+                                      for a, b in zip(vals, local)]
+                    else:
+                        result = [(v, step) for v, _ in vals] if vals is not None else None
+                    ready = step
                 if result is not None and kind in _WRITES:
                     for i, v in enumerate(result):
-                        mem[rank][cell(rank, dstbuf, dstoff + i)] = (v[0], v[1] if kind in ("cpy", "re") else ready)
+                        mem[rank][cell(rank, op.dstbuf, op.dstoff + i)] = \
+                            (v[0], v[1] if kind in ("cpy", "re") else ready)
                 if kind in _SENDS and send_peer >= 0:
-                    vals = result
-                    ready_at = max((v[1] for v in vals), default=0) if vals else 0
-                    if kind != "s":
-                        ready_at = ready
-                    push_hint = hint if kind == "s" else st.attrs.get(SEND_HINT)
+                    ready_at = (max((v[1] for v in result), default=0) if result else 0) \
+                        if kind == "s" else ready
+                    push_hint = op.hint if kind == "s" else op.send_hint
                     fifo.setdefault((rank, send_peer, chan), []).append(
-                        [vals, ready_at, st, cnt, push_hint, (rank, bid)])
-                if int(st.attrs.get("hasdep", 0)) == 1 and bid is not None:
-                    flags[(rank, bid)] = max(flags.get((rank, bid), -1), int(st.attrs.get("s", pc)))
+                        [result, ready_at, op, op.cnt, push_hint, (rank, bid)])
+                if op.hasdep and bid is not None:
+                    flags[(rank, bid)] = max(flags.get((rank, bid), -1), op.s)
                 pc += 1
-                blk[4] = pc
+                blk[6] = pc
                 progress = True
-    for rank, bid, tb, steps, pc in blocks:
-        if pc < len(steps):
-            st = steps[pc]
-            depid = int(st.attrs.get("depid", -1))
-            why = (f"waits for block {depid} step {st.attrs.get('deps')}"
-                   if depid >= 0 and flags.get((rank, depid), -1) < int(st.attrs.get("deps", -1))
+    for rank, bid, _, _, _, ops, pc in blocks:
+        if pc < len(ops):
+            op = ops[pc]
+            why = (f"waits for block {op.depid} step {op.deps}"
+                   if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps
                    else "waits for a send that never comes")
-            out.hang.append((st.line, f"{program.where(st)}: rank {rank} block {bid} step "
-                                      f"{st.attrs.get('s', pc)} {why}"))
+            out.hang.append((op.el.line, f"{program.where(op.el)}: rank {rank} block {bid} step "
+                                         f"{op.s} {why}"))
     for (src, dst, chan), q in fifo.items():
         if head.get((src, dst, chan), 0) < len(q) and not out.hang:
-            st = q[head.get((src, dst, chan), 0)][2]
-            note(st, f"rank {src} sends to rank {dst} on channel {chan} but no receive matches")
-    # postcondition on the buffers
-    target = coll.end_target(n, root)
+            op = q[head.get((src, dst, chan), 0)][2]
+            note(op.el, f"rank {src} sends to rank {dst} on channel {chan} but no receive "
+                        "matches")
+    # the postcondition, on the output buffers
     for r in range(n):
-        for g in range(lay.num_chunks):
-            idx = lay.output_of(r, g)
-            if idx is None:
-                continue
-            got = mem[r].get(cell(r, "o", idx))
+        for g, idx in lay.outputs(r):
+            c = cell(r, "o", idx)
+            got = mem[r].get(c) or start[r].get(c)
             want = (g, full) if combining else g
             if got is None or got[0] != want:
                 if len(out.wrong_outputs) < max_problems:
                     have = "nothing" if got is None else _describe(got[0], n, combining)
                     out.wrong_outputs.append(f"rank {r} output chunk {idx} holds {have}, not "
                                              f"{_describe(want, n, combining)}")
-    del target
     out.hinted = hinted and bool(rows)
     out.schedule = _schedule(rows, coll, n, k, lay, root, topology, program)
     return out
