@@ -44,6 +44,8 @@ COMMANDS = {
                "when the objective drops."),
     "gossip": ("gossip", "gossip", "Decentralized (gossip) averaging: topologies, convergence "
                "and cost."),
+    "train-sim": ("trainsim", "train_sim", "Simulate one data-parallel training iteration: "
+                  "compute overlapped with allreduces."),
     "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
             "own collective."),
 }
@@ -81,6 +83,7 @@ def cli():
     topocoll survey --nodes 64                            BFB on the main topologies of N nodes
     topocoll compare torus:8x8 ring:64 s.json             schedules side by side, same network
     topocoll find --nodes 1024 --degree 4 -o out         best topology + schedule for a cluster
+    topocoll train-sim --model resnet50 --nodes 64        a training iteration, compute + allreduce
     topocoll synth TOPO -c allgather -o s.json            TEN (TACOS) synthesis, any network
     topocoll simulate s.json --size 1GiB                  link-model (TACOS) timing
     topocoll alltoall TOPO --json                         all-to-all throughput LP and bounds
