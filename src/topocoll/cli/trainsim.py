@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import defaults, units
+from ..errors import TopocollError
 from ..units import format_size, format_time
 from .common import _check_plot, _Fail, _Lines, _out, _print_json, _unit
 
@@ -184,9 +185,13 @@ def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, 
             raise _Fail(f"train-sim needs at least 3 nodes, got {nodes}")
         costs = {"lower bound": lower_bound_cost(nodes, degree, alpha=alpha,
                                                  bandwidth=node_bandwidth)}
+        skipped = {}
         for name in ("ShiftedRing", "DBT"):
             lines.update(f"{name} allreduce on {nodes} nodes", 0, None)
-            costs[name] = _baseline(name, nodes, alpha, node_bandwidth, store)
+            try:
+                costs[name] = _baseline(name, nodes, alpha, node_bandwidth, store)
+            except TopocollError as exc:      # e.g. no shifted ring of 4 or 6 nodes
+                skipped[name] = str(exc)
     options = {"policy": policy, "bucket_size": bucket if policy == "buckets" else None}
     result = simulate_iteration(profile, ours, **options)
     others = {name: simulate_iteration(profile, cost, **options) for name, cost in costs.items()}
@@ -204,6 +209,7 @@ def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, 
 
     summary = row(result, ours)
     baselines = {name: row(r, costs[name]) for name, r in others.items()}
+    baselines.update({name: {"allreduce": name, "error": why} for name, why in skipped.items()})
     if as_json:
         doc = {**result.to_dict(), "nodes": nodes, "degree": degree, "alpha": alpha,
                "node_bandwidth": node_bandwidth, "ours": summary, "baselines": baselines,
@@ -222,11 +228,16 @@ def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, 
                 "allreduces", "x bound"):
         table.add_column(col, justify="left" if col in ("", "allreduce") else "right")
     for label, r in [("ours", summary), *baselines.items()]:
+        if "error" in r:
+            table.add_row(label, escape(r["allreduce"]), *["-"] * 6)
+            continue
         table.add_row(label, escape(r["allreduce"]), format_time(r["iteration_time"]),
                       format_time(r["compute_time"]), format_time(r["exposed_comm"]),
                       format_time(r["comm_time"]), str(r["allreduces"]),
                       f"{r['comm_ratio']:.3f}")
     _out.print(table)
     _out.print(profile.description, markup=False)
+    for name, why in skipped.items():
+        _out.print(f"{name}: not available: {why}", markup=False)
     if plot:
         _out.print(f"plot written to {plot}", markup=False)
