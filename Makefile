@@ -41,6 +41,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/construction.py
 	$(BIN)/python benchmarks/bfb_scale.py
 	$(BIN)/python benchmarks/finder.py
+	$(BIN)/python benchmarks/train_sim.py
 	$(BIN)/python benchmarks/ten_synthesis.py
 	$(BIN)/python benchmarks/alltoall.py
 	$(BIN)/python benchmarks/gossip.py

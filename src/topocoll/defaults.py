@@ -4,7 +4,9 @@ Topologies built from spec strings get :data:`LINK_BANDWIDTH` and :data:`LINK_LA
 link; jobs that compare topologies fairly (``compare``, ``survey``, ``find``) give every node
 :data:`NODE_BANDWIDTH` of egress split over its links and every link the latency :data:`ALPHA`.
 Buffer sizes default to :data:`SIZE`, except where a job needs several (:data:`COMPARE_SIZES`,
-:data:`SURVEY_SIZES`) or follows the paper it reproduces (:data:`SYNTHESIS_SIZE`, TACOS).
+:data:`SURVEY_SIZES`) or follows the paper it reproduces (:data:`SYNTHESIS_SIZE`, TACOS). Training-iteration simulation (``train-sim``) assumes PyTorch
+DDP's :data:`BUCKET_SIZE`, an NVIDIA A100 (:data:`GPU_FLOPS` at :data:`GPU_EFFICIENCY`), fp32
+gradients (:data:`BYTES_PER_PARAM`) and ASTRA-sim cycles of :data:`CYCLE_TIME`.
 
 >>> from topocoll.units import format_bandwidth, format_size, format_time
 >>> format_time(ALPHA), format_bandwidth(NODE_BANDWIDTH), format_size(SIZE)
@@ -12,7 +14,8 @@ Buffer sizes default to :data:`SIZE`, except where a job needs several (:data:`C
 """
 
 __all__ = ["ALPHA", "LINK_LATENCY", "LINK_BANDWIDTH", "NODE_BANDWIDTH", "SIZE", "COMPARE_SIZES",
-           "SURVEY_SIZES", "SYNTHESIS_SIZE"]
+           "SURVEY_SIZES", "SYNTHESIS_SIZE", "BUCKET_SIZE", "GPU_FLOPS", "GPU_EFFICIENCY",
+           "BYTES_PER_PARAM", "CYCLE_TIME"]
 
 #: Latency of every link (the alpha of the alpha-beta model): 10 us.
 ALPHA = 1e-5
@@ -30,3 +33,14 @@ COMPARE_SIZES = (2**10, 2**20, 2**26, 2**30)
 SURVEY_SIZES = (2**20, 2**28)
 #: Buffer size TEN synthesis discretizes links for: 1 GiB, as in the TACOS paper.
 SYNTHESIS_SIZE = float(2**30)
+#: Gradient bucket of PyTorch DistributedDataParallel (``bucket_cap_mb``): 25 MiB.
+BUCKET_SIZE = float(25 * 2**20)
+#: Peak throughput of one GPU for the training FLOPs model: 312 TFLOP/s (NVIDIA A100, fp16/bf16
+#: dense tensor cores).
+GPU_FLOPS = 312e12
+#: Fraction of :data:`GPU_FLOPS` a training step achieves: 40%.
+GPU_EFFICIENCY = 0.4
+#: Bytes of one gradient value: 4 (fp32).
+BYTES_PER_PARAM = 4
+#: Length of one ASTRA-sim cycle when its workload files are read: 1 ns (a 1 GHz clock).
+CYCLE_TIME = 1e-9

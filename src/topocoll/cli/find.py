@@ -34,8 +34,11 @@ __all__ = ["find"]
 @click.option("--sizes", "sizes_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Workload file: a JSON list of a model's layer sizes in bytes (bucketed, see "
                    "--bucket-size), {\"sizes\": [[SIZE, WEIGHT], ...]}, or lines SIZE [WEIGHT].")
+@click.option("--workload", "workload_model",
+              help="A model's gradients as the workload: resnet50, bert-large, gpt2-medium, "
+                   "vit-b16, or a profile FILE (JSON or ASTRA-sim DATA; docs/training.md).")
 @click.option("--bucket-size", callback=_unit(units.parse_size, "--bucket-size"),
-              help="With a layer list: fuse gradients into buckets of this size, one allreduce "
+              help="With a layer list or --workload: fuse gradients into buckets of this size, one allreduce "
                    "per bucket (PyTorch DDP uses 25MiB) [default: one allreduce per layer].")
 @click.option("-o", "--output", "outdir",
               help="Write topology.json, allreduce.json (the verified schedule) and "
@@ -46,8 +49,8 @@ __all__ = ["find"]
               help="Predictions only: do not build, verify and evaluate the choice.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, outdir,
-         compress, no_evaluate, no_cache, as_json):
+def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model, bucket_size,
+         outdir, compress, no_evaluate, no_cache, as_json):
     """The best topology and allreduce schedule for N nodes of degree d and a workload.
 
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
@@ -61,14 +64,20 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, bucket_size, o
         raise _Fail(f"--degree must be at least 1, got {degree}")
     if sizes and sizes_file:
         raise _Fail("give --size or --sizes, not both")
-    if bucket_size is not None and not sizes_file:
-        raise _Fail("--bucket-size applies to a layer list given with --sizes")
+    if workload_model and (sizes or sizes_file):
+        raise _Fail("give --workload or --size/--sizes, not both")
+    if bucket_size is not None and not (sizes_file or workload_model):
+        raise _Fail("--bucket-size applies to a layer list given with --sizes or --workload")
     schedule_name = "allreduce.json" + (".gz" if compress else "")
     _check_output_folder(outdir, ("topology.json", schedule_name, "frontier.png"),
                          command="find")
     if compress and not outdir:
         raise _Fail("--compress applies to the files written with -o")
-    if sizes_file:
+    if workload_model:
+        from .trainsim import workload_profile
+
+        workload = workload_profile(workload_model, bucket_size)
+    elif sizes_file:
         workload = load_workload(sizes_file, bucket_size=bucket_size)
     elif sizes:
         workload = (Workload.single(sizes[0]) if len(sizes) == 1

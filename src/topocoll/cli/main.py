@@ -50,6 +50,8 @@ COMMANDS = {
                "TACOS) as a schedule file."),
     "lint": ("interop", "lint", "Check an MSCCL XML FILE: will the runtime accept it, and is it "
              "a correct collective?"),
+    "train-sim": ("trainsim", "train_sim", "Simulate one data-parallel training iteration: "
+                  "compute overlapped with allreduces."),
     "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
             "own collective."),
 }
@@ -87,6 +89,7 @@ def cli():
     topocoll survey --nodes 64                            BFB on the main topologies of N nodes
     topocoll compare torus:8x8 ring:64 s.json             schedules side by side, same network
     topocoll find --nodes 1024 --degree 4 -o out         best topology + schedule for a cluster
+    topocoll train-sim --model resnet50 --nodes 64        a training iteration, compute + allreduce
     topocoll synth TOPO -c allgather -o s.json            TEN (TACOS) synthesis, any network
     topocoll simulate s.json --size 1GiB                  link-model (TACOS) timing
     topocoll alltoall TOPO --json                         all-to-all throughput LP and bounds

@@ -1,0 +1,101 @@
+"""``topocoll train-sim`` and ``topocoll find --workload`` through the real entry point."""
+
+import json
+
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error
+from tests.helpers import DATA
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOCOLL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_json_document_has_ours_and_the_baselines(run):
+    result = run("train-sim", "--model", "resnet50", "--nodes", "16", "--degree", "4", "--json")
+    assert result.returncode == 0, result
+    doc = json.loads(result.stdout)      # exactly one JSON document
+    for key in ("iteration_time", "exposed_comm", "compute_time", "comm_time", "allreduces",
+                "baselines", "ours", "nodes", "degree"):
+        assert key in doc, key
+    assert set(doc["baselines"]) == {"lower bound", "ShiftedRing", "DBT"}
+    assert doc["exposed_comm"] == pytest.approx(doc["iteration_time"] - doc["compute_time"])
+    assert doc["nodes"] == 16 and doc["policy"] == "wait-free"
+    # nothing beats the bound: the same compute, and at least its allreduce time
+    bound = doc["baselines"]["lower bound"]
+    assert bound["compute_time"] == doc["compute_time"]
+    assert doc["comm_time"] >= bound["comm_time"] * (1 - 1e-12)
+    assert doc["baselines"]["DBT"]["comm_ratio"] > 1
+
+
+def test_table_on_stdout_with_four_rows(run, tmp_path):
+    result = run("train-sim", "--model", "vit-b16", "--topology", "torus:4x4", "--bucket",
+                 "25MiB", "--plot", "t.png")
+    assert result.returncode == 0, result
+    for label in ("ours", "lower bound", "ShiftedRing", "DBT", "torus:4x4 bfb",
+                  "DDP buckets of 25MiB"):
+        assert label in result.stdout, label
+    assert (tmp_path / "t.png").stat().st_size > 0
+
+
+def test_schedule_file_is_priced(run):
+    result = run("train-sim", "--model", "bert-large", "--schedule",
+                 DATA / "valid-allreduce-ring-uniring4.json", "--json")
+    assert result.returncode == 0, result
+    doc = result.json()
+    assert doc["nodes"] == 4 and doc["ours"]["steps"] == 6
+    # no shifted ring of 4 nodes (it needs a shift 2 <= s <= N-2 prime to N): said, not fatal
+    assert "error" in doc["baselines"]["ShiftedRing"]
+    assert doc["baselines"]["DBT"]["comm_time"] > 0
+
+
+def test_astra_profile_file(run):
+    result = run("train-sim", "--model", DATA / "training" / "astra_data.txt", "--nodes", "8",
+                 "--cycle-time", "1us", "--json")
+    assert result.returncode == 0, result
+    doc = result.json()
+    # 8800 cycles of 1 us (worked out in tests/studies/test_training.py)
+    assert doc["compute_time"] == pytest.approx(8800e-6)
+    assert doc["profile"]["layers"] == 2
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--model", "alexnet", "--nodes", "16"], "neither a known model"),
+    (["--model", "resnet50"], "--nodes is required"),
+    (["--model", "resnet50", "--nodes", "16", "--policy", "wait-free", "--bucket", "1MiB"],
+     "--bucket applies"),
+    (["--model", "resnet50", "--nodes", "16", "--schedule", "x.json", "--topology", "ring:16"],
+     "not both"),
+    (["--model", "resnet50", "--nodes", "2"], "at least 3"),
+    (["--model", "resnet50", "--nodes", "16", "--batch", "0"], "batch"),
+    (["--model", "resnet50", "--nodes", "16", "--cycle-time", "1ns"], "--cycle-time applies"),
+    (["--model", "resnet50", "--topology", "ring:8", "--nodes", "16"], "has 8 nodes"),
+    (["--model", "resnet50", "--nodes", "16", "--bucket", "lots"], "--bucket"),
+])
+def test_bad_inputs_are_one_line(run, args, needle):
+    assert_one_line_error(run("train-sim", *args), needle)
+
+
+def test_malformed_astra_file_names_the_line(run):
+    result = run("train-sim", "--model", DATA / "training" / "astra_bad_line4.txt", "--nodes",
+                 "8")
+    assert_one_line_error(result, "line 4", code=2)
+
+
+def test_find_with_a_model_workload(run):
+    result = run("find", "--nodes", "16", "--degree", "4", "--workload", "resnet50",
+                 "--bucket-size", "25MiB", "--json")
+    assert result.returncode == 0, result
+    workload = result.json()["workload"]
+    # 97.49 MiB of fp32 gradients: three full 25 MiB buckets and the rest
+    assert len(workload["sizes"]) == 4
+    assert sum(workload["sizes"]) == pytest.approx(4 * 25_557_032)
+    # conv1, 16 bottlenecks of 3 convolutions, 4 downsamples, fc (a batch norm with its conv)
+    assert f"{1 + 16 * 3 + 4 + 1} layers" in workload["description"]
+
+
+def test_find_workload_excludes_sizes(run):
+    assert_one_line_error(run("find", "--nodes", "16", "--degree", "4", "--workload",
+                              "resnet50", "--size", "1MiB"), "not both")
