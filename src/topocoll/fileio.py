@@ -48,7 +48,8 @@ import zlib
 
 from .errors import FileAccessError, ScheduleFormatError
 
-__all__ = ["check_output", "open_output", "read_input", "max_file_bytes", "is_gzip_name",
+__all__ = ["check_output", "open_output", "read_input", "read_text", "max_file_bytes",
+           "is_gzip_name",
            "is_special",
            "GZIP_MAGIC", "DEFAULT_MAX_FILE_BYTES"]
 
@@ -240,6 +241,16 @@ def _umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def read_text(path, *, what="file"):
+    """:func:`read_input` decoded as UTF-8; a file that is not text is a
+    :class:`~topocoll.errors.ScheduleFormatError` naming it."""
+    raw = read_input(path, what=what)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScheduleFormatError(f"{os.fspath(path)}: not a text file") from None
 
 
 def read_input(path, *, starts=None, what="file"):

@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
-from ..fileio import read_input
+from ..fileio import read_text
 from ..topology.metrics import moore_depth
 from ..units import format_size, parse_size
 
@@ -216,11 +216,7 @@ def load_workload(path, *, bucket_size=None):
     subclass :class:`~topocoll.errors.FileAccessError` if it cannot be read).
     """
     path = os.fspath(path)
-    raw = read_input(path, what="workload file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScheduleFormatError(f"{path}: not a text file") from None
+    text = read_text(path, what="workload file")
     stripped = text.lstrip()
     try:
         if stripped.startswith(("[", "{")):

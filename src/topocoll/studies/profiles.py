@@ -45,7 +45,7 @@ import os
 
 from .. import defaults
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
-from ..fileio import read_input
+from ..fileio import read_text
 from .training import Profile, ProfileLayer
 
 __all__ = ["load_profile", "parse_astra", "profile_from_document", "COMM_TYPES"]
@@ -173,11 +173,7 @@ def load_profile(path, *, cycle_time=None):
         subclass :class:`~topocoll.errors.FileAccessError` when the file cannot be read.
     """
     path = os.fspath(path)
-    raw = read_input(path, what="profile file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScheduleFormatError(f"{path}: not a text file") from None
+    text = read_text(path, what="profile file")
     base = os.path.basename(path)
     name = base.split(".")[0] or base or "profile"
     if text.lstrip().startswith("{"):
