@@ -10,11 +10,12 @@ from ..schedule.cost import evaluate as _step_model
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.verify import verify as _verify
 from ..schedule.linkmodel import simulate as _link_model, simulate_many
+from ..schedule.timeline import plot_timeline
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..synth.ten.tenants import synthesize_tenants
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _check_output, _check_output_folder, _Fail, _load_topology, \
-    _on_stdout, _out, _print_json, _progress, _topo_options, _unit
+from .common import EXIT_INVALID, _check_output, _check_output_folder, _check_plot, _Fail, \
+    _load_topology, _on_stdout, _out, _print_json, _progress, _topo_options, _unit
 
 __all__ = ["synth", "simulate"]
 
@@ -186,34 +187,92 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
               help="Replace every link's latency.")
 @click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
               help="Replace every link's bandwidth.")
+@click.option("--model", default="link", show_default=True,
+              type=click.Choice(["step", "link", "both"]),
+              help="Price in the link model, the alpha-beta step model, or both side by side.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Write the link-model timeline (a Gantt chart of the links, critical path "
+                   "outlined; one panel per file) to this file (.png, .svg, .pdf; needs "
+                   "matplotlib).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def simulate(files, size, alpha, link_bandwidth, as_json):
+def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
     """Time schedule FILES in the link model (TACOS); several files share one network."""
+    if plot is not None and model == "step":
+        raise _Fail("--plot draws the link-model timeline; use --model link or both")
+    _check_plot(plot)  # fail before the work, not after it
     update, bar = _progress("simulate")
     with bar:
         update("reading", 0, None)
         schedules = [load_schedule(f) for f in files]
-        update("timing in the link model", 0, None)
-        results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
+        results = None
+        if model != "step":
+            update("timing in the link model", 0, None)
+            results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
         # the step model beside it (each schedule alone on the network)
         update("verifying and pricing in the step model", 0, None)
         steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth)
                  for s in schedules]
+        if plot:
+            update(f"drawing {plot}", 0, None)
+            plot_timeline(results, plot, titles=[f"{f}: {s.collective.name} {s.algorithm}"
+                                                 for f, s in zip(files, schedules)])
     if as_json:
-        rows = [{"file": f, "collective": s.collective.name, "algorithm": s.algorithm,
-                 **r.to_dict(), "step_model_time": e.time, "steps": e.steps}
-                for f, s, r, e in zip(files, schedules, results, steps)]
+        rows = [_simulate_row(f, s, r, e, model, plot)
+                for f, s, r, e in zip(files, schedules, results or [None] * len(files), steps)]
         _print_json(rows[0] if len(rows) == 1 else rows)
         return
-    shared = " sharing one network" if len(files) > 1 else ""
-    table = Table(title=f"link model at {format_size(size)}{shared}: a link carries one transfer "
-                        "at a time for latency + bytes/bandwidth")
-    for col in ("file", "collective", "algorithm", "transfers", "links used", "finish",
-                "busiest link", "step model (alone)"):
+    shared = " sharing one network" if len(files) > 1 and model != "step" else ""
+    if model == "step":
+        title = (f"step model at {format_size(size)}: step t costs its largest link latency + "
+                 "its largest bytes/bandwidth over node pairs")
+        cols = ("file", "collective", "algorithm", "transfers", "steps", "T_L", "T_B", "time")
+    else:
+        title = (f"link model at {format_size(size)}{shared}: a link carries one transfer at a "
+                 "time for latency + bytes/bandwidth")
+        cols = ("file", "collective", "algorithm", "transfers", "links used", "finish",
+                "busiest link", "critical path")
+        cols += ("step model (alone)",) if model == "link" else \
+            ("step model", "T_L", "T_B", "link/step")
+    table = Table(title=title)
+    for col in cols:
         table.add_column(col, justify="left" if col == "file" else "right")
-    for f, s, r, e in zip(files, schedules, results, steps):
-        d = r.to_dict()
-        table.add_row(f, s.collective.name, s.algorithm, str(d["transfers"]),
-                      f"{d['links_used']}/{d['links']}", format_time(d["time"]),
-                      format_time(d["max_link_busy"]), f"{format_time(e.time)} ({e.steps} steps)")
+    for i, (f, s, e) in enumerate(zip(files, schedules, steps)):
+        row = [f, s.collective.name, s.algorithm, str(s.num_transfers)]
+        if model == "step":
+            row += [str(e.steps), format_time(e.T_L), format_time(e.T_B), format_time(e.time)]
+        else:
+            d = results[i].to_dict()
+            path = results[i].critical_path()
+            waits = results[i].waited[path]
+            row += [f"{d['links_used']}/{d['links']}", format_time(d["time"]),
+                    format_time(d["max_link_busy"]),
+                    f"{path.size} ({int((waits == 1).sum())} on links)"]
+            if model == "link":
+                row.append(f"{format_time(e.time)} ({e.steps} steps)")
+            else:
+                ratio = f"{d['time'] / e.time:.3f}" if e.time > 0 else "-"
+                row += [f"{format_time(e.time)} ({e.steps} steps)", format_time(e.T_L),
+                        format_time(e.T_B), ratio]
+        table.add_row(*row)
     _out.print(table)
+    if plot:
+        _out.print(f"plot written to {plot}", markup=False)
+
+
+def _simulate_row(file, schedule, result, evaluation, model, plot):
+    """One file's JSON document: the link model's summary with its per-link busy times and
+    critical path (``link``, ``both``), the step model's numbers (``step``, ``both``)."""
+    doc = {"file": file, "collective": schedule.collective.name,
+           "algorithm": schedule.algorithm, "model": model}
+    step = {"time": evaluation.time, "T_L": evaluation.T_L, "T_B": evaluation.T_B,
+            "steps": evaluation.steps}
+    if model == "step":
+        doc.update(size=float(evaluation.size), time=evaluation.time,
+                   transfers=schedule.num_transfers, step_model=step)
+    else:
+        doc.update(result.to_dict(detail=True))
+        if model == "both":
+            doc["step_model"] = step
+            doc["link_model_time"] = result.time
+    doc.update(step_model_time=evaluation.time, steps=evaluation.steps, plot=plot)
+    return doc

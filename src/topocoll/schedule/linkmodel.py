@@ -29,7 +29,17 @@ from ..errors import InputTypeError, InvalidScheduleError, TopologyError
 from ..units import parse_bandwidth, parse_size, parse_time
 from .model import as_schedule
 
-__all__ = ["simulate", "simulate_many", "LinkModelResult"]
+__all__ = ["simulate", "simulate_many", "LinkModelResult", "WAITED", "INTERVAL_DTYPE"]
+
+
+#: what set a transfer's start (``LinkModelResult.waited``): nothing (it began at time 0 with
+#: data held from the start), its link (busy with the previous transfer), or its data
+_START, _LINK, _DATA = 0, 1, 2
+WAITED = ("start", "link", "data")
+
+#: the fields of :meth:`LinkModelResult.intervals`
+INTERVAL_DTYPE = np.dtype([("link", np.int64), ("start", np.float64), ("end", np.float64),
+                           ("step", np.int64), ("shard", np.int64), ("transfer", np.int64)])
 
 
 @dataclass
@@ -46,6 +56,35 @@ class LinkModelResult:
         Per topology link, the seconds it spends carrying data.
     size : float
         The buffer size M (bytes).
+    link : int array
+        Per transfer, the topology link (index into ``topology.src`` / ``dst``) that carried
+        it (one of the parallel links of its pair).
+    pred : int array
+        Per transfer, the transfer that set its start (-1: none): the previous transfer on its
+        link when the link was busy longer than the data took to arrive, else the transfer
+        that delivered the last of the data it sends (for a partial sum, the latest
+        contribution). Ties go to the data.
+    pred_tenant : int array
+        Per transfer, whose transfer ``pred`` is (the schedule's index in
+        :func:`simulate_many`; another tenant only when its transfer held the link).
+    waited : int8 array
+        Per transfer, what set its start: 0 nothing (time 0), 1 the link, 2 the data
+        (``WAITED`` names them).
+    tenant : int
+        This schedule's index in :func:`simulate_many` (0 for :func:`simulate`).
+    schedule : Schedule
+        The schedule timed (its topology names the links).
+
+    Examples
+    --------
+    >>> from topocoll.topology import topology
+    >>> from topocoll.synth import generate
+    >>> ring = topology("uniring:3", bandwidth=1e9, latency=0.0)
+    >>> r = simulate(generate(ring, "allgather", "ring"), 3e9)   # 1 s per transfer
+    >>> [float(x) for x in r.end[r.critical_path()]]
+    [1.0, 2.0]
+    >>> [e["waited_for"] for e in r.to_dict(detail=True)["critical_path"]]
+    ['start', 'data']
     """
 
     time: float
@@ -53,6 +92,12 @@ class LinkModelResult:
     end: np.ndarray = field(repr=False)
     link_busy: np.ndarray = field(repr=False)
     size: float = 0.0
+    link: np.ndarray = field(default=None, repr=False)
+    pred: np.ndarray = field(default=None, repr=False)
+    pred_tenant: np.ndarray = field(default=None, repr=False)
+    waited: np.ndarray = field(default=None, repr=False)
+    tenant: int = 0
+    schedule: object = field(default=None, repr=False)
 
     @property
     def num_transfers(self):
@@ -65,15 +110,75 @@ class LinkModelResult:
             return np.zeros_like(self.link_busy)
         return self.link_busy / self.time
 
-    def to_dict(self):
-        """A JSON-ready summary (no per-transfer arrays)."""
+    @property
+    def link_transfers(self):
+        """Per topology link, how many transfers it carried."""
+        return np.bincount(self.link, minlength=self.link_busy.size)
+
+    def critical_path(self):
+        """The chain of transfers that sets the finish time, first to last (transfer indices).
+
+        It ends at the transfer that ends last (the first such in the schedule's order) and
+        follows ``pred`` back; it stops at a transfer that began at time 0, or (several
+        tenants) at one whose link was held by another tenant's transfer.
+        """
+        if self.num_transfers == 0:
+            return np.zeros(0, dtype=np.int64)
+        path = [int(np.argmax(self.end))]
+        while True:
+            i = path[-1]
+            j = int(self.pred[i])
+            if j < 0 or int(self.pred_tenant[i]) != self.tenant:
+                break
+            path.append(j)
+        return np.array(path[::-1], dtype=np.int64)
+
+    def intervals(self):
+        """Every transfer as a busy interval of its link, sorted by link and start: a structured
+        array with fields ``link, start, end, step, shard, transfer`` (``INTERVAL_DTYPE``)."""
+        t = self.schedule.transfers
+        out = np.empty(self.num_transfers, dtype=INTERVAL_DTYPE)
+        out["link"], out["start"], out["end"] = self.link, self.start, self.end
+        out["step"], out["shard"] = t["step"], t["shard"]
+        out["transfer"] = np.arange(self.num_transfers)
+        return out[np.lexsort((out["transfer"], out["start"], out["link"]))]
+
+    def link_report(self):
+        """Per used link, in link order: ``{"link", "src", "dst", "busy", "utilization",
+        "transfers"}`` (seconds and busy / total time)."""
+        topo = self.schedule.topology
+        used = np.flatnonzero(self.link_busy > 0)
+        util = self.link_utilization
+        count = self.link_transfers
+        return [{"link": int(i), "src": int(topo.src[i]), "dst": int(topo.dst[i]),
+                 "busy": float(self.link_busy[i]), "utilization": float(util[i]),
+                 "transfers": int(count[i])} for i in used]
+
+    def critical_path_report(self):
+        """The critical path as ``{"transfer", "step", "src", "dst", "shard", "start", "end",
+        "waited_for"}`` entries, first to last; ``waited_for`` is ``"start"``, ``"link"`` or
+        ``"data"`` (see ``pred``)."""
+        t = self.schedule.transfers
+        return [{"transfer": int(i), "step": int(t["step"][i]), "src": int(t["src"][i]),
+                 "dst": int(t["dst"][i]), "shard": int(t["shard"][i]),
+                 "start": float(self.start[i]), "end": float(self.end[i]),
+                 "waited_for": WAITED[int(self.waited[i])]} for i in self.critical_path()]
+
+    def to_dict(self, detail=False):
+        """A JSON-ready summary (no per-transfer arrays); with ``detail``, also
+        ``link_busy`` (:meth:`link_report`) and ``critical_path``
+        (:meth:`critical_path_report`)."""
         used = self.link_busy > 0
         util = self.link_utilization
-        return {"size": float(self.size), "time": float(self.time),
-                "transfers": self.num_transfers, "links_used": int(used.sum()),
-                "links": int(self.link_busy.size),
-                "mean_utilization_used": float(util[used].mean()) if used.any() else 0.0,
-                "max_link_busy": float(self.link_busy.max(initial=0.0))}
+        doc = {"size": float(self.size), "time": float(self.time),
+               "transfers": self.num_transfers, "links_used": int(used.sum()),
+               "links": int(self.link_busy.size),
+               "mean_utilization_used": float(util[used].mean()) if used.any() else 0.0,
+               "max_link_busy": float(self.link_busy.max(initial=0.0))}
+        if detail:
+            doc["link_busy"] = self.link_report()
+            doc["critical_path"] = self.critical_path_report()
+        return doc
 
 
 def _links_of(schedule, alpha, link_bandwidth):
@@ -128,6 +233,10 @@ class _Tenant:
         self.send_idx, self.recv_idx = inv[:rep.size], inv[rep.size:]
         self.copy_ready = np.full(self.keys.size, np.inf)
         self.red_ready = np.zeros(self.keys.size) if self.combining else None
+        # which transfer made each (node, atom) ready: the first copy to arrive, the last
+        # contribution of a partial sum (-1: held from the start)
+        self.copy_from = np.full(self.keys.size, -1, dtype=np.int64)
+        self.red_from = np.full(self.keys.size, -1, dtype=np.int64) if self.combining else None
         if not coll.combining:
             owner = coll.start_owner(n, schedule.root)
             key_node, key_atom = self.keys // num_atoms, self.keys % num_atoms
@@ -138,25 +247,32 @@ class _Tenant:
         self.row_start = np.r_[0, np.cumsum(self.count)[:-1]]
 
     def ready(self, idx):
-        """When the senders of transfers ``idx`` hold what they send."""
+        """When the senders of transfers ``idx`` hold what they send, and per transfer the
+        transfer whose arrival made it so (-1: the data was there from the start)."""
         t = self.schedule.transfers
         starts = self.row_start[idx]
         counts = self.count[idx]
         rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         k = self.send_idx[rows]
         vals = self.copy_ready[k]
+        came = self.copy_from[k]
         if self.combining:
             is_reduce = np.repeat(t["op"][idx] == REDUCE, counts)
-            vals = np.where(is_reduce | ~np.isfinite(vals), self.red_ready[k], vals)
+            use_red = is_reduce | ~np.isfinite(vals)
+            vals = np.where(use_red, self.red_ready[k], vals)
+            came = np.where(use_red, self.red_from[k], came)
         seg = np.r_[0, np.cumsum(counts)[:-1]]
         out = np.maximum.reduceat(vals, seg) if vals.size else np.zeros(0)
+        # the first row of each transfer that reaches its maximum names the latest arrival
+        hit = np.where(vals == np.repeat(out, counts), np.arange(vals.size), vals.size)
+        first = np.minimum.reduceat(hit, seg) if vals.size else np.zeros(0, dtype=np.int64)
         if np.any(~np.isfinite(out)):
             i = int(idx[np.flatnonzero(~np.isfinite(out))[0]])
             tr = t[i]
             raise InvalidScheduleError(
                 f"transfer {i} (step {tr['step']}, {tr['src']}->{tr['dst']}, shard "
                 f"{tr['shard']}) sends data its sender never received; verify the schedule")
-        return out
+        return out, came[first] if vals.size else np.zeros(0, dtype=np.int64)
 
     def deliver(self, idx, end):
         t = self.schedule.transfers
@@ -165,10 +281,20 @@ class _Tenant:
         rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         k = self.recv_idx[rows]
         e = np.repeat(end, counts)
+        who = np.repeat(idx, counts)
         is_reduce = np.repeat(t["op"][idx] == REDUCE, counts)
-        np.minimum.at(self.copy_ready, k[~is_reduce], e[~is_reduce])
+        copy = ~is_reduce
+        kc, ec = k[copy], e[copy]
+        before = self.copy_ready[kc]
+        np.minimum.at(self.copy_ready, kc, ec)
+        won = (ec < before) & (ec == self.copy_ready[kc])
+        self.copy_from[kc[won]] = who[copy][won]
         if self.combining and is_reduce.any():
-            np.maximum.at(self.red_ready, k[is_reduce], e[is_reduce])
+            kr, er = k[is_reduce], e[is_reduce]
+            before = self.red_ready[kr]
+            np.maximum.at(self.red_ready, kr, er)
+            won = (er > before) & (er == self.red_ready[kr])
+            self.red_from[kr[won]] = who[is_reduce][won]
 
 
 def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
@@ -228,16 +354,24 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
     starts = [np.zeros(s.num_transfers) for s in schedules]
     ends = [np.zeros(s.num_transfers) for s in schedules]
     busy = [np.zeros(topo.num_links) for _ in schedules]
+    links = [np.zeros(s.num_transfers, dtype=np.int64) for s in schedules]
+    preds = [np.full(s.num_transfers, -1, dtype=np.int64) for s in schedules]
+    pred_tens = [np.zeros(s.num_transfers, dtype=np.int64) + i for i, s in enumerate(schedules)]
+    waits = [np.zeros(s.num_transfers, dtype=np.int8) for s in schedules]
+    # per link slot, the last transfer it carried: its tenant and index (-1: none yet)
+    last_ten = np.zeros(table.shape, dtype=np.int64)
+    last_idx = np.full(table.shape, -1, dtype=np.int64)
     bounds = np.flatnonzero(np.r_[True, all_step[1:] != all_step[:-1], True])
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         ten, idx = all_ten[lo:hi], all_idx[lo:hi]
         ready = np.empty(hi - lo)
+        feeder = np.empty(hi - lo, dtype=np.int64)
         nbytes = np.empty(hi - lo)
         pair = np.empty(hi - lo, dtype=np.int64)
         for i, tenant in enumerate(tenants):
             m = ten == i
             if m.any():
-                ready[m] = tenant.ready(idx[m])
+                ready[m], feeder[m] = tenant.ready(idx[m])
                 nbytes[m] = tenant.bytes[idx[m]]
                 pair[m] = pairs[i][idx[m]]
         # FIFO per pair: the r-th transfer of a pair in this step waits for the (r-1)-th
@@ -249,6 +383,9 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
         start = np.empty(hi - lo)
         end = np.empty(hi - lo)
         link = np.empty(hi - lo, dtype=np.int64)
+        pred = np.empty(hi - lo, dtype=np.int64)
+        pred_ten = np.empty(hi - lo, dtype=np.int64)
+        wait = np.empty(hi - lo, dtype=np.int8)
         for r in range(int(rank.max()) + 1):
             sel = np.flatnonzero(rank == r)
             p = pair[sel]
@@ -258,17 +395,32 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
             ar = np.arange(sel.size)
             start[sel] = begin[ar, choice]
             end[sel] = fin[ar, choice]
+            # what bound the start: the data (ties go to the data), else the link, else
+            # nothing (time 0 with the data held from the start)
+            by_link = free[p, choice] > ready[sel]
+            by_data = ~by_link & (feeder[sel] >= 0)
+            wait[sel] = np.where(by_link, _LINK, np.where(by_data, _DATA, _START))
+            pred[sel] = np.where(by_link, last_idx[p, choice], np.where(by_data, feeder[sel], -1))
+            pred_ten[sel] = np.where(by_link, last_ten[p, choice], ten[sel])
             free[p, choice] = fin[ar, choice]
+            last_idx[p, choice] = idx[sel]
+            last_ten[p, choice] = ten[sel]
             link[sel] = table[p, choice]
         for i, tenant in enumerate(tenants):
             m = ten == i
             if m.any():
                 starts[i][idx[m]] = start[m]
                 ends[i][idx[m]] = end[m]
+                links[i][idx[m]] = link[m]
+                preds[i][idx[m]] = pred[m]
+                pred_tens[i][idx[m]] = pred_ten[m]
+                waits[i][idx[m]] = wait[m]
                 np.add.at(busy[i], link[m], end[m] - start[m])
                 tenant.deliver(idx[m], end[m])
-    return [LinkModelResult(float(e.max()) if e.size else 0.0, st, e, b, size)
-            for st, e, b in zip(starts, ends, busy)]
+    return [LinkModelResult(float(e.max()) if e.size else 0.0, st, e, b, size, link=ln,
+                            pred=pr, pred_tenant=pt, waited=w, tenant=i, schedule=s)
+            for i, (s, st, e, b, ln, pr, pt, w) in enumerate(
+                zip(schedules, starts, ends, busy, links, preds, pred_tens, waits))]
 
 
 def simulate(schedule, size, *, alpha=None, link_bandwidth=None):
