@@ -99,3 +99,17 @@ def test_find_with_a_model_workload(run):
 def test_find_workload_excludes_sizes(run):
     assert_one_line_error(run("find", "--nodes", "16", "--degree", "4", "--workload",
                               "resnet50", "--size", "1MiB"), "not both")
+
+
+def test_link_model_prices_a_schedule_at_every_size(run):
+    # a ring's link model: with one allreduce size per layer, the link model can only be as
+    # fast as the step model's bandwidth term and pays the same latency per step
+    args = ("train-sim", "--model", "resnet50", "--topology", "uniring:4", "--json")
+    step = run(*args).json()
+    link = run(*args, "--comm-model", "link").json()
+    assert step["comm_model"] == "step" and link["comm_model"] == "link"
+    assert link["compute_time"] == step["compute_time"]
+    # uniring: one link per node carries everything in both models, so they agree
+    assert link["comm_time"] == pytest.approx(step["comm_time"], rel=1e-9)
+    assert_one_line_error(run("train-sim", "--model", "resnet50", "--nodes", "8",
+                              "--comm-model", "link"), "--schedule or --topology", code=2)

@@ -64,7 +64,7 @@ def _baseline(name, nodes, alpha, bandwidth, store):
 
 
 def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth, store,
-          progress):
+          progress, comm_model="step"):
     """Our allreduce cost, its name, and the (nodes, degree) it runs on."""
     from ..schedule.verify import verify
     from ..studies.training import AllreduceCost, schedule_cost
@@ -93,6 +93,11 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
         d = degree if degree is not None else int(schedule.topology.out_degree().max())
         progress(f"verifying {schedule.num_transfers} transfers", 0, None)
         verify(schedule).raise_if_invalid()
+        if comm_model == "link":
+            from ..studies.training import LinkModelCost
+
+            return LinkModelCost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
+                None
         return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, None
     from ..finder import Workload, find
 
@@ -119,6 +124,10 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
 @click.option("--schedule", "schedule_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Our allreduce: a schedule FILE, priced by the step model.")
 @click.option("--topology", "spec", help="Our allreduce: BFB on this topology (a spec or file).")
+@click.option("--comm-model", type=click.Choice(["step", "link"]), default="step",
+              show_default=True, help="Price our allreduce (--schedule or --topology) with the "
+              "alpha-beta step model or time it in the link model at every allreduce size; "
+              "the bound and the baselines use the step model.")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
 @click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
@@ -144,8 +153,9 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw our iteration's timeline (compute and allreduces) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, policy, bucket,
-              batch, gpu_flops, efficiency, dtype, cycle_time, no_cache, plot, as_json):
+def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node_bandwidth,
+              policy, bucket, batch, gpu_flops, efficiency, dtype, cycle_time, no_cache, plot,
+              as_json):
     """Simulate one data-parallel training iteration: compute overlapped with allreduces.
 
     A model's gradients become ready layer by layer during backpropagation; each allreduce
@@ -164,6 +174,8 @@ def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, 
         raise _Fail(f"--nodes must be at least 3, got {nodes}")
     if degree is not None and degree < 1:
         raise _Fail(f"--degree must be at least 1, got {degree}")
+    if comm_model == "link" and schedule_file is None and spec is None:
+        raise _Fail("--comm-model link times a schedule: give --schedule or --topology")
     if policy == "wait-free" and bucket is not None:
         raise _Fail("--bucket applies to --policy buckets, not wait-free")
     policy = policy or ("buckets" if bucket is not None else "wait-free")
@@ -180,7 +192,8 @@ def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, 
     lines = _Lines("train-sim")
     with lines, store:
         ours, nodes, degree, found = _ours(schedule_file, spec, nodes, degree, profile, bucket,
-                                           alpha, node_bandwidth, store, lines.update)
+                                           alpha, node_bandwidth, store, lines.update,
+                                           comm_model)
         if nodes < 3:
             raise _Fail(f"train-sim needs at least 3 nodes, got {nodes}")
         costs = {"lower bound": lower_bound_cost(nodes, degree, alpha=alpha,
@@ -211,7 +224,8 @@ def train_sim(model, nodes, degree, schedule_file, spec, alpha, node_bandwidth, 
     baselines = {name: row(r, costs[name]) for name, r in others.items()}
     baselines.update({name: {"allreduce": name, "error": why} for name, why in skipped.items()})
     if as_json:
-        doc = {**result.to_dict(), "nodes": nodes, "degree": degree, "alpha": alpha,
+        doc = {**result.to_dict(), "comm_model": comm_model, "nodes": nodes, "degree": degree,
+               "alpha": alpha,
                "node_bandwidth": node_bandwidth, "ours": summary, "baselines": baselines,
                "profile": {k: v for k, v in profile.to_dict().items() if k != "layers"},
                "finder": None if found is None else found.message, "plot": plot}

@@ -46,7 +46,8 @@ from ..results import Result, Status
 from ..units import format_size, format_time, parse_bandwidth, parse_size, parse_time
 
 __all__ = ["ProfileLayer", "Profile", "Allreduce", "IterationResult", "simulate_iteration",
-           "AllreduceCost", "lower_bound_cost", "schedule_cost", "baseline_cost",
+           "AllreduceCost", "LinkModelCost", "lower_bound_cost", "schedule_cost",
+           "baseline_cost",
            "plot_timeline", "POLICIES", "BASELINES"]
 
 #: The overlap policies :func:`simulate_iteration` knows.
@@ -439,6 +440,43 @@ def schedule_cost(schedule, *, alpha, bandwidth, name=None):
     steps, alpha_t, beta_t = step_costs(schedule.replace(topology=topo))
     return AllreduceCost(name or schedule.algorithm or "schedule", float(alpha_t.sum()),
                          float(beta_t.sum()), int(steps.size))
+
+
+class LinkModelCost:
+    """An allreduce schedule timed by the link model (docs/math.md section 5) at each size it is
+    asked for, remembered per size: not affine in M, so every distinct allreduce size is one
+    simulation. Callable, so it is a ``comm_time`` for :func:`simulate_iteration`.
+
+    >>> from topocoll.synth import generate
+    >>> c = LinkModelCost(generate("uniring:4", "allreduce", "ring"), alpha="1us",
+    ...                   bandwidth="1GB/s")
+    >>> round(c(4e9), 6)     # 6 steps, each 1 GB over one 1 GB/s link plus 1 us
+    6.000006
+    """
+
+    def __init__(self, schedule, *, alpha, bandwidth, name=None):
+        if getattr(schedule, "collective", None) is None or \
+                schedule.collective.name != "allreduce":
+            raise UnsupportedError("train-sim needs an allreduce schedule")
+        alpha = float(parse_time(alpha, what="alpha"))
+        bandwidth = float(parse_bandwidth(bandwidth, what="bandwidth"))
+        topo = schedule.topology.with_links(latency=alpha).with_node_bandwidth(bandwidth)
+        self.schedule = schedule.replace(topology=topo)
+        self.name = name or schedule.algorithm or "schedule"
+        self.steps = schedule.num_steps
+        self._times = {}
+
+    def __call__(self, size):
+        from ..schedule.linkmodel import simulate
+
+        key = float(size)
+        if key not in self._times:
+            self._times[key] = simulate(self.schedule, key).time
+        return self._times[key]
+
+    def to_dict(self):
+        return {"name": self.name, "steps": self.steps, "model": "link",
+                "sizes_simulated": len(self._times)}
 
 
 def baseline_cost(baseline, nodes, *, alpha, bandwidth):
