@@ -39,6 +39,10 @@ _MODULES = {
                   "Evaluation", "reverse", "concatenate", "relabel", "simulate"],
     ".synth": ["generate", "ALGORITHMS", "expand_schedule"],
     ".synth.ten": ["synthesize"],
+    ".interop": ["export_msccl", "import_msccl", "lint_msccl"],
+    ".schedule.timeline": ["plot_timeline"],
+    ".studies.training": ["simulate_iteration"],
+    ".studies.models": ["model_profile"],
 }
 _RENAMED = {"topology": (".topology.registry", "topology"),
             "alltoall_throughput": (".throughput", "throughput"),
