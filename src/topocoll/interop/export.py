@@ -34,6 +34,7 @@ from ..collectives import REDUCE
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
 from ..schedule.model import as_schedule
+from ..schedule.transforms import merge_pieces
 from ..schedule.verify import verify
 from .layout import RUNTIME_NAMES, Layout
 from .mscclxml import NO_LIMIT, Gpu, Program, Step, ThreadBlock, format_msccl
@@ -90,29 +91,6 @@ def quantize(schedule, k):
     keep = t["hi"] > t["lo"]
     total = float(before.sum())
     return schedule.replace(transfers=t[keep]), (changed / total if total else 0.0)
-
-
-def _merge_pieces(schedule):
-    """Transfers of one step, link, shard and op whose byte ranges touch, merged into one.
-
-    The result is ordered by step and, within a step, by where each merged transfer first
-    appeared: the order of the transfers on each link is kept, which the link model (a queue
-    per link) depends on.
-    """
-    t = schedule.transfers
-    if t.size < 2:
-        return schedule
-    order = np.lexsort((t["lo"], t["op"], t["shard"], t["dst"], t["src"], t["step"]))
-    u = t[order]
-    same = ((u["step"][1:] == u["step"][:-1]) & (u["src"][1:] == u["src"][:-1])
-            & (u["dst"][1:] == u["dst"][:-1]) & (u["shard"][1:] == u["shard"][:-1])
-            & (u["op"][1:] == u["op"][:-1]) & (np.abs(u["lo"][1:] - u["hi"][:-1]) < 1e-12))
-    starts = np.flatnonzero(np.r_[True, ~same])
-    merged = u[starts].copy()
-    merged["hi"] = np.maximum.reduceat(u["hi"], starts)
-    first = np.minimum.reduceat(order, starts)
-    keep = np.lexsort((first, merged["step"]))
-    return schedule.replace(transfers=merged[keep])
 
 
 @dataclass(kw_only=True)
@@ -589,7 +567,7 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     if max(lay.input_chunks, lay.output_chunks) >= LIMITS["offset"]:
         raise UnsupportedError(_offset_message(n, k, channels,
                                                max(lay.input_chunks, lay.output_chunks)))
-    schedule = _merge_pieces(schedule)
+    schedule = merge_pieces(schedule)
     builder = _Builder(schedule, k, channels, astra)
     builder.start()
     t = schedule.transfers

@@ -28,6 +28,7 @@ import numpy as np
 from ..collectives import COPY, REDUCE
 from ..errors import ScheduleFormatError
 from ..schedule.model import TRANSFER_DTYPE, Schedule, transfer_array
+from ..schedule.transforms import merge_pieces
 from ..topology.model import Topology
 from .export import HINT, SEND_HINT
 from .layout import Layout, collective_of_runtime_name
@@ -407,6 +408,4 @@ def _schedule(rows, coll, n, k, lay, root, topology, program):
                             name=f"msccl:{program.attrs.get('name', 'program')}")
     sched = Schedule(topology, coll, t, root=root if coll.rooted else None,
                      algorithm=f"msccl:{program.attrs.get('name', 'program')}")
-    from .export import _merge_pieces
-
-    return _merge_pieces(sched)
+    return merge_pieces(sched)

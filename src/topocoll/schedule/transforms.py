@@ -1,4 +1,4 @@
-"""Schedule transforms: reverse in time, concatenate, relabel nodes.
+"""Schedule transforms: reverse in time, concatenate, relabel nodes, merge touching pieces.
 
 >>> from topocoll.topology import topology
 >>> from topocoll.schedule.model import Schedule, transfer_array
@@ -17,7 +17,7 @@ from ..collectives import COPY, REDUCE, collective as _collective
 from ..errors import TopologyError, UnsupportedError
 from .model import Schedule
 
-__all__ = ["reverse", "concatenate", "relabel"]
+__all__ = ["reverse", "concatenate", "relabel", "merge_pieces"]
 
 
 def reverse(schedule, collective, topology=None, *, algorithm=None):
@@ -83,3 +83,33 @@ def relabel(schedule, mapping, topology=None):
         t["shard"] = mapping[t["shard"]]
     root = None if schedule.root is None else int(mapping[schedule.root])
     return schedule.replace(topology=topology or schedule.topology, transfers=t, root=root)
+
+
+def merge_pieces(schedule):
+    """Transfers of one step, link, shard and op whose byte ranges touch, merged into one.
+
+    The result is ordered by step and, within a step, by where each merged transfer first
+    appeared: the order of the transfers on each link is kept, which the link model (a queue
+    per link) depends on.
+
+    >>> from topocoll.topology import topology
+    >>> from topocoll.schedule.model import transfer_array
+    >>> s = Schedule(topology("ring:2"), "allgather", transfer_array(
+    ...     [1, 1, 1], [0, 0, 1], [1, 1, 0], [0, 0, 1], [0.5, 0.0, 0.0], [1.0, 0.5, 1.0]))
+    >>> merge_pieces(s).transfers[["src", "lo", "hi"]].tolist()
+    [(0, 0.0, 1.0), (1, 0.0, 1.0)]
+    """
+    t = schedule.transfers
+    if t.size < 2:
+        return schedule
+    order = np.lexsort((t["lo"], t["op"], t["shard"], t["dst"], t["src"], t["step"]))
+    u = t[order]
+    same = ((u["step"][1:] == u["step"][:-1]) & (u["src"][1:] == u["src"][:-1])
+            & (u["dst"][1:] == u["dst"][:-1]) & (u["shard"][1:] == u["shard"][:-1])
+            & (u["op"][1:] == u["op"][:-1]) & (np.abs(u["lo"][1:] - u["hi"][:-1]) < 1e-12))
+    starts = np.flatnonzero(np.r_[True, ~same])
+    merged = u[starts].copy()
+    merged["hi"] = np.maximum.reduceat(u["hi"], starts)
+    first = np.minimum.reduceat(order, starts)
+    keep = np.lexsort((first, merged["step"]))
+    return schedule.replace(transfers=merged[keep])
