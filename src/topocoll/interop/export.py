@@ -575,8 +575,8 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     bounds = np.flatnonzero(np.r_[True, t["step"][1:] != t["step"][:-1], True])
     for a, b in zip(bounds[:-1], bounds[1:]):
         builder.step(t[a:b])
-    degree = max([len({op.peer for op in builder.ops if op.rank == r and op.kind == "s"})
-                  for r in range(n)] + [0])
+    peers = {(op.rank, op.peer) for op in builder.ops if op.kind == "s"}
+    degree = int(np.bincount([r for r, _ in peers], minlength=1).max()) if peers else 0
     if degree > LIMITS["blocks_per_channel"]:
         raise UnsupportedError(f"a rank sends to {degree} peers; the runtime allows "
                                f"{LIMITS['blocks_per_channel']} thread blocks per channel and "
