@@ -226,3 +226,9 @@ def test_random_networks_round_trip(topo, coll):
     assert back.lint.valid, (back.lint.errors[:3], back.lint.problems[:3])
     a, b = evaluate(s, "1MiB"), evaluate(back.schedule, "1MiB")
     assert (b.steps, b.T_L) == (a.steps, a.T_L) and b.T_B == pytest.approx(a.T_B, rel=1e-12)
+
+
+def test_more_than_32_peers_is_refused_with_the_reason():
+    s = generate(topology("complete:34"), "allgather", "bfb")     # 33 peers per rank
+    with pytest.raises(UnsupportedError, match="sends to 33 peers; the runtime allows 32"):
+        export_msccl(s)
