@@ -1,16 +1,27 @@
 """``topocoll export``, ``lint``, ``import`` and ``verify`` on .xml files, through the command."""
 
 import json
+import shutil
 
 import pytest
 
+from tests.cli.conftest import run_cli
 from tests.cli.test_cli import assert_one_line_error
 from tests.helpers import DATA
 
 
+@pytest.fixture(scope="module")
+def torus_file(tmp_path_factory):
+    where = tmp_path_factory.mktemp("interop")
+    result = run_cli(["schedule", "torus:3x3", "-c", "allreduce", "-o", "s.json"], where)
+    assert result.returncode == 0, result
+    return where / "s.json"
+
+
 @pytest.fixture
-def torus(run, tmp_path):
-    assert run("schedule", "torus:3x3", "-c", "allreduce", "-o", "s.json").returncode == 0
+def torus(torus_file, tmp_path):
+    """BFB allreduce on torus:3x3, made once per module, as s.json in the test's folder."""
+    shutil.copyfile(torus_file, tmp_path / "s.json")
     return tmp_path / "s.json"
 
 
