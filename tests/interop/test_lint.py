@@ -220,3 +220,32 @@ def test_layout_lists_agree_with_the_per_chunk_maps(coll, root):
         outs = {(g, lay.output_of(r, g)) for g in range(lay.num_chunks)
                 if lay.output_of(r, g) is not None}
         assert set(lay.inputs(r)) == ins and set(lay.outputs(r)) == outs
+
+
+def test_hand_written_fused_ring_allreduce_in_one_block_per_rank():
+    # rrs (reduce and pass on without storing), rrcs, rcs and r in one block per rank
+    imported = import_msccl(MSCCL / "ring3-allreduce-fused.xml", topology=topology("uniring:3"))
+    assert imported.lint.valid, (imported.lint.errors, imported.lint.problems)
+    kinds = {st.attrs["type"] for g in imported.program.gpus for tb in g.blocks
+             for st in tb.steps}
+    assert {"rrs", "rrcs", "rcs"} <= kinds
+    # the ring allreduce: 2(N-1) = 4 steps, each moving a third of M over every link
+    e = evaluate(imported.schedule, 3e9, alpha=1e-6, link_bandwidth=1e9)
+    assert (e.steps, e.T_L, e.T_B) == (4, pytest.approx(4e-6), pytest.approx(4.0))
+
+
+def test_hand_written_allpairs_allreduce_with_scratch_and_local_reduces():
+    # receives into scratch are plain r steps, summed later by re: the transfers are reduces
+    imported = import_msccl(MSCCL / "allpairs3-allreduce.xml", topology=topology("complete:3"))
+    assert imported.lint.valid, (imported.lint.errors, imported.lint.problems)
+    s = imported.schedule
+    assert s.num_steps == 1 and set(s.op_names()) == {"reduce"}
+    # one step: every rank sends all of M to each peer
+    e = evaluate(s, 3e9, alpha=1e-6, link_bandwidth=1e9)
+    assert e.T_B == pytest.approx(3.0)
+    # forgetting one of the local sums leaves the output short: caught on the buffers
+    broken = (MSCCL / "allpairs3-allreduce.xml").read_text().replace(
+        '<step s="2" type="re"', '<step s="2" type="nop"', 1)
+    report = lint_msccl(broken)
+    assert any("rank 0 output chunk 0 holds chunk 0 summed over 2 of 3 ranks" in p
+               for p in report.problems), report.problems

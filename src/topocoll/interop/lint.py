@@ -364,10 +364,16 @@ def lint_msccl(program, *, topology=None, max_errors=50):
             problems += [f"{label}: {m}" for m in run.wrong_outputs[:10]]
             if schedule is None:
                 schedule = run.schedule
+                unexpressed = run.unexpressed
         collective = schedule.collective.name
         if not problems:
             report = verify(schedule)
             problems += [f"schedule: {v.message}" for v in report.errors[:10]]
+            if not report.valid and unexpressed:
+                problems.append(f"schedule: {unexpressed} transfer(s) send less than their "
+                                "sender holds in topocoll's model (a partial sum kept apart "
+                                "from the rank's running sum), so the imported schedule "
+                                "differs from the program there")
         correct = not problems
     except TopocollError as exc:
         problems.append(f"cannot run the program: {exc}")

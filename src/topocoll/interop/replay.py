@@ -103,6 +103,9 @@ class Replay:
     wrong_outputs: list = field(default_factory=list)
     inplace: bool = False
     hinted: bool = False
+    #: transfers of a combining program that our model cannot state exactly (see
+    #: ``_combining_ops``)
+    unexpressed: int = 0
 
     @property
     def ok(self):
@@ -328,8 +331,9 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                     reduce = kind in _REDUCES
                     if vals is not None:
                         for v, _ in vals:
-                            rows.append((step, recv_peer, rank, v[0] if combining else v,
-                                         REDUCE if reduce else COPY))
+                            # combining: the op follows from the data (see _combining_ops)
+                            rows.append((step, recv_peer, rank, v[0], v[1]) if combining else
+                                        (step, recv_peer, rank, v, COPY))
                     if reduce and not combining:
                         note(op.el, f"a reducing step ({kind}) in {coll.name}, which does not "
                                     "combine")
@@ -381,8 +385,49 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                     out.wrong_outputs.append(f"rank {r} output chunk {idx} holds {have}, not "
                                              f"{_describe(want, n, combining)}")
     out.hinted = hinted and bool(rows)
+    if combining:
+        rows, unexpressed = _combining_ops(rows, n)
+        if unexpressed:
+            out.unexpressed = unexpressed
     out.schedule = _schedule(rows, coll, n, k, lay, root, topology, program)
     return out
+
+
+def _combining_ops(rows, n):
+    """Copy or reduce for every transfer of a combining collective, from what it carries.
+
+    A program may receive into scratch and reduce locally later (``r`` then ``re``), or receive
+    a finished sum with ``r``; our schedules say ``reduce`` or ``copy`` on the transfer. Going
+    through the transfers step by step with each rank's partial sum as our model keeps it (its
+    own contribution plus every reduce received in earlier steps): contributions disjoint from
+    the receiver's are a ``reduce``, a sum that contains the receiver's a ``copy``. A transfer
+    that carries less than its sender holds in our model cannot be written as one of ours; such
+    transfers are counted (``unexpressed``), and the verifier then sees what our model means.
+    """
+    held = {}
+    out, unexpressed = [], 0
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
+    i = 0
+    while i < len(order):
+        j = i
+        while j < len(order) and rows[order[j]][0] == rows[order[i]][0]:
+            j += 1
+        batch = [rows[x] for x in order[i:j]]
+        for step, src, dst, g, bits in batch:
+            if bits != held.get((src, g), 1 << src):
+                unexpressed += 1
+        for step, src, dst, g, bits in batch:
+            mine = held.get((dst, g), 1 << dst)
+            if bits & mine == 0:
+                held[(dst, g)] = mine | bits
+                out.append((step, src, dst, g, REDUCE))
+            else:
+                if bits & mine != mine:
+                    unexpressed += 1
+                held[(dst, g)] = bits | mine
+                out.append((step, src, dst, g, COPY))
+        i = j
+    return out, unexpressed
 
 
 def _describe(value, n, combining):
