@@ -119,8 +119,12 @@ def test_cli_link_default_and_errors():
     runner = CliRunner()
     res = runner.invoke(cli, ["alltoall", "hypercube:3", "--link-bandwidth", "1", "--json"])
     doc = json.loads(res.output)
-    assert doc["method"] == "link" and doc["max_hops"] is None
+    # hypercubes are Cayley graphs: the default is the symmetric LP
+    assert doc["method"] == "symmetric" and doc["max_hops"] is None
     assert doc["lambda"] == pytest.approx(0.25, rel=1e-6)
+    link = json.loads(runner.invoke(cli, ["alltoall", "hypercube:3", "--link-bandwidth", "1",
+                                          "--method", "link", "--json"]).output)
+    assert link["method"] == "link" and link["lambda"] == pytest.approx(0.25, rel=1e-6)
     bad = runner.invoke(cli, ["alltoall", "ring:4", "--method", "link", "--max-hops", "1"])
     assert bad.exit_code == 2
     text = runner.invoke(cli, ["alltoall", "ring:6", "--frontier", "--link-bandwidth", "1"])

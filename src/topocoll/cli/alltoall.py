@@ -21,8 +21,10 @@ __all__ = ["alltoall"]
 @click.argument("topo")
 @click.option("--max-hops", type=click.IntRange(0), help="Path LP: every pair uses paths of at "
               "most its shortest distance + L links (0: shortest paths only).")
-@click.option("--method", type=click.Choice(["link", "path"]), help="LP formulation [default: "
-              "link, or path with --max-hops or -o].")
+@click.option("--method", type=click.Choice(["symmetric", "link", "path"]),
+              help="LP formulation [default: symmetric on tori, rings, circulants, hypercubes "
+              "and other translation-symmetric topologies, link otherwise; path with "
+              "--max-hops or -o].")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Per-node buffer M; each pair "
               "moves M/N bytes.")
@@ -49,13 +51,13 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
     _check_output(output, None)
     to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
-    if method is None:
-        method = "path" if (max_hops is not None or output) else "link"
-    if method == "link" and max_hops is not None:
+    if method is None and (max_hops is not None or output):
+        method = "path"
+    if method in ("link", "symmetric") and max_hops is not None:
         raise _Fail("--max-hops needs the path LP (--method path)")
-    if method == "link" and output:
+    if method in ("link", "symmetric") and output:
         raise _Fail("-o needs routes: use the path LP (--method path or --max-hops)")
-    update, bar = _progress(f"{method} LP on {t.name}")
+    update, bar = _progress(f"{method or 'all-to-all'} LP on {t.name}")
     with bar:
         res = throughput(t, max_hops=max_hops, method=method, solver=solver,
                          time_limit=time_limit, progress=update)
@@ -96,7 +98,7 @@ def _rate(value):
 
 def _print_text(res, doc, size, points, err):
     echo = (lambda s: click.echo(s, err=True)) if err else (lambda s: _out.print(s, markup=False))
-    hops = ("any path" if res.method == "link" or res.max_hops is None
+    hops = ("any path" if res.method in ("link", "symmetric") or res.max_hops is None
             else f"paths of at most dist + {res.max_hops} links")
     echo(f"all-to-all on {doc['topology']}: {doc['nodes']} nodes, {doc['links']} links; "
          f"{res.method} LP ({hops}), {res.status}")

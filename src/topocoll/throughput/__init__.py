@@ -1,5 +1,5 @@
-"""All-to-all: throughput LPs (link- and hop-bounded path-based), bounds, and hop-by-hop
-schedules (docs/math.md section 6).
+"""All-to-all: throughput LPs (one source's flow under a translation group, link-based and
+hop-bounded path-based), bounds, and hop-by-hop schedules (docs/math.md section 6).
 
 ``lambda`` is the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at
 once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then takes
@@ -24,8 +24,10 @@ from .rewire import (OBJECTIVES, RewireResult, RewireStep, alltoall_objective, d
                      rewire)
 from .schedule import Quantized, alltoall_schedule, quantize, rational_chunks
 from .solve import METHODS, throughput
+from .symmetric import symmetric_certificate, symmetric_throughput
 
 __all__ = ["throughput", "AlltoallResult", "PathSet", "link_throughput", "path_throughput",
+           "symmetric_throughput", "symmetric_certificate",
            "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
            "Quantized", "rational_chunks", "certificate", "pair_distances",
            "hop_shortest_paths", "METHODS", "rewire", "RewireResult", "RewireStep",
