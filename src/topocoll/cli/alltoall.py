@@ -35,7 +35,8 @@ __all__ = ["alltoall"]
 @click.option("--time-limit", type=click.FloatRange(0, min_open=True), help="Seconds for the "
               "solver.")
 @click.option("--frontier", is_flag=True, help="Also the Pareto frontier: throughput for "
-              "L = 0, 1, ... until it reaches the unbounded optimum.")
+              "L = 0, 1, ... until it reaches the unbounded optimum, with the time of each L's "
+              "hop-by-hop schedule at --size and --alpha; the fastest is marked.")
 @click.option("-o", "--output", help="Write a hop-by-hop alltoall schedule (path LP routes in "
               "whole chunks) here ('-' for stdout).")
 @click.option("--chunks", type=click.IntRange(1), help="Chunks per commodity for -o [default: "
@@ -67,7 +68,7 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
     doc["links"] = t.num_links
     points = None
     if frontier:
-        points = pareto_frontier(t, solver=solver)
+        points = pareto_frontier(t, solver=solver, size=size)
         for p in points:
             p["time"] = size / t.num_nodes / p["lambda"] if p["lambda"] > 0 else None
         doc["frontier"] = points
@@ -126,14 +127,18 @@ def _print_text(res, doc, size, points, err):
     if points:
         ft = Table(title="Pareto frontier: throughput against the hop bound")
         for col in ("L (extra hops)", "lambda", "of optimum", "longest path", "mean hops",
-                    "time"):
+                    "LP time", "schedule steps", "schedule time", ""):
             ft.add_column(col, justify="right")
         for p in points:
+            timed = "schedule_time" in p
             ft.add_row("unbounded" if p["max_hops"] is None else str(p["max_hops"]),
                        f"{p['lambda']:.6g}", f"{p['fraction']:.4f}",
                        "-" if p["longest_path"] is None else str(p["longest_path"]),
                        "-" if p["mean_hops"] is None else f"{p['mean_hops']:.3f}",
-                       format_time(p["time"]))
+                       format_time(p["time"]),
+                       str(p["schedule_steps"]) if timed else "-",
+                       format_time(p["schedule_time"]) if timed else "-",
+                       "best" if p.get("best") else "")
         if not err:
             _out.print(ft)
     s = doc.get("schedule")

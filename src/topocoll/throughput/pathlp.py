@@ -297,12 +297,19 @@ def _reorder(paths, order):
                    share=paths.share[order])
 
 
-def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", progress=None):
+def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", size=None,
+                    progress=None):
     """Throughput against the hop bound: the path LP for ``max_hops = 0, 1, 2, ...`` until it
     reaches the link LP's ``lambda`` (or ``max_extra``). Returns a list of dicts with
     ``max_hops``, ``lambda``, ``longest_path``, ``mean_hops`` (share-weighted) and
     ``fraction`` (of the unbounded optimum); the last entry is the unbounded optimum
     (``max_hops`` ``None``).
+
+    With ``size`` (bytes per node), every bounded point also gets the time of the hop-by-hop
+    schedule its routes give (:func:`~topocoll.throughput.alltoall_schedule`, verified, priced
+    in the step model with the topology's latencies): ``schedule_time``, ``schedule_steps``,
+    ``T_L`` and ``T_B``; the fastest is marked ``best``. Short paths pay fewer latencies, long
+    ones reach more throughput: small messages pick a small L.
 
     >>> from topocoll.topology import topology
     >>> [(p["max_hops"], round(p["lambda"], 4))
@@ -314,19 +321,36 @@ def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", 
     best = link_throughput(topology, bounds=False, solver=solver, keep_flows=False)
     if not best.success:
         return []
-    out = []
+    out, results = [], []
     limit = max_extra if max_extra is not None else topology.num_nodes - 1
     for extra in range(0, limit + 1):
         r = path_throughput(topology, max_hops=extra, bounds=False, solver=solver,
                             tolerance=tolerance)
         out.append(_point(r, best.lam))
+        results.append(r)
         if progress:
             progress(extra + 1, limit + 1)
         if r.lam >= best.lam * (1 - 10 * tolerance):
             break
     out.append({"max_hops": None, "lambda": best.lam, "longest_path": None,
                 "mean_hops": None, "fraction": 1.0})
+    if size is not None:
+        _schedule_times(topology, out, results, size)
     return out
+
+
+def _schedule_times(topology, points, results, size):
+    from ..schedule.cost import evaluate
+    from .schedule import alltoall_schedule
+
+    timed = []
+    for point, r in zip(points, results):
+        ev = evaluate(alltoall_schedule(r, topology), size)
+        point.update({"schedule_time": ev.time, "schedule_steps": ev.steps, "T_L": ev.T_L,
+                      "T_B": ev.T_B, "best": False})
+        timed.append(point)
+    if timed:
+        min(timed, key=lambda p: p["schedule_time"])["best"] = True
 
 
 def _point(r, best):

@@ -1,0 +1,43 @@
+"""The frontier's schedule times: each hop bound's hop-by-hop schedule, priced independently,
+and the fastest marked."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from topocoll.cli.main import cli
+from topocoll.schedule.cost import evaluate
+from topocoll.throughput import alltoall_schedule, pareto_frontier, path_throughput
+from topocoll.topology import topology
+
+
+@pytest.mark.parametrize("size", [1024, 2**30])
+def test_each_bound_gets_its_schedule_time_and_the_fastest_is_marked(size):
+    t = topology("genkautz:12,2")
+    points = pareto_frontier(t, size=size)
+    bounded = [p for p in points if p["max_hops"] is not None]
+    assert len(bounded) >= 2
+    for p in bounded:
+        sched = alltoall_schedule(path_throughput(t, max_hops=p["max_hops"]), t)
+        ev = evaluate(sched, size)
+        assert p["schedule_time"] == pytest.approx(ev.time, rel=1e-12)
+        assert p["schedule_steps"] == ev.steps
+        assert p["T_L"] + p["T_B"] == pytest.approx(p["schedule_time"], rel=1e-12)
+    best = [p for p in bounded if p["best"]]
+    assert len(best) == 1
+    assert best[0]["schedule_time"] == min(p["schedule_time"] for p in bounded)
+    assert "schedule_time" not in points[-1]          # the unbounded point has no routes
+
+
+def test_without_a_size_the_frontier_has_no_schedule_times():
+    assert all("schedule_time" not in p for p in pareto_frontier(topology("ring:5")))
+
+
+def test_cli_frontier_reports_schedule_times():
+    res = CliRunner().invoke(cli, ["alltoall", "genkautz:12,2", "--frontier", "--size", "1MiB",
+                                   "--json"])
+    doc = json.loads(res.output)
+    bounded = [p for p in doc["frontier"] if p["max_hops"] is not None]
+    assert sum(p["best"] for p in bounded) == 1
+    assert all(p["schedule_time"] > 0 for p in bounded)
