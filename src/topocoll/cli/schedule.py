@@ -23,8 +23,9 @@ __all__ = ["schedule", "verify", "evaluate"]
 @click.argument("topo")
 @click.option("-c", "--collective", required=True, help="allgather, reduce_scatter, allreduce, "
               "broadcast, reduce, scatter, gather or alltoall.")
-@click.option("-a", "--algorithm", default="bfb", show_default=True,
-              type=click.Choice(sorted(ALGORITHMS)), help="Schedule generator.")
+@click.option("-a", "--algorithm", type=click.Choice(sorted(ALGORITHMS) + ["lp"]),
+              help="Schedule generator [default: bfb; lp for alltoall: the path LP's routes, "
+              "pipelined to near the LP's time].")
 @click.option("--root", type=int, help="Root node of a rooted collective (default 0).")
 @_topo_options
 @click.option("-o", "--output", help="Write the schedule file here ('-' for stdout).")
@@ -57,10 +58,15 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
             options[key] = value
     if no_symmetry:
         options["symmetry"] = False
+    if algorithm is None:
+        algorithm = "lp" if collective.strip().lower() == "alltoall" else "bfb"
     update, bar = _progress(f"{algorithm} {collective} on {t.name}")
     status = "not verified"
     with bar:
-        s = generate(t, collective, algorithm, root=root, progress=update, **options)
+        if algorithm == "lp":
+            s = _pipelined_alltoall(t, collective, options, update)
+        else:
+            s = generate(t, collective, algorithm, root=root, progress=update, **options)
         if not no_verify:
             update(f"verifying {s.num_transfers} transfers", 0, None)
             report = _verify(s)
@@ -120,6 +126,29 @@ def verify(file, as_json, max_errors):
         for w in report.warnings:
             click.echo(f"  note: {w}")
     sys.exit(0 if report.valid else EXIT_INVALID)
+
+
+def _pipelined_alltoall(t, collective, options, update):
+    """The all-to-all schedule of the path LP's routes, pipelined (option ``rounds``)."""
+    from ..collectives import collective as _collective
+    from ..throughput import path_throughput
+    from ..throughput.schedule import pipelined_alltoall_schedule
+
+    if _collective(collective).name != "alltoall":
+        raise _Fail(f"algorithm lp makes alltoall, not {collective}")
+    rounds = options.pop("rounds", None)
+    if options:
+        raise _Fail(f"algorithm lp takes the option rounds, not {', '.join(options)}")
+    try:
+        rounds = None if rounds is None else int(rounds)
+    except ValueError:
+        raise _Fail(f"-O rounds={rounds}: expected a whole number") from None
+    update("path LP", 0, None)
+    res = path_throughput(t, bounds=False, progress=update)
+    if not res.success:
+        raise _Fail(f"{t.name}: {res.message}")
+    update("pipelining the routes", 0, None)
+    return pipelined_alltoall_schedule(res, t, rounds=rounds)
 
 
 def _format_invalid(message, as_json):

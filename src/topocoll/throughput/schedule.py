@@ -29,7 +29,8 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..schedule.model import Schedule, transfer_array
 
-__all__ = ["Quantized", "quantize", "alltoall_schedule", "rational_chunks"]
+__all__ = ["Quantized", "quantize", "alltoall_schedule", "pipelined_alltoall_schedule",
+           "rational_chunks"]
 
 
 @dataclass
@@ -153,3 +154,80 @@ def alltoall_schedule(result, topology, *, chunks=None, max_chunks=64):
             "lp_time_per_byte": 1.0 / (n * result.lam) if result.lam > 0 else None,
             "note": "hop-by-hop all-to-all from the path LP: chunk ranges move one hop per step"}
     return Schedule(topo, "alltoall", transfers, algorithm="alltoall-lp", meta=meta)
+
+
+def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05):
+    """An ``alltoall`` schedule that pipelines the path LP's routes to near the LP's time.
+
+    Every path's byte range (its share of its pair's shard) is cut into ``rounds`` equal
+    pieces; piece ``r`` crosses hop ``h`` of its path at step ``r + h + 1``. In a step every
+    link carries one piece of each path through it, ``1/rounds`` of its LP load, so no step's
+    busiest link exceeds ``1/rounds`` of the LP time ``(M/N) / lambda``; the schedule has
+    ``rounds + L - 1`` steps for paths of at most ``L`` links, and its bandwidth time is at most
+    ``(rounds + L - 1) / rounds`` times the LP time. ``rounds`` defaults to
+    ``ceil((L - 1) / ramp)`` (at most 5% over the LP time for ``ramp=0.05``), so large
+    messages, whose latency is small beside the bandwidth time, run close to the LP.
+
+    ``meta`` records ``lambda``, ``rounds``, ``max_hops`` and ``lp_time_per_byte``.
+
+    >>> from topocoll.topology import topology
+    >>> from topocoll.throughput.pathlp import path_throughput
+    >>> t = topology("ring:6", bandwidth=1.0)
+    >>> s = pipelined_alltoall_schedule(path_throughput(t, max_hops=0), t, rounds=8)
+    >>> s.num_steps                                   # 8 rounds + paths of up to 3 links - 1
+    10
+    """
+    paths = result.paths
+    if paths is None or len(paths) == 0:
+        raise UnsupportedError("a pipelined schedule needs the path LP's routes (method='path')")
+    n = result.num_nodes
+    hops = paths.hops
+    longest = int(hops.max())
+    if rounds is None:
+        rounds = max(1, int(np.ceil((longest - 1) / float(ramp))))
+    rounds = int(rounds)
+    if rounds < 1:
+        raise UnsupportedError(f"rounds must be at least 1, got {rounds}")
+    pair = paths.src.astype(np.int64) * n + paths.dst
+    # each path's byte range [a, b) in its pair's shard: shares laid end to end, pair by pair;
+    # neighbouring ranges share their boundary value exactly and the last one ends at 1.0
+    share = paths.share / np.bincount(pair, weights=paths.share, minlength=n * n)[pair]
+    order = np.argsort(pair, kind="stable")
+    sp, ss = pair[order], share[order]
+    first = np.r_[True, sp[1:] != sp[:-1]]
+    last = np.r_[sp[1:] != sp[:-1], True]
+    csum = np.cumsum(ss)
+    base = np.maximum.accumulate(np.where(first, csum - ss, 0.0))
+    b_sorted = np.where(last, 1.0, csum - base)
+    a_sorted = np.where(first, 0.0, np.r_[0.0, b_sorted[:-1]])
+    start, end = np.empty(len(paths)), np.empty(len(paths))
+    start[order], end[order] = a_sorted, b_sorted
+    pdst = topology.pairs[1]
+    # one row per (path, hop, round)
+    p_idx = np.repeat(np.arange(len(paths)), hops)
+    hop = np.arange(p_idx.size) - np.repeat(np.cumsum(hops) - hops, hops)
+    edge = paths.edges[paths.ptr[p_idx] + hop]
+    dst = pdst[edge]
+    prev = np.where(hop == 0, paths.src[p_idx],
+                    pdst[paths.edges[paths.ptr[p_idx] + np.maximum(hop - 1, 0)]])
+    r = np.arange(rounds)
+    rows = p_idx.size
+    p_all = np.repeat(p_idx, rounds)
+    r_all = np.tile(r, rows)
+    a, b = start[p_all], end[p_all]
+
+    def cut(k):          # the boundary of piece k of [a, b): the same float on both sides
+        return np.where(k <= 0, a, np.where(k >= rounds, b, a + (b - a) * k / rounds))
+    lo, hi = cut(r_all), cut(r_all + 1)
+    keep = hi > lo
+    transfers = transfer_array((r_all + np.repeat(hop, rounds) + 1)[keep],
+                               np.repeat(prev, rounds)[keep], np.repeat(dst, rounds)[keep],
+                               (paths.src[p_all] * n + paths.dst[p_all])[keep], lo[keep],
+                               hi[keep])
+    meta = {"lambda": result.lam, "rounds": rounds, "max_hops": result.max_hops,
+            "longest_path": longest,
+            "lp_time_per_byte": 1.0 / (n * result.lam) if result.lam > 0 else None,
+            "note": "pipelined all-to-all from the path LP: piece r of every path crosses its "
+                    "hop h at step r + h + 1"}
+    return Schedule(topology, "alltoall", transfers, algorithm="alltoall-pipelined", meta=meta)
+
