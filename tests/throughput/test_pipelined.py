@@ -76,6 +76,7 @@ def test_schedule_command_makes_it_by_default(tmp_path):
     out = tmp_path / "a.json"
     res = CliRunner().invoke(cli, ["schedule", "torus:4x4", "-c", "alltoall", "-o", str(out)])
     assert res.exit_code == 0, res.output
+    assert "x the LP time (at most 1.05" in res.output
     s = load_schedule(str(out))
     assert s.algorithm == "alltoall-pipelined" and verify(s).valid
     bad = CliRunner().invoke(cli, ["schedule", "torus:4x4", "-c", "allgather", "-a", "lp"])

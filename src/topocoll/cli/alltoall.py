@@ -127,7 +127,7 @@ def _print_text(res, doc, size, points, err):
     if points:
         ft = Table(title="Pareto frontier: throughput against the hop bound")
         for col in ("L (extra hops)", "lambda", "of optimum", "longest path", "mean hops",
-                    "LP time", "schedule steps", "schedule time", ""):
+                    "LP time", "schedule", "steps", "schedule time", ""):
             ft.add_column(col, justify="right")
         for p in points:
             timed = "schedule_time" in p
@@ -136,6 +136,7 @@ def _print_text(res, doc, size, points, err):
                        "-" if p["longest_path"] is None else str(p["longest_path"]),
                        "-" if p["mean_hops"] is None else f"{p['mean_hops']:.3f}",
                        format_time(p["time"]),
+                       p["schedule"] if timed else "-",
                        str(p["schedule_steps"]) if timed else "-",
                        format_time(p["schedule_time"]) if timed else "-",
                        "best" if p.get("best") else "")

@@ -83,6 +83,14 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
         notes = (f"; {s.meta['chunks']} chunks per shard cost {100 * s.meta['chunk_loss']:.2f}% "
                  f"bandwidth time over the fractional optimum (bound "
                  f"{100 * s.meta['chunk_loss_bound']:.2f}%)")
+    if s.meta.get("lp_time_per_byte"):
+        from ..schedule.cost import step_costs
+
+        ratio = float(step_costs(s)[2].sum()) / s.meta["lp_time_per_byte"]
+        rounds = s.meta["rounds"]
+        most = (rounds + s.meta["longest_path"] - 1) / rounds
+        notes += (f"; {rounds} rounds, step-model T_B {ratio:.3f} x the LP time (at most "
+                  f"{most:.3f})")
     click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
                f"{s.num_transfers} transfers, {status}{where}{notes}", err=to_stdout)
 

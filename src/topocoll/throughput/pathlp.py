@@ -305,11 +305,13 @@ def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", 
     ``fraction`` (of the unbounded optimum); the last entry is the unbounded optimum
     (``max_hops`` ``None``).
 
-    With ``size`` (bytes per node), every bounded point also gets the time of the hop-by-hop
-    schedule its routes give (:func:`~topocoll.throughput.alltoall_schedule`, verified, priced
-    in the step model with the topology's latencies): ``schedule_time``, ``schedule_steps``,
-    ``T_L`` and ``T_B``; the fastest is marked ``best``. Short paths pay fewer latencies, long
-    ones reach more throughput: small messages pick a small L.
+    With ``size`` (bytes per node), every bounded point also gets the time of the faster of the
+    two schedules its routes give, the lockstep one (:func:`~topocoll.throughput.
+    alltoall_schedule`) and the pipelined one (:func:`~topocoll.throughput.schedule.
+    pipelined_alltoall_schedule`), verified and priced in the step model with the topology's
+    latencies: ``schedule`` (which), ``schedule_time``, ``schedule_steps``, ``T_L`` and
+    ``T_B``; the fastest point is marked ``best``. Short paths pay fewer latencies, long ones
+    reach more throughput: small messages pick a small L.
 
     >>> from topocoll.topology import topology
     >>> [(p["max_hops"], round(p["lambda"], 4))
@@ -341,13 +343,19 @@ def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", 
 
 def _schedule_times(topology, points, results, size):
     from ..schedule.cost import evaluate
-    from .schedule import alltoall_schedule
+    from .schedule import alltoall_schedule, pipelined_alltoall_schedule
 
     timed = []
     for point, r in zip(points, results):
-        ev = evaluate(alltoall_schedule(r, topology), size)
+        # the lockstep schedule (few steps: small messages) and the pipelined one (near the
+        # LP: large messages); the faster one at this size counts
+        options = [("lockstep", alltoall_schedule(r, topology))]
+        if int(r.paths.hops.max()) > 1:
+            options.append(("pipelined", pipelined_alltoall_schedule(r, topology)))
+        evs = [(evaluate(s, size), kind) for kind, s in options]
+        ev, kind = min(evs, key=lambda item: item[0].time)
         point.update({"schedule_time": ev.time, "schedule_steps": ev.steps, "T_L": ev.T_L,
-                      "T_B": ev.T_B, "best": False})
+                      "T_B": ev.T_B, "schedule": kind, "best": False})
         timed.append(point)
     if timed:
         min(timed, key=lambda p: p["schedule_time"])["best"] = True
