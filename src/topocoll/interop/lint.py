@@ -31,19 +31,12 @@ from ..results import Result, Status
 from ..schedule.verify import verify
 from .export import LIMITS, PROTOCOLS
 from .layout import RUNTIME_SPELLINGS, RUNTIME_NAMES
-from .mscclxml import ALGO_ATTRS, GPU_ATTRS, STEP_ATTRS, TB_ATTRS, parse_msccl
+from .mscclxml import (ALGO_ATTRS, GPU_ATTRS, READS, RECVS, SENDS, STEP_ATTRS, STEP_TYPES,
+                       TB_ATTRS, WRITES, parse_msccl)
 from .replay import replay
 
 __all__ = ["lint_msccl", "LintReport", "Finding", "STEP_TYPES"]
 
-#: the step types the runtime executes
-STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
-_SENDS = {"s", "rcs", "rrs", "rrcs"}
-_RECVS = {"r", "rcs", "rrs", "rrc", "rrcs"}
-# buffers a step reads (src) and writes (dst): offsets there must lie inside the buffer (the
-# runtime checks only some of them; the others would read or write out of bounds)
-_SRC_CHECKED = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
-_DST_CHECKED = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _INTS = {"algo": ("nchannels", "nchunksperloop", "ngpus", "inplace", "outofplace", "minBytes",
                   "maxBytes"),
@@ -273,11 +266,11 @@ def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
             cnt = _int(a, "cnt")
             if cnt is not None and kind != "nop" and not 1 <= cnt < LIMITS["count"]:
                 rules.add("count", st, "step", f"cnt={cnt} must be 1..{LIMITS['count'] - 1}")
-            if kind in _SENDS and (send is None or send < 0):
+            if kind in SENDS and (send is None or send < 0):
                 rules.add("peer", st, "step", f"a {kind} step in a thread block without a send peer")
-            if kind in _RECVS and (recv is None or recv < 0):
+            if kind in RECVS and (recv is None or recv < 0):
                 rules.add("peer", st, "step", f"a {kind} step in a thread block without a recv peer")
-            for side, checked in (("src", _SRC_CHECKED), ("dst", _DST_CHECKED)):
+            for side, checked in (("src", READS), ("dst", WRITES)):
                 buf, off = a.get(f"{side}buf"), _int(a, f"{side}off")
                 if kind in checked and buf in sizes and off is not None and cnt is not None and \
                         sizes[buf] is not None and (off < 0 or off + cnt > sizes[buf]):
@@ -307,9 +300,9 @@ def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
                     rules.add("nop", st, "step", "a nop must be followed by a step with a "
                               "dependency of its own (the runtime attaches nops' dependencies to it)")
             if chan is not None and cnt is not None and rank is not None:
-                if kind in _SENDS and send is not None and send >= 0:
+                if kind in SENDS and send is not None and send >= 0:
                     sends.setdefault((rank, send, chan), []).append((cnt, st))
-                if kind in _RECVS and recv is not None and recv >= 0:
+                if kind in RECVS and recv is not None and recv >= 0:
                     recvs.setdefault((recv, rank, chan), []).append((cnt, st))
     for chan, pc in per_chan.items():
         for name in ("send", "recv"):

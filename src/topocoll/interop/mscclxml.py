@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from ..errors import ScheduleFormatError
 
 __all__ = ["Program", "Gpu", "ThreadBlock", "Step", "parse_msccl", "format_msccl",
-           "ALGO_ATTRS", "GPU_ATTRS", "TB_ATTRS", "STEP_ATTRS", "NO_LIMIT"]
+           "ALGO_ATTRS", "GPU_ATTRS", "TB_ATTRS", "STEP_ATTRS", "NO_LIMIT", "STEP_TYPES",
+           "SENDS", "RECVS", "REDUCES", "READS", "WRITES"]
 
 #: Attributes of each element in the order the writer puts them (the runtime requires all).
 ALGO_ATTRS = ("name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace",
@@ -41,6 +42,15 @@ STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid
               "hasdep")
 #: ``maxBytes`` that admits every message size: the largest 64-bit signed integer.
 NO_LIMIT = 2**63 - 1
+
+#: The step types the runtime executes, and what each does: sends to the block's send peer,
+#: receives from its recv peer, reduces, reads ``srcbuf``/``srcoff``, writes ``dstbuf``/``dstoff``.
+STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
+SENDS = frozenset({"s", "rcs", "rrs", "rrcs"})
+RECVS = frozenset({"r", "rcs", "rrs", "rrc", "rrcs"})
+REDUCES = frozenset({"rrs", "rrc", "rrcs", "re"})
+READS = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
+WRITES = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
 
 
 @dataclass

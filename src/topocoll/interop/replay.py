@@ -32,14 +32,10 @@ from ..schedule.transforms import merge_pieces
 from ..topology.model import Topology
 from .export import HINT, SEND_HINT
 from .layout import Layout, collective_of_runtime_name
+from .mscclxml import RECVS, REDUCES, SENDS, STEP_TYPES, WRITES
 
 __all__ = ["replay", "Replay", "program_layout"]
 
-_SENDS = {"s", "rcs", "rrs", "rrcs"}
-_RECVS = {"r", "rcs", "rrs", "rrc", "rrcs"}
-_REDUCES = {"rrs", "rrc", "rrcs", "re"}
-_WRITES = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
-_READS_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
 
 
 def _int(element, name, program, default=None):
@@ -127,9 +123,9 @@ def _root_of(program, coll, n, given):
         for tb in gpu.blocks:
             for st in tb.steps:
                 kind = st.attrs.get("type")
-                if kind in _SENDS:
+                if kind in SENDS:
                     kinds.setdefault(rank, set()).add("send")
-                if kind in _RECVS:
+                if kind in RECVS:
                     kinds.setdefault(rank, set()).add("recv")
     want = {"send"} if coll.name in ("broadcast", "scatter") else {"recv"}
     cands = [r for r, k in kinds.items() if k == want]
@@ -159,7 +155,7 @@ class _Op:
         self.s = _int(el, "s", program, default=index)
         self.hint = _hint(a.get(HINT))
         self.send_hint = _hint(a.get(SEND_HINT))
-        if self.kind not in _KINDS:
+        if self.kind not in STEP_TYPES:
             raise ScheduleFormatError(f"{program.where(el)}: type={self.kind!r} is not a step "
                                       "type the runtime knows")
         if self.cnt < 0:
@@ -173,7 +169,6 @@ def _hint(raw):
         return None
 
 
-_KINDS = {"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"}
 
 
 def _check_sizes(program, n):
@@ -289,7 +284,7 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                 if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps:
                     break
                 incoming = None
-                if kind in _RECVS:
+                if kind in RECVS:
                     key = (recv_peer, rank, chan)
                     q = fifo.get(key, [])
                     h = head.get(key, 0)
@@ -314,7 +309,7 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                                       for a, b in zip(result, cur)]
                 elif incoming is not None:
                     local = read(rank, op.srcbuf, op.srcoff, op.cnt, op) \
-                        if kind in _REDUCES else None
+                        if kind in REDUCES else None
                     # steps never go back along one connection's sequence (a fused block's
                     # sends run ahead of its receives, so each side counts alone)
                     step = max(1 + incoming[1], last_step.get((rank, bid, "recv"), 0),
@@ -328,7 +323,7 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                     last_step[(rank, bid, "recv")] = step
                     last_step[incoming[5] + ("send",)] = step
                     vals = incoming[0]
-                    reduce = kind in _REDUCES
+                    reduce = kind in REDUCES
                     if vals is not None:
                         for v, _ in vals:
                             # combining: the op follows from the data (see _combining_ops)
@@ -345,11 +340,11 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
                     else:
                         result = [(v, step) for v, _ in vals] if vals is not None else None
                     ready = step
-                if result is not None and kind in _WRITES:
+                if result is not None and kind in WRITES:
                     for i, v in enumerate(result):
                         mem[rank][cell(rank, op.dstbuf, op.dstoff + i)] = \
                             (v[0], v[1] if kind in ("cpy", "re") else ready)
-                if kind in _SENDS and send_peer >= 0:
+                if kind in SENDS and send_peer >= 0:
                     ready_at = (max((v[1] for v in result), default=0) if result else 0) \
                         if kind == "s" else ready
                     push_hint = op.hint if kind == "s" else op.send_hint
