@@ -2,14 +2,13 @@
 ``$ topocoll ...`` line exits 0, and the README's first two commands are ``make run`` and
 ``make test``."""
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -40,16 +39,14 @@ def test_python_examples(path, index, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
-def test_cli_examples(path, tmp_path):
-    # Lines run in order in one directory, so a later line may read what an earlier one wrote.
+def test_cli_examples(path, tmp_path, monkeypatch):
+    # Lines run in order in one directory, so a later line may read what an earlier one wrote;
+    # each through the CLI's entry point, in this process unless it needs its own (run_cli).
     commands = [line[2:] for body in blocks("console", path) for line in body.splitlines()
                 if line.startswith("$ topocoll ")]
     assert len(commands) >= (6 if path == README else 1)
-    env = {**os.environ, "TOPOCOLL_CACHE_DIR": str(tmp_path / "cache")}  # not the user's cache
+    monkeypatch.setenv("TOPOCOLL_CACHE_DIR", str(tmp_path / "cache"))  # not the user's cache
     for command in commands:
-        args = shlex.split(command)[1:]
-        done = subprocess.run([sys.executable, "-m", "topocoll.cli.main", *args], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300, env=env)
-        assert done.returncode == 0, (command, done.stderr)
-        assert done.stdout.strip(), command
-        assert "Traceback" not in done.stderr
+        done = run_cli(shlex.split(command)[1:], tmp_path, timeout=300)  # no traceback either
+        assert done.returncode == 0, (command, done)
+        assert done.stdout.strip(), (command, done)

@@ -1,8 +1,11 @@
-"""Fixtures for the CLI tests: run ``topocoll`` through its real entry point in a subprocess."""
+"""Fixtures for the CLI tests: run ``topocoll`` through its entry point (see :func:`run_cli`)."""
 
+import contextlib
+import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -16,11 +19,12 @@ TIMEOUT = 120
 class Result:
     """What one ``topocoll`` run left behind."""
 
-    def __init__(self, args, proc):
+    def __init__(self, args, returncode, stdout, stderr, subprocess_=False):
         self.args = args
-        self.returncode = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.subprocess = subprocess_
 
     @property
     def stdout_lines(self):
@@ -34,20 +38,87 @@ class Result:
         return json.loads(self.stdout)
 
     def __repr__(self):
-        return (f"topocoll {' '.join(self.args)} -> exit {self.returncode}\n"
+        where = "a subprocess" if self.subprocess else "this process"
+        return (f"topocoll {' '.join(self.args)} (in {where}) -> exit {self.returncode}\n"
                 f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}")
 
 
-def run_cli(args, cwd, stdin=None):
+def run_cli(args, cwd, stdin=None, timeout=TIMEOUT):
+    """Run ``topocoll ARGS`` in ``cwd``; no run may print a traceback.
+
+    A run goes through :func:`topocoll.cli.main.main` in this process (a subprocess costs a
+    second or more of imports per run), unless it needs a process of its own: standard input
+    fed through a real pipe, a ``/dev/`` or ``/proc/`` name (``/dev/stdout`` is this process's
+    real descriptor), ``run`` (starts torch ranks) and ``--workers`` (a process pool) run as
+    ``python -m topocoll.cli.main ARGS``, as do all runs should the consoles have been set up for
+    a terminal (``pytest -s``). :func:`run_subprocess` always starts the real entry point."""
+    args = [str(a) for a in args]
+    if _needs_a_process(args, stdin):
+        return run_subprocess(args, cwd, stdin=stdin, timeout=timeout)
+    code, stdout, stderr = _run_in_process(args, cwd, timeout)
+    result = Result(args, code, stdout, stderr)
+    assert "Traceback" not in result.stdout + result.stderr, result
+    return result
+
+
+def run_subprocess(args, cwd, stdin=None, timeout=TIMEOUT):
     """Run ``python -m topocoll.cli.main ARGS`` in ``cwd``; no run may print a traceback."""
     args = [str(a) for a in args]
     env = dict(os.environ)
     env.pop("COLUMNS", None)
     proc = subprocess.run([sys.executable, "-m", "topocoll.cli.main", *args], cwd=cwd,
-                          input=stdin, capture_output=True, text=True, timeout=TIMEOUT, env=env)
-    result = Result(args, proc)
+                          input=stdin, capture_output=True, text=True, timeout=timeout, env=env)
+    result = Result(args, proc.returncode, proc.stdout, proc.stderr, subprocess_=True)
     assert "Traceback" not in result.stdout + result.stderr, result
     return result
+
+
+def _needs_a_process(args, stdin):
+    from topocoll.cli import common
+
+    piped = all(console.color_system is None and not console.is_terminal
+                for console in (common._out, common._err)) and common._out.width == 220
+    return (stdin is not None or not piped or args[:1] == ["run"] or "--workers" in args
+            or any(a.startswith(("/dev/", "/proc/")) for a in args))
+
+
+class _Hang(BaseException):
+    """No answer in time (not an OSError, which the CLI would report as a one-line error)."""
+
+
+def _run_in_process(args, cwd, timeout=TIMEOUT):
+    """(exit code, stdout, stderr) of ``topocoll ARGS`` run in this process, with standard
+    input empty (as ``/dev/null``) and no COLUMNS, as in :func:`run_subprocess`."""
+    from topocoll.cli.main import main
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)   # has .buffer, as stdout
+    err = io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+    columns = os.environ.pop("COLUMNS", None)
+    def alarm(signum, frame):
+        raise _Hang(f"no answer after {timeout} s")
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(timeout)
+    old, old_stdin = os.getcwd(), sys.stdin
+    try:
+        os.chdir(cwd)
+        sys.stdin = stdin
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(args)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.stdin = old_stdin
+        os.chdir(old)
+        if columns is not None:
+            os.environ["COLUMNS"] = columns
+    out.flush()
+    return code, raw.getvalue().decode("utf-8", "replace"), err.getvalue()
 
 
 @pytest.fixture
