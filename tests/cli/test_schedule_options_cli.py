@@ -2,15 +2,14 @@
 entry point."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 
+from tests.cli.conftest import run_cli
+
 
 def run(tmp_path, *args):
-    return subprocess.run([sys.executable, "-m", "topocoll.cli.main", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    return run_cli(args, tmp_path, timeout=300)
 
 
 def test_chunks_are_whole_and_reported(tmp_path):
