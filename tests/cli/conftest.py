@@ -48,8 +48,9 @@ def run_cli(args, cwd, stdin=None, timeout=TIMEOUT):
 
     A run goes through :func:`topocoll.cli.main.main` in this process (a subprocess costs a
     second or more of imports per run), unless it needs a process of its own: standard input
-    fed through a real pipe, a ``/dev/`` or ``/proc/`` name (``/dev/stdout`` is this process's
-    real descriptor), ``run`` (starts torch ranks) and ``--workers`` (a process pool) run as
+    fed through a real pipe, a name for one of the process's descriptors (``/dev/stdout``,
+    ``/dev/fd/N``, ``/proc/...``: in here they would be pytest's capture, not the run's),
+    ``run`` (starts torch ranks) and ``--workers`` (a process pool) run as
     ``python -m topocoll.cli.main ARGS``, as do all runs should the consoles have been set up for
     a terminal (``pytest -s``). :func:`run_subprocess` always starts the real entry point."""
     args = [str(a) for a in args]
@@ -79,7 +80,7 @@ def _needs_a_process(args, stdin):
     piped = all(console.color_system is None and not console.is_terminal
                 for console in (common._out, common._err)) and common._out.width == 220
     return (stdin is not None or not piped or args[:1] == ["run"] or "--workers" in args
-            or any(a.startswith(("/dev/", "/proc/")) for a in args))
+            or any(a.startswith(("/dev/std", "/dev/fd/", "/proc/")) for a in args))
 
 
 class _Hang(BaseException):
