@@ -75,8 +75,10 @@ def run_subprocess(args, cwd, stdin=None, timeout=TIMEOUT):
 
 
 def _needs_a_process(args, stdin):
+    """Whether ``topocoll ARGS`` must run in a subprocess to be run as a user runs it."""
     from topocoll.cli import common
 
+    # the consoles as the CLI sets them up for a pipe (cli/common.py): no colour, 220 columns
     piped = all(console.color_system is None and not console.is_terminal
                 for console in (common._out, common._err)) and common._out.width == 220
     return (stdin is not None or not piped or args[:1] == ["run"] or "--workers" in args
@@ -97,6 +99,7 @@ def _run_in_process(args, cwd, timeout=TIMEOUT):
     err = io.StringIO()
     stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
     columns = os.environ.pop("COLUMNS", None)
+
     def alarm(signum, frame):
         raise _Hang(f"no answer after {timeout} s")
     previous = signal.signal(signal.SIGALRM, alarm)

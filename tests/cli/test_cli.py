@@ -1,4 +1,5 @@
-"""End-to-end tests of the ``topocoll`` command, run as a subprocess through its real entry point.
+"""End-to-end tests of the ``topocoll`` command through its entry point, ``main`` (in this
+process, or a subprocess where a run needs one: see ``run_cli`` in conftest.py).
 
 Fixtures (``run``, ``ring8_schedule``, ...) live in ``conftest.py``; every run also checks that
 no traceback reached stdout or stderr.

@@ -1,4 +1,4 @@
-"""``topocoll compare`` end to end, through the real entry point in a subprocess (see conftest)."""
+"""``topocoll compare`` end to end, through the entry point (see ``run_cli`` in conftest)."""
 
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""``topocoll find`` through its real entry point (``python -m topocoll.cli.main``), with the
+"""``topocoll find`` through its entry point (``run_cli`` in tests/cli/conftest.py), with the
 results cache in the test's TOPOCOLL_CACHE_DIR."""
 
 import json
