@@ -89,7 +89,7 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
         ratio = float(step_costs(s)[2].sum()) / s.meta["lp_time_per_byte"]
         rounds = s.meta["rounds"]
         most = (rounds + s.meta["longest_path"] - 1) / rounds
-        notes += (f"; {rounds} rounds, step-model T_B {ratio:.3f} x the LP time (at most "
+        notes += (f"; {rounds} rounds, step-model T_B {ratio:.3f} x the LP time (bound "
                   f"{most:.3f})")
     click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
                f"{s.num_transfers} transfers, {status}{where}{notes}", err=to_stdout)

@@ -30,7 +30,7 @@ from ..errors import UnsupportedError
 from ..schedule.model import Schedule, transfer_array
 
 __all__ = ["Quantized", "quantize", "alltoall_schedule", "pipelined_alltoall_schedule",
-           "rational_chunks"]
+           "rational_chunks", "balance_offsets", "step_time_ratio"]
 
 
 @dataclass
@@ -156,19 +156,135 @@ def alltoall_schedule(result, topology, *, chunks=None, max_chunks=64):
     return Schedule(topo, "alltoall", transfers, algorithm="alltoall-lp", meta=meta)
 
 
-def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05):
+def _path_hops(paths, topology):
+    """Per (path, hop) row: the path, the hop index, the pair-link and the sending node."""
+    hops = paths.hops
+    p_idx = np.repeat(np.arange(len(paths)), hops)
+    hop = np.arange(p_idx.size) - np.repeat(np.cumsum(hops) - hops, hops)
+    edge = paths.edges[paths.ptr[p_idx] + hop]
+    pdst = topology.pairs[1]
+    prev = np.where(hop == 0, paths.src[p_idx],
+                    pdst[paths.edges[paths.ptr[p_idx] + np.maximum(hop - 1, 0)]])
+    return p_idx, hop, edge, prev
+
+
+def balance_offsets(paths, topology, *, batch=256):
+    """Start offsets that even out the links' loads step by step.
+
+    Path ``p`` of ``h`` links may start ``o_p`` steps late, ``0 <= o_p <= L - h`` (``L``: the
+    longest path), so that its hop ``k`` falls in step ``o_p + k + 1`` of a one-round
+    schedule. The step-model time of such a schedule is the sum over steps of its busiest
+    link's load, which is the LP time only when every busy link is equally busy in every step.
+    The offsets are chosen greedily, largest paths (share times links) first, in batches of
+    ``batch`` paths: each path takes the offset that raises the steps' busiest loads least
+    (ties: the least loaded cells).
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        Per path, its offset.
+    load : numpy.ndarray
+        ``load[e, j]``: seconds per byte of a shard that pair-link ``e`` carries at hop
+        position ``j`` (offset included) in a one-round schedule.
+    """
+    hops = paths.hops
+    longest = int(hops.max())
+    cap = topology.pairs[2]
+    load = np.zeros((cap.size, longest))
+    offsets = np.zeros(len(paths), dtype=np.int64)
+    order = np.argsort(-(paths.share * hops), kind="stable")
+    k = np.arange(longest)
+    shifts = np.arange(longest)
+    for b0 in range(0, order.size, int(batch)):
+        p = order[b0:b0 + int(batch)]
+        h = hops[p]
+        valid = k[None, :] < h[:, None]                                      # (B, L)
+        edge = paths.edges[np.minimum(paths.ptr[p][:, None] + k[None, :], paths.edges.size - 1)]
+        add = np.where(valid, paths.share[p][:, None] / cap[edge], 0.0)
+        cell = np.minimum(shifts[:, None] + k[None, :], longest - 1)          # (L, L)
+        now = load[edge[:, None, :], cell[None, :, :]]                        # (B, L, L)
+        top = load.max(axis=0)[cell]                                          # (L, L)
+        rise = np.where(valid[:, None, :], np.maximum(0.0, now + add[:, None, :] - top), 0.0)
+        used = np.where(valid[:, None, :], now, 0.0)
+        cost = rise.sum(axis=2) + 1e-3 * used.sum(axis=2)
+        cost[shifts[None, :] > (longest - h)[:, None]] = np.inf
+        best = np.argmin(cost, axis=1)
+        offsets[p] = best
+        step = best[:, None] + k[None, :]
+        np.add.at(load, (edge[valid], step[valid]), add[valid])
+    return offsets, load
+
+
+def _round_profile(load, rounds):
+    """Per-step loads of a ``rounds``-round schedule from the one-round loads ``load[e, j]``:
+    step ``s`` carries ``1/rounds`` of every hop position ``j`` with ``0 <= s - j < rounds``."""
+    links, width = load.shape
+    steps = rounds + width - 1
+    delta = np.zeros((links, steps + 1))
+    delta[:, :width] += load
+    delta[:, rounds:rounds + width] -= load
+    return np.cumsum(delta, axis=1)[:, :steps] / rounds
+
+
+def step_time_ratio(load, rounds):
+    """The step-model bandwidth time of a ``rounds``-round schedule over the routes' own time
+    (the busiest link's total load): ``sum_s max_e load(e, s) / max_e sum_s load(e, s)``."""
+    total = load.sum(axis=1).max()
+    if not total > 0:
+        return 1.0
+    return float(_round_profile(load, rounds).max(axis=0).sum() / total)
+
+
+def _fewest_rounds(load, ramp, most):
+    """The fewest rounds, at most ``most``, whose step-model time is within ``1 + ramp`` of the
+    routes' time (``most`` if none is)."""
+    if step_time_ratio(load, most) > 1.0 + ramp:
+        return most
+    low, high = 0, most            # ratio(high) within the ramp; ratio(low) not (or low = 0)
+    r = 1
+    while r < high:                # doubling, then bisection (the ratio falls with rounds,
+        if step_time_ratio(load, r) <= 1.0 + ramp:      # up to rounding noise)
+            high = r
+            break
+        low = r
+        r *= 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        if step_time_ratio(load, mid) <= 1.0 + ramp:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, balance=True,
+                                max_transfers=4_000_000, batch=256):
     """An ``alltoall`` schedule that pipelines the path LP's routes to near the LP's time.
 
     Every path's byte range (its share of its pair's shard) is cut into ``rounds`` equal
-    pieces; piece ``r`` crosses hop ``h`` of its path at step ``r + h + 1``. In a step every
-    link carries one piece of each path through it, ``1/rounds`` of its LP load, so no step's
-    busiest link exceeds ``1/rounds`` of the LP time ``(M/N) / lambda``; the schedule has
-    ``rounds + L - 1`` steps for paths of at most ``L`` links, and its bandwidth time is at most
-    ``(rounds + L - 1) / rounds`` times the LP time. ``rounds`` defaults to
-    ``ceil((L - 1) / ramp)`` (at most 5% over the LP time for ``ramp=0.05``), so large
-    messages, whose latency is small beside the bandwidth time, run close to the LP.
+    pieces; piece ``r`` crosses hop ``h`` of path ``p`` at step ``o_p + r + h + 1``. With
+    ``balance`` the start offsets ``o_p`` (``0 <= o_p <= L - h_p`` for paths of at most ``L``
+    links) are chosen by :func:`balance_offsets` so that in every step the busy links are
+    about equally busy, if that lowers the step-model time (``meta["balanced"]`` says whether
+    it did); otherwise they are 0. In a step every link carries one piece of each
+    path through it, ``1/rounds`` of its LP load, so no step's busiest link exceeds
+    ``1/rounds`` of the LP time ``(M/N) / lambda``; the schedule has ``rounds + L - 1`` steps
+    and its bandwidth time is at most ``(rounds + L - 1) / rounds`` times the LP time.
 
-    ``meta`` records ``lambda``, ``rounds``, ``max_hops`` and ``lp_time_per_byte``.
+    That bound is loose: only the first and last ``L - 1`` steps, where links carry less than
+    a full round, cost more than their share, and balanced offsets make those steps cheap
+    too. So ``rounds`` defaults to the fewest whose step-model time (computed exactly from the
+    per-step link loads, before any transfer is made) is within ``1 + ramp`` of the LP time,
+    at most ``ceil((L - 1) / ramp)`` (where the bound alone guarantees it), and at most as many
+    as keep the schedule within ``max_transfers`` transfers (it has ``rounds`` x the links of
+    all paths; ``None``: no limit; at least one round). The link model, where a link moves on
+    as soon as its data is there instead of waiting for the step's busiest link, runs well
+    below the step-model time: within 1-2% of the LP time with a few balanced rounds
+    (docs/alltoall.md).
+
+    ``meta`` records ``lambda``, ``rounds``, ``balanced``, ``ramp``, ``max_hops``, ``longest_path``,
+    ``T_B_over_routes`` (the step-model time over the routes' own time, ``1/lambda`` for the
+    LP's routes) and ``lp_time_per_byte``.
 
     >>> from topocoll.topology import topology
     >>> from topocoll.throughput.pathlp import path_throughput
@@ -180,14 +296,35 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05):
     paths = result.paths
     if paths is None or len(paths) == 0:
         raise UnsupportedError("a pipelined schedule needs the path LP's routes (method='path')")
+    if not ramp > 0:
+        raise UnsupportedError(f"ramp must be positive, got {ramp}")
     n = result.num_nodes
     hops = paths.hops
     longest = int(hops.max())
-    if rounds is None:
-        rounds = max(1, int(np.ceil((longest - 1) / float(ramp))))
-    rounds = int(rounds)
-    if rounds < 1:
+    offsets = np.zeros(len(paths), dtype=np.int64)
+    p_idx, hop, edge, prev = _path_hops(paths, topology)
+    load = np.zeros((topology.pairs[2].size, longest))
+    np.add.at(load, (edge, hop), paths.share[p_idx] / topology.pairs[2][edge])
+    candidates = [(offsets, load)]
+    if balance:
+        candidates.append(balance_offsets(paths, topology, batch=batch))
+    most = max(1, int(np.ceil((longest - 1) / float(ramp))))
+    if max_transfers is not None:
+        most = max(1, min(most, int(max_transfers) // int(hops.sum())))
+    if rounds is not None and int(rounds) < 1:
         raise UnsupportedError(f"rounds must be at least 1, got {rounds}")
+    # per candidate (start at once, balanced offsets): its rounds and step-model time; with
+    # rounds given the faster wins, else the one with fewer rounds (then the faster), so
+    # balancing never makes a schedule slower or bigger
+    best = None
+    for offs, ld in candidates:
+        r = int(rounds) if rounds is not None else _fewest_rounds(ld, float(ramp), most)
+        ratio = step_time_ratio(ld, r)
+        key = (ratio, r) if rounds is not None else (r, ratio)
+        if best is None or key < best[0]:
+            best = (key, offs, ld, r, ratio)
+    _, offsets, load, rounds, ratio = best
+    balanced = offsets.any()
     pair = paths.src.astype(np.int64) * n + paths.dst
     # each path's byte range [a, b) in its pair's shard: shares laid end to end, pair by pair;
     # neighbouring ranges share their boundary value exactly and the last one ends at 1.0
@@ -202,32 +339,26 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05):
     a_sorted = np.where(first, 0.0, np.r_[0.0, b_sorted[:-1]])
     start, end = np.empty(len(paths)), np.empty(len(paths))
     start[order], end[order] = a_sorted, b_sorted
-    pdst = topology.pairs[1]
-    # one row per (path, hop, round)
-    p_idx = np.repeat(np.arange(len(paths)), hops)
-    hop = np.arange(p_idx.size) - np.repeat(np.cumsum(hops) - hops, hops)
-    edge = paths.edges[paths.ptr[p_idx] + hop]
-    dst = pdst[edge]
-    prev = np.where(hop == 0, paths.src[p_idx],
-                    pdst[paths.edges[paths.ptr[p_idx] + np.maximum(hop - 1, 0)]])
-    r = np.arange(rounds)
+    dst = topology.pairs[1][edge]
+    # one row per (round, path, hop): round-major, so a link's pieces of one step keep the
+    # paths' order
     rows = p_idx.size
-    p_all = np.repeat(p_idx, rounds)
-    r_all = np.tile(r, rows)
+    r_all = np.repeat(np.arange(rounds), rows)
+    p_all = np.tile(p_idx, rounds)
     a, b = start[p_all], end[p_all]
 
     def cut(k):          # the boundary of piece k of [a, b): the same float on both sides
         return np.where(k <= 0, a, np.where(k >= rounds, b, a + (b - a) * k / rounds))
     lo, hi = cut(r_all), cut(r_all + 1)
     keep = hi > lo
-    transfers = transfer_array((r_all + np.repeat(hop, rounds) + 1)[keep],
-                               np.repeat(prev, rounds)[keep], np.repeat(dst, rounds)[keep],
-                               (paths.src[p_all] * n + paths.dst[p_all])[keep], lo[keep],
+    step = r_all + np.tile(hop + offsets[p_idx], rounds) + 1
+    transfers = transfer_array(step[keep], np.tile(prev, rounds)[keep],
+                               np.tile(dst, rounds)[keep], (pair[p_all])[keep], lo[keep],
                                hi[keep])
-    meta = {"lambda": result.lam, "rounds": rounds, "max_hops": result.max_hops,
-            "longest_path": longest,
+    meta = {"lambda": result.lam, "rounds": rounds, "balanced": bool(balanced), "ramp": float(ramp),
+            "max_hops": result.max_hops, "longest_path": longest,
+            "T_B_over_routes": ratio,
             "lp_time_per_byte": 1.0 / (n * result.lam) if result.lam > 0 else None,
-            "note": "pipelined all-to-all from the path LP: piece r of every path crosses its "
-                    "hop h at step r + h + 1"}
+            "note": "pipelined all-to-all from the path LP: piece r of path p crosses its hop "
+                    "h at step o_p + r + h + 1"}
     return Schedule(topology, "alltoall", transfers, algorithm="alltoall-pipelined", meta=meta)
-
