@@ -21,10 +21,14 @@ __all__ = ["alltoall"]
 @click.argument("topo")
 @click.option("--max-hops", type=click.IntRange(0), help="Path LP: every pair uses paths of at "
               "most its shortest distance + L links (0: shortest paths only).")
-@click.option("--method", type=click.Choice(["symmetric", "link", "path"]),
+@click.option("--method", type=click.Choice(["symmetric", "link", "path", "colgen"]),
               help="LP formulation [default: symmetric on tori, rings, circulants, hypercubes "
-              "and other translation-symmetric topologies, link otherwise; path with "
-              "--max-hops or -o].")
+              "and other translation-symmetric topologies; otherwise link, or colgen (path "
+              "column generation seeded by multiplicative weights) from 60000 link-LP "
+              "columns (N x links) on; path with --max-hops; with -o, path or colgen].")
+@click.option("--tolerance", type=click.FloatRange(0, min_open=True), help="Relative gap to "
+              "the certificate at which the solver may stop [default: 1e-4 for colgen, 1e-6 "
+              "otherwise].")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Per-node buffer M; each pair "
               "moves M/N bytes.")
@@ -42,8 +46,8 @@ __all__ = ["alltoall"]
 @click.option("--chunks", type=click.IntRange(1), help="Chunks per commodity for -o [default: "
               "the optimum's common denominator, at most 64].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha, solver,
-             time_limit, frontier, output, chunks, as_json):
+def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandwidth, alpha,
+             solver, time_limit, frontier, output, chunks, as_json):
     """Uniform all-to-all throughput of TOPO: lambda, its time, a certificate and the bounds.
 
     lambda is the rate in bytes/s of every ordered pair, the time of an all-to-all of M bytes
@@ -52,16 +56,21 @@ def alltoall(topo, max_hops, method, size, link_bandwidth, node_bandwidth, alpha
     _check_output(output, None)
     to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
-    if method is None and (max_hops is not None or output):
+    if method is None and max_hops is None and output:
+        from ..throughput.solve import COLGEN_COLUMNS
+
+        method = "colgen" if t.num_nodes * t.pairs[0].size >= COLGEN_COLUMNS else "path"
+    if method is None and max_hops is not None:
         method = "path"
-    if method in ("link", "symmetric") and max_hops is not None:
+    if method in ("link", "symmetric", "colgen") and max_hops is not None:
         raise _Fail("--max-hops needs the path LP (--method path)")
     if method in ("link", "symmetric") and output:
-        raise _Fail("-o needs routes: use the path LP (--method path or --max-hops)")
+        raise _Fail("-o needs routes: use the path LP or the column generation (--method path "
+                    "or colgen, or --max-hops)")
     update, bar = _progress(f"{method or 'all-to-all'} LP on {t.name}")
     with bar:
         res = throughput(t, max_hops=max_hops, method=method, solver=solver,
-                         time_limit=time_limit, progress=update)
+                         tolerance=tolerance, time_limit=time_limit, progress=update)
     if not res.success:
         raise _Fail(f"{t.name}: {res.message}")
     doc = res.to_dict(size)
@@ -99,10 +108,10 @@ def _rate(value):
 
 def _print_text(res, doc, size, points, err):
     echo = (lambda s: click.echo(s, err=True)) if err else (lambda s: _out.print(s, markup=False))
-    hops = ("any path" if res.method in ("link", "symmetric") or res.max_hops is None
+    hops = ("any path" if res.method in ("link", "symmetric", "colgen") or res.max_hops is None
             else f"paths of at most dist + {res.max_hops} links")
     echo(f"all-to-all on {doc['topology']}: {doc['nodes']} nodes, {doc['links']} links; "
-         f"{res.method} LP ({hops}), {res.status}")
+         f"{res.method} LP ({hops}), {res.status_name}")
     echo(f"lambda {_rate(res.lam)} per ordered pair (certified upper bound "
          f"{_rate(res.dual_bound)}, gap {res.gap:.2g}); all-to-all of {format_size(size)} per "
          f"node: {format_time(doc['time'])}")

@@ -61,6 +61,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
                          progress=callback, prescreen=prescreen, warmup=warmup)
     if output:
         save_topology(result.topology, output)
+    bounds = _time_bounds(t, result.topology, size) if objective == "alltoall" else None
     if as_json:
         core = result.to_dict()
         doc = {**{k: core.pop(k) for k in ("success", "status", "status_name", "message")},
@@ -68,6 +69,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
                **core}
         if objective == "alltoall":
             doc["size"] = size
+            doc["time_lower_bounds"] = bounds
         doc["output"] = output
         _print_json(doc, err=to_stdout)
         return
@@ -83,8 +85,24 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
             ("skipped by bound", str(result.pruned)),
             ("stopped", result.stopped),
             ("time", format_time(result.seconds))]
+    for key, (before, after) in (bounds or {}).items():
+        rows.append((f"{key} bound: time >= (initial -> final)",
+                     f"{format_time(before)} -> {format_time(after)}"))
+        rows.append((f"final over its {key} bound", f"{result.final / after:.4f}"))
     if output:
         rows.append(("written", output))
     for row in rows:
         table.add_row(*row)
     (_err if to_stdout else _out).print(table)
+
+
+def _time_bounds(before, after, size):
+    """All-to-all time lower bounds (distance, bisection) of the topology before and after."""
+    from ..topology.cuts import throughput_bounds
+
+    out = {}
+    b0, b1 = throughput_bounds(before), throughput_bounds(after)
+    for key in ("distance", "bisection"):
+        if b0.get(key, 0) > 0 and b1.get(key, 0) > 0:
+            out[key] = (size / before.num_nodes / b0[key], size / after.num_nodes / b1[key])
+    return out

@@ -137,9 +137,9 @@ def verify(file, as_json, max_errors):
 
 
 def _pipelined_alltoall(t, collective, options, update):
-    """The all-to-all schedule of the path LP's routes, pipelined (option ``rounds``)."""
+    """The all-to-all schedule of the LP's optimal routes, pipelined (option ``rounds``)."""
     from ..collectives import collective as _collective
-    from ..throughput import path_throughput
+    from ..throughput import alltoall_routes
     from ..throughput.schedule import pipelined_alltoall_schedule
 
     if _collective(collective).name != "alltoall":
@@ -151,8 +151,8 @@ def _pipelined_alltoall(t, collective, options, update):
         rounds = None if rounds is None else int(rounds)
     except ValueError:
         raise _Fail(f"-O rounds={rounds}: expected a whole number") from None
-    update("path LP", 0, None)
-    res = path_throughput(t, bounds=False, progress=update)
+    update("all-to-all LP", 0, None)
+    res = alltoall_routes(t, progress=update)
     if not res.success:
         raise _Fail(f"{t.name}: {res.message}")
     update("pipelining the routes", 0, None)

@@ -1,5 +1,6 @@
-"""All-to-all: throughput LPs (one source's flow under a translation group, link-based and
-hop-bounded path-based), bounds, and hop-by-hop schedules (docs/math.md section 6).
+"""All-to-all: throughput LPs (one source's flow under a translation group, link-based,
+hop-bounded path-based, and path column generation seeded by multiplicative weights), bounds,
+and hop-by-hop schedules (docs/math.md section 6).
 
 ``lambda`` is the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at
 once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then takes
@@ -16,6 +17,7 @@ once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then ta
 ('path', 1.0, 1)
 """
 
+from .colgen import colgen_throughput
 from .dual import certificate, hop_shortest_paths, pair_distances
 from .linklp import link_lp, link_throughput
 from .pathlp import hop_limits, pareto_frontier, path_throughput
@@ -23,10 +25,12 @@ from .result import AlltoallResult, PathSet
 from .rewire import (OBJECTIVES, RewireResult, RewireStep, alltoall_objective, distance_objective,
                      rewire)
 from .schedule import Quantized, alltoall_schedule, quantize, rational_chunks
-from .solve import METHODS, throughput
+from .mwu import MwuRun, mwu_lengths
+from .solve import METHODS, alltoall_routes, throughput
 from .symmetric import symmetric_certificate, symmetric_throughput
 
-__all__ = ["throughput", "AlltoallResult", "PathSet", "link_throughput", "path_throughput",
+__all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_throughput",
+           "path_throughput", "colgen_throughput", "mwu_lengths", "MwuRun",
            "symmetric_throughput", "symmetric_certificate",
            "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
            "Quantized", "rational_chunks", "certificate", "pair_distances",
