@@ -43,42 +43,17 @@ from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
 from . import lp as _lp
-from .dual import _positive
+from .dual import _positive, link_ids, tree_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .lp import solve_lp
-from .mwu import DEFAULT_STEPS, link_ids, mwu_lengths
+from .mwu import DEFAULT_STEPS, mwu_lengths
 from .pathlp import _reorder
 from .result import AlltoallResult, PathSet
 
-__all__ = ["colgen_throughput", "tree_paths", "DEFAULT_TOLERANCE"]
+__all__ = ["colgen_throughput", "DEFAULT_TOLERANCE"]
 
 #: Relative gap at which :func:`colgen_throughput` stops unless asked for less.
 DEFAULT_TOLERANCE = 1e-4
-
-
-def tree_paths(pred, eid, xs, ys):
-    """The paths of pairs ``(xs[i], ys[i])`` in the trees ``pred`` (N x N predecessors, row =
-    source) as CSR ``(ptr, edges)`` of pair-links, source side first."""
-    cur = np.asarray(ys, dtype=np.int64).copy()
-    xs = np.asarray(xs, dtype=np.int64)
-    idx = np.arange(xs.size)
-    rec_pair, rec_edge, rec_it = [], [], []
-    it = 0
-    active = np.flatnonzero(cur != xs)
-    while active.size:
-        prev = pred[xs[active], cur[active]].astype(np.int64)
-        rec_pair.append(idx[active])
-        rec_edge.append(eid[prev, cur[active]])
-        rec_it.append(np.full(active.size, it))
-        cur[active] = prev
-        it += 1
-        active = active[cur[active] != xs[active]]
-    rp = np.concatenate(rec_pair) if rec_pair else np.zeros(0, np.int64)
-    re = np.concatenate(rec_edge) if rec_edge else np.zeros(0, np.int64)
-    ri = np.concatenate(rec_it) if rec_it else np.zeros(0, np.int64)
-    order = np.lexsort((-ri, rp))
-    ptr = np.concatenate([[0], np.cumsum(np.bincount(rp, minlength=xs.size))])
-    return ptr.astype(np.int64), re[order].astype(np.int64)
 
 
 def _tree_sums(pred, eid, weights, dtype):

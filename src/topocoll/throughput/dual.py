@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-__all__ = ["certificate", "pair_distances", "hop_shortest_paths"]
+__all__ = ["certificate", "pair_distances", "hop_shortest_paths", "tree_paths",
+           "link_ids"]
 
 
 def _positive(lengths):
@@ -151,3 +152,38 @@ def _preds_at(preds, levels, xs, nodes):
         sel = levels == lv
         out[sel] = preds[lv][xs[sel], nodes[sel]]
     return out
+
+
+def link_ids(topology):
+    """``eid[u, v]``: the pair-link of ``u -> v`` (N x N, -1 where there is none)."""
+    psrc, pdst, _, _ = topology.pairs
+    n = topology.num_nodes
+    eid = np.full((n, n), -1, dtype=np.int64)
+    eid[psrc, pdst] = np.arange(psrc.size)
+    return eid
+
+
+def tree_paths(pred, eid, xs, ys):
+    """The paths of pairs ``(xs[i], ys[i])`` in shortest-path trees ``pred`` (N x N
+    predecessors, row = source, as ``csgraph.dijkstra`` returns them) as CSR ``(ptr, edges)``
+    of pair-links, source side first; ``eid[u, v]`` is the pair-link of ``u -> v``."""
+    cur = np.asarray(ys, dtype=np.int64).copy()
+    xs = np.asarray(xs, dtype=np.int64)
+    idx = np.arange(xs.size)
+    rec_pair, rec_edge, rec_it = [], [], []
+    it = 0
+    active = np.flatnonzero(cur != xs)
+    while active.size:
+        prev = pred[xs[active], cur[active]].astype(np.int64)
+        rec_pair.append(idx[active])
+        rec_edge.append(eid[prev, cur[active]])
+        rec_it.append(np.full(active.size, it))
+        cur[active] = prev
+        it += 1
+        active = active[cur[active] != xs[active]]
+    rp = np.concatenate(rec_pair) if rec_pair else np.zeros(0, np.int64)
+    re = np.concatenate(rec_edge) if rec_edge else np.zeros(0, np.int64)
+    ri = np.concatenate(rec_it) if rec_it else np.zeros(0, np.int64)
+    order = np.lexsort((-ri, rp))     # per pair, the link out of the source first
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(rp, minlength=xs.size))])
+    return ptr.astype(np.int64), re[order].astype(np.int64)

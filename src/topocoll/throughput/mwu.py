@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..errors import InputTypeError
+from .dual import link_ids
 
 __all__ = ["MwuRun", "mwu_lengths", "tree_loads", "DEFAULT_STEPS"]
 
@@ -73,15 +74,6 @@ def tree_loads(pred, eid, num_links):
         cur_rows, cur = cur_rows[up], cur[up]
     return np.bincount(eid[pred[rows, nodes], nodes], weights=below[flat],
                        minlength=num_links)
-
-
-def link_ids(topology):
-    """``eid[u, v]``: the pair-link of ``u -> v`` (N x N, -1 where there is none)."""
-    psrc, pdst, _, _ = topology.pairs
-    n = topology.num_nodes
-    eid = np.full((n, n), -1, dtype=np.int64)
-    eid[psrc, pdst] = np.arange(psrc.size)
-    return eid
 
 
 def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, progress=None):

@@ -38,7 +38,7 @@ from ..topology.cuts import throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
 from . import lp as _lp
 from .lp import solve_lp
-from .dual import _positive, hop_shortest_paths
+from .dual import _positive, hop_shortest_paths, link_ids, tree_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .result import AlltoallResult, PathSet
 
@@ -66,27 +66,8 @@ def _dijkstra_paths(topology, lengths, xs, ys):
     w = _positive(lengths)
     graph = sp.csr_matrix((w, (psrc, pdst)), shape=(n, n))
     dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
-    cur = ys.copy()
-    rec_pair, rec_edge, rec_it = [], [], []
-    idx = np.arange(xs.size)
-    it = 0
-    active = cur != xs
-    while np.any(active):
-        a = np.flatnonzero(active)
-        prev = pred[xs[a], cur[a]]
-        e = topology.pair_index(prev, cur[a])
-        rec_pair.append(idx[a])
-        rec_edge.append(e)
-        rec_it.append(np.full(a.size, it))
-        cur[a] = prev
-        it += 1
-        active = cur != xs
-    rp = np.concatenate(rec_pair) if rec_pair else np.zeros(0, np.int64)
-    re = np.concatenate(rec_edge) if rec_edge else np.zeros(0, np.int64)
-    ri = np.concatenate(rec_it) if rec_it else np.zeros(0, np.int64)
-    order = np.lexsort((-ri, rp))
-    ptr = np.concatenate([[0], np.cumsum(np.bincount(rp, minlength=xs.size))])
-    return dist, ptr, re[order].astype(np.int64)
+    ptr, edges = tree_paths(pred, link_ids(topology), xs, ys)
+    return dist, ptr, edges
 
 
 def _shortest(topology, lengths, limits, xs, ys):
