@@ -204,3 +204,20 @@ def test_cli_rewire_reports_the_bounds_before_and_after():
     assert d0 <= doc["initial"] * (1 + 1e-9) and d1 <= doc["final"] * (1 + 1e-9)
     b0, b1 = doc["time_lower_bounds"]["bisection"]
     assert b0 <= doc["initial"] * (1 + 1e-9) and b1 <= doc["final"] * (1 + 1e-9)
+
+
+def test_vertex_routes_split_at_most_one_pair_per_link():
+    t = topology("randomregular:40,4:2")
+    spread = colgen_throughput(t, bounds=False, tolerance=1e-7)
+    vert = colgen_throughput(t, bounds=False, tolerance=1e-7, vertex=True)
+    assert vert.lam == pytest.approx(spread.lam, rel=1e-6)
+    check_routes(t, vert, None)
+
+    def split(res):
+        pairs = res.paths.src * t.num_nodes + res.paths.dst
+        return int(np.count_nonzero(np.bincount(pairs) > 1))
+
+    # a basic solution: each extra path of a pair needs a binding capacity row in the basis
+    assert split(vert) <= t.pairs[0].size
+    assert len(vert.paths) - t.num_nodes * (t.num_nodes - 1) <= t.pairs[0].size
+    assert len(vert.paths) <= len(spread.paths)

@@ -143,7 +143,7 @@ def _positive_int(name, value):
 
 def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAULT_STEPS,
                       keep=8, max_rounds=50, solver="ipm", time_limit=None,
-                      bounds=True, threads=None, progress=None):
+                      bounds=True, threads=None, vertex=False, progress=None):
     """Uniform all-to-all ``lambda`` by path column generation seeded by multiplicative weights.
 
     Parameters
@@ -158,6 +158,11 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         Multiplicative-weights steps before the first master LP.
     keep : int
         Trees of the last steps whose paths seed the free pairs.
+    vertex : bool
+        Re-solve the last master LP with crossover to a vertex: the interior point spreads
+        pairs thinly over many paths (tiny shares become tiny transfers, each paying a link
+        latency, in a schedule), a vertex splits at most ``|E|`` pairs. For routes that become
+        schedules (:func:`~topocoll.throughput.solve.alltoall_routes` sets it).
     max_rounds : int
         Master LPs at most (status 2, ``NOT_PROVEN``, if the gap is still open).
     solver : {"ipm", "pdlp", "simplex", "auto"}
@@ -228,6 +233,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         load = np.bincount(edges, weights=np.repeat(share, hops), minlength=num_e)
         lam = float(np.min(cap_s[load > 0] / load[load > 0]))
         good = (lam, pair, ptr, edges, share)
+        master = (cost, matrix, lower, upper, free)
         lengths = _positive(np.abs(sol.row_dual[:num_e]))
         graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
         dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
@@ -263,6 +269,14 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
             lengths=best_lengths, solver=solver, iterations=iterations, rounds=rounds,
             build_seconds=build, solve_seconds=solve_seconds, tolerance=tolerance)
     lam, pair, ptr, edges, share = good
+    left = None if deadline is None else deadline - _lp.clock()
+    if vertex and not crossover and (left is None or left > 0):
+        cost, matrix, lower, upper, free = master
+        again = solve_lp(cost, matrix, lower, upper, maximize=False, solver="ipm",
+                         crossover=True, time_limit=left, threads=threads)
+        solve_seconds += again.seconds
+        if again.ok:
+            share = _shares(pair, free, again.x, num_pairs)
     keep_path = share > 1e-12
     hops = np.diff(ptr)
     paths = PathSet(src=xs[pair[keep_path]], dst=ys[pair[keep_path]],

@@ -110,12 +110,12 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
 
 def alltoall_routes(topology, *, time_limit=None, threads=None, progress=None):
     """The optimal all-to-all flow as routes (``result.paths``), for schedules: the path LP
-    without a hop bound below :data:`COLGEN_COLUMNS` link-LP columns (its vertex optimum has
-    simple shares), the column generation from there on."""
+    without a hop bound below :data:`COLGEN_COLUMNS` link-LP columns, the column generation
+    from there on; both end at a vertex optimum (few paths per pair, simple shares)."""
     if not isinstance(topology, Topology):
         topology = _topology(topology)
     if topology.num_nodes * topology.pairs[0].size >= COLGEN_COLUMNS:
         return colgen_throughput(topology, bounds=False, time_limit=time_limit,
-                                 threads=threads, progress=progress)
+                                 threads=threads, vertex=True, progress=progress)
     return path_throughput(topology, bounds=False, time_limit=time_limit, threads=threads,
                            progress=progress)
