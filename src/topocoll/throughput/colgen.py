@@ -54,6 +54,8 @@ __all__ = ["colgen_throughput", "DEFAULT_TOLERANCE"]
 
 #: Relative gap at which :func:`colgen_throughput` stops unless asked for less.
 DEFAULT_TOLERANCE = 1e-4
+#: ``vertex=True``: the crossover re-solve may take this many times the last master's solve.
+VERTEX_SECONDS_FACTOR = 3.0
 
 
 def _tree_sums(pred, eid, weights, dtype):
@@ -162,7 +164,9 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         Re-solve the last master LP with crossover to a vertex: the interior point spreads
         pairs thinly over many paths (tiny shares become tiny transfers, each paying a link
         latency, in a schedule), a vertex splits at most ``|E|`` pairs. For routes that become
-        schedules (:func:`~topocoll.throughput.solve.alltoall_routes` sets it).
+        schedules (:func:`~topocoll.throughput.solve.alltoall_routes` sets it). The re-solve
+        gets 3x the last master's time (at least 30 s); if crossover needs longer, the
+        interior-point shares stay.
     max_rounds : int
         Master LPs at most (status 2, ``NOT_PROVEN``, if the gap is still open).
     solver : {"ipm", "pdlp", "simplex", "auto"}
@@ -234,6 +238,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         lam = float(np.min(cap_s[load > 0] / load[load > 0]))
         good = (lam, pair, ptr, edges, share)
         master = (cost, matrix, lower, upper, free)
+        last_seconds = sol.seconds
         lengths = _positive(np.abs(sol.row_dual[:num_e]))
         graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
         dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
@@ -271,9 +276,15 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     lam, pair, ptr, edges, share = good
     left = None if deadline is None else deadline - _lp.clock()
     if vertex and not crossover and (left is None or left > 0):
+        # crossover is sometimes far slower than the interior point on these degenerate
+        # masters (over 7 minutes after a 10 s solve at 256 nodes of degree 4): it gets
+        # VERTEX_SECONDS_FACTOR times the last solve (at least 30 s), else the interior
+        # shares stay
         cost, matrix, lower, upper, free = master
+        limit = max(30.0, VERTEX_SECONDS_FACTOR * last_seconds)
         again = solve_lp(cost, matrix, lower, upper, maximize=False, solver="ipm",
-                         crossover=True, time_limit=left, threads=threads)
+                         crossover=True, time_limit=limit if left is None else min(left, limit),
+                         threads=threads)
         solve_seconds += again.seconds
         if again.ok:
             share = _shares(pair, free, again.x, num_pairs)
