@@ -46,7 +46,7 @@ from . import lp as _lp
 from .dual import _positive, link_ids, tree_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .lp import solve_lp
-from .mwu import DEFAULT_STEPS, mwu_lengths
+from .mwu import DEFAULT_STEPS, mwu_lengths, whole_number
 from .pathlp import _reorder
 from .result import AlltoallResult, PathSet
 
@@ -106,8 +106,8 @@ def _candidates(run, eid, xs, ys):
 
 
 def _master(num_e, cap_s, pair, ptr, edges, num_pairs):
-    """The master LP over the free pairs' paths (``cost, matrix, lower, upper``, the indices
-    of the free paths and the fixed pairs' link load)."""
+    """The master LP over the free pairs' paths: ``cost, matrix, lower, upper`` and the
+    indices of the free paths (the fixed pairs' load is in the capacity rows' bounds)."""
     hops = np.diff(ptr)
     count = np.bincount(pair, minlength=num_pairs)
     free = np.flatnonzero(count[pair] > 1)
@@ -124,23 +124,16 @@ def _master(num_e, cap_s, pair, ptr, edges, num_pairs):
     upper = np.concatenate([-fixed_load, np.ones(num_f)])
     cost = np.zeros(num_p + 1)
     cost[-1] = 1.0
-    return cost, matrix, lower, upper, free, fixed_load
+    return cost, matrix, lower, upper, free
 
 
 def _shares(pair, free, x, num_pairs):
     """Per path, its share of its pair (fixed pairs' single paths: 1)."""
     share = np.ones(pair.size)
     g = np.maximum(x[:-1], 0.0)
-    total = np.bincount(pair[free], weights=g, minlength=num_pairs)
-    share[free] = np.where(total[pair[free]] > 0, g / np.where(total[pair[free]] > 0,
-                                                              total[pair[free]], 1.0), 0.0)
+    total = np.bincount(pair[free], weights=g, minlength=num_pairs)[pair[free]]
+    share[free] = np.divide(g, total, out=np.zeros_like(g), where=total > 0)
     return share
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputTypeError(f"{name} must be a whole number >= 1, got {value!r}")
-    return int(value)
 
 
 def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAULT_STEPS,
@@ -186,9 +179,9 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         certificate's).
     """
     _check(topology)
-    mwu_steps = _positive_int("mwu_steps", mwu_steps)
-    keep = _positive_int("keep", keep)
-    max_rounds = _positive_int("max_rounds", max_rounds)
+    mwu_steps = whole_number("mwu_steps", mwu_steps)
+    keep = whole_number("keep", keep)
+    max_rounds = whole_number("max_rounds", max_rounds)
     n = topology.num_nodes
     psrc, pdst, cap, _ = topology.pairs
     num_e = psrc.size
@@ -222,8 +215,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         if left is not None and left <= 0:
             out_of_time = True
             break
-        cost, matrix, lower, upper, free, fixed_load = _master(num_e, cap_s, pair, ptr, edges,
-                                                               num_pairs)
+        cost, matrix, lower, upper, free = _master(num_e, cap_s, pair, ptr, edges, num_pairs)
         sol = solve_lp(cost, matrix, lower, upper, maximize=False, solver=solver,
                        crossover=crossover, time_limit=left, threads=threads)
         solve_seconds += sol.seconds

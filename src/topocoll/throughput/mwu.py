@@ -76,6 +76,14 @@ def tree_loads(pred, eid, num_links):
                        minlength=num_links)
 
 
+def whole_number(name, value):
+    """``value`` as an int if it is a whole number >= 1, else an :class:`InputTypeError`
+    naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputTypeError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
 def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, progress=None):
     """Near-optimal dual lengths of the all-to-all LP and the trees they route on.
 
@@ -97,9 +105,7 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, progress=None
     -------
     MwuRun
     """
-    for name, value in (("steps", steps), ("keep", keep)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise InputTypeError(f"{name} must be a whole number >= 1, got {value!r}")
+    steps, keep = whole_number("steps", steps), whole_number("keep", keep)
     if not 0 < float(eps) <= 1:
         raise InputTypeError(f"eps must be in (0, 1], got {eps!r}")
     psrc, pdst, cap, _ = topology.pairs
@@ -109,7 +115,7 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, progress=None
     lengths = 1.0 / c
     best, best_lengths = np.inf, lengths
     trees = []
-    for step in range(int(steps)):
+    for step in range(steps):
         graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
         dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
         bound = float(c @ lengths) / float(dist.sum())
@@ -126,5 +132,5 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, progress=None
     graph = sp.csr_matrix((best_lengths, (psrc, pdst)), shape=(n, n))
     _, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
     trees.append(pred.astype(np.int32))
-    return MwuRun(lengths=best_lengths, bound=best * float(cap.max()), steps=int(steps),
+    return MwuRun(lengths=best_lengths, bound=best * float(cap.max()), steps=steps,
                   trees=trees)
