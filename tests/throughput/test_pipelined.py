@@ -143,3 +143,27 @@ def test_schedule_command_makes_it_by_default(tmp_path):
     few = CliRunner().invoke(cli, ["schedule", "torus:4x4", "-c", "alltoall", "-O", "rounds=3",
                                    "-o", str(out)])
     assert few.exit_code == 0 and load_schedule(str(out)).meta["rounds"] == 3
+
+
+@pytest.mark.parametrize("size", [2**24, 2**30, 2**34])
+def test_size_caps_the_rounds_by_link_latency(size):
+    # every link pays one latency per piece it carries: with the size given, the pieces on the
+    # busiest link cost at most ramp of the LP time, and one more round would cost more
+    t = topology("torus:4x4", latency=1e-5)
+    res = path_throughput(t, bounds=False)
+    free = pipelined_alltoall_schedule(res, t, ramp=0.01)
+    s = pipelined_alltoall_schedule(res, t, ramp=0.01, size=size)
+    assert verify(s).valid
+    tr = s.transfers
+    per_link = np.bincount(tr["src"].astype(np.int64) * 16 + tr["dst"], minlength=256)
+    budget = 0.01 * lp_time(t, res, size)
+    hops = np.zeros(256)
+    for p in range(len(res.paths)):
+        nodes = [int(res.paths.src[p])] + [int(t.pairs[1][e]) for e in
+                                           res.paths.edges[res.paths.ptr[p]:res.paths.ptr[p + 1]]]
+        for u, v in zip(nodes, nodes[1:]):
+            hops[u * 16 + v] += 1
+    r = s.meta["rounds"]
+    assert per_link.max() * 1e-5 <= budget or r == 1
+    assert r == min(free.meta["rounds"], max(1, int(budget / (hops.max() * 1e-5))))
+    assert s.meta["latency_rounds"] == max(1, int(budget / (hops.max() * 1e-5)))

@@ -33,7 +33,9 @@ __all__ = ["schedule", "verify", "evaluate"]
               "every transfer moves whole chunks (reports the loss against the fractional "
               "optimum).")
 @click.option("--size", callback=_unit(units.parse_size, "--size"), help="bfb: buffer size M; "
-              "balance latency + load per link for this size (heterogeneous links).")
+              "balance latency + load per link for this size (heterogeneous links). lp "
+              "(alltoall): at most as many rounds as keep link latencies within 5% of the LP "
+              "time at this size.")
 @click.option("--workers", type=click.IntRange(1), help="bfb: processes for the load-balancing "
               "problems (default: every core).")
 @click.option("--no-symmetry", is_flag=True, help="bfb: solve every node's problems even on "
@@ -145,8 +147,10 @@ def _pipelined_alltoall(t, collective, options, update):
     if _collective(collective).name != "alltoall":
         raise _Fail(f"algorithm lp makes alltoall, not {collective}")
     rounds = options.pop("rounds", None)
+    size = options.pop("size", None)
     if options:
-        raise _Fail(f"algorithm lp takes the option rounds, not {', '.join(options)}")
+        raise _Fail(f"algorithm lp takes the options rounds and size, not "
+                    f"{', '.join(options)}")
     try:
         rounds = None if rounds is None else int(rounds)
     except ValueError:
@@ -156,7 +160,7 @@ def _pipelined_alltoall(t, collective, options, update):
     if not res.success:
         raise _Fail(f"{t.name}: {res.message}")
     update("pipelining the routes", 0, None)
-    return pipelined_alltoall_schedule(res, t, rounds=rounds)
+    return pipelined_alltoall_schedule(res, t, rounds=rounds, size=size)
 
 
 def _format_invalid(message, as_json):

@@ -257,8 +257,18 @@ def _fewest_rounds(load, ramp, most):
     return high
 
 
+def _latency_rounds(edge, topology, lp_time, ramp):
+    """The most rounds whose summed link latencies stay within ``ramp`` of ``lp_time``: a link
+    crossed by ``n`` path hops pays ``n`` latencies a round (at least one round)."""
+    per_round = np.bincount(edge, minlength=topology.pairs[3].size) * topology.pairs[3]
+    worst = float(per_round.max())
+    if not worst > 0:
+        return np.iinfo(np.int64).max
+    return max(1, int(ramp * lp_time / worst))
+
+
 def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, balance=True,
-                                max_transfers=4_000_000, batch=256):
+                                max_transfers=4_000_000, size=None, batch=256):
     """An ``alltoall`` schedule that pipelines the path LP's routes to near the LP's time.
 
     Every path's byte range (its share of its pair's shard) is cut into ``rounds`` equal
@@ -277,13 +287,17 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, bal
     per-step link loads, before any transfer is made) is within ``1 + ramp`` of the LP time,
     at most ``ceil((L - 1) / ramp)`` (where the bound alone guarantees it), and at most as many
     as keep the schedule within ``max_transfers`` transfers (it has ``rounds`` x the links of
-    all paths; ``None``: no limit; at least one round). The link model, where a link moves on
+    all paths; ``None``: no limit; at least one round). Given the buffer ``size`` M, also at most
+    as many as keep the links' latencies within ``ramp`` of the LP time: a link that carries
+    ``n`` pieces per round pays ``rounds * n`` latencies (a 242-node Slim Fly at 16 GiB per
+    node: 33 rounds cost 11% in latency and ran 1.127x the LP time, 14 rounds 1.09x). The link
+    model, where a link moves on
     as soon as its data is there instead of waiting for the step's busiest link, runs well
     below the step-model time: within 1-2% of the LP time with a few balanced rounds
     (docs/alltoall.md).
 
     ``meta`` records ``lambda``, ``rounds``, ``balanced``, ``ramp``, ``max_hops``, ``longest_path``,
-    ``T_B_over_routes`` (the step-model time over the routes' own time, ``1/lambda`` for the
+    ``latency_rounds`` (the cap from ``size``, or None), ``T_B_over_routes`` (the step-model time over the routes' own time, ``1/lambda`` for the
     LP's routes) and ``lp_time_per_byte``.
 
     >>> from topocoll.topology import topology
@@ -313,6 +327,10 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, bal
         most = max(1, min(most, int(max_transfers) // int(hops.sum())))
     if rounds is not None and int(rounds) < 1:
         raise UnsupportedError(f"rounds must be at least 1, got {rounds}")
+    latency_rounds = None
+    if size is not None:
+        latency_rounds = _latency_rounds(edge, topology, size / (n * result.lam), float(ramp))
+        most = min(most, latency_rounds)
     # per candidate (start at once, balanced offsets): its rounds and step-model time; with
     # rounds given the faster wins, else the one with fewer rounds (then the faster), so
     # balancing never makes a schedule slower or bigger
@@ -357,7 +375,7 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, bal
                                hi[keep])
     meta = {"lambda": result.lam, "rounds": rounds, "balanced": bool(balanced), "ramp": float(ramp),
             "max_hops": result.max_hops, "longest_path": longest,
-            "T_B_over_routes": ratio,
+            "latency_rounds": latency_rounds, "T_B_over_routes": ratio,
             "lp_time_per_byte": 1.0 / (n * result.lam) if result.lam > 0 else None,
             "note": "pipelined all-to-all from the path LP: piece r of path p crosses its hop "
                     "h at step o_p + r + h + 1"}
