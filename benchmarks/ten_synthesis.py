@@ -5,6 +5,11 @@ Times are the independent link-model simulation of the synthesized, verified sch
 "synth s" is wall time of the greedy plus building the schedule (median over seeds); "cpu s"
 the process CPU time of the same (the machine is shared, so wall time is noisy).
 
+The second table runs the default ``synthesize`` (restarts and all) on meshes and tori with
+mixed link speeds beside the chunk-model lower bound; "previous us" is the anchor of the
+default before late binding (one greedy run, median of seeds 0-2; 15008 us on the 6x6
+mesh of the issue).
+
     .venv/bin/python benchmarks/ten_synthesis.py [--runs 3] [--quick]
 """
 
@@ -17,8 +22,9 @@ import numpy as np
 from topocoll.schedule import verify
 from topocoll.schedule.linkmodel import simulate
 from topocoll.synth.ten.greedy import greedy_events
-from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, ten_problem
+from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, synthesize, ten_problem
 from topocoll.topology import topology
+from topocoll.topology.families.lattice import with_dimension_bandwidth
 
 GIB = 2 ** 30
 
@@ -64,8 +70,78 @@ def main():
               f"{statistics.median(r['synth'] for r in res):>9.2f}"
               f"{statistics.median(r['cpu'] for r in res):>7.2f}"
               f"{anchor_s if anchor_s else '-':>9}  {all(r['valid'] for r in res)}", flush=True)
-    # heterogeneous meshes: our verified time beside the chunk-model lower bound
-    print("\nheterogeneous meshes (link bandwidth 25/50/100 GiB/s at random, 0.5 us):")
+    mixed_table(args.runs)
+    random_table(args.runs)
+
+
+def _dims(spec, gib_per_s):
+    """``spec`` with one bandwidth per dimension (GiB/s, first dimension first), 0.5 us."""
+    base = topology(spec, latency="0.5us")
+    return with_dimension_bandwidth(base, [g * GIB for g in gib_per_s])
+
+
+def _cables(spec, choices, seed):
+    """``spec`` with every cable (both directions) at a random one of ``choices`` GiB/s."""
+    base = topology(spec, latency="0.5us")
+    n = base.num_nodes
+    key = np.minimum(base.src, base.dst) * n + np.maximum(base.src, base.dst)
+    _, cable = np.unique(key, return_inverse=True)
+    bw = np.random.default_rng(seed).choice(choices, size=cable.max() + 1)[cable] * GIB
+    return base.with_links(bandwidth=bw)
+
+
+# case, topology maker, anchor: the previous default (one greedy run, median of seeds 0-2), us
+MIXED = [
+    ("mesh 6x6 rows 50, columns 25", lambda: _dims("mesh:6x6", (25, 50)), 15008.0),
+    ("mesh 4x4 2:1", lambda: _dims("mesh:4x4", (50, 25)), 16254.0),
+    ("mesh 8x8 2:1", lambda: _dims("mesh:8x8", (50, 25)), 13146.0),
+    ("mesh 6x6 4:1", lambda: _dims("mesh:6x6", (25, 100)), 14458.4),
+    ("mesh 8x8 4:1", lambda: _dims("mesh:8x8", (100, 25)), 12514.5),
+    ("torus 4x4 2:1", lambda: _dims("torus:4x4", (50, 25)), 10003.0),
+    ("torus 6x6 2:1", lambda: _dims("torus:6x6", (50, 25)), 7783.8),
+    ("torus 8x8 2:1", lambda: _dims("torus:8x8", (50, 25)), 6885.5),
+    ("torus 4x8 2:1", lambda: _dims("torus:4x8", (50, 25)), 10630.0),
+    ("torus 4x4 4:1", lambda: _dims("torus:4x4", (100, 25)), 10002.0),
+    ("torus 8x8 4:1", lambda: _dims("torus:8x8", (100, 25)), 6886.5),
+    ("torus 8x4 4:1", lambda: _dims("torus:8x4", (100, 25)), 6255.5),
+    ("torus 6x6 4:1", lambda: _dims("torus:6x6", (100, 25)), 7782.8),
+    ("torus 4x4x4 2:2:1", lambda: _dims("torus:4x4x4", (50, 50, 25)), 4380.5),
+    ("torus 4x4x4 2:1:1", lambda: _dims("torus:4x4x4", (50, 25, 25)), 5631.5),
+    ("mesh 8x8 cables 25/50", lambda: _cables("mesh:8x8", (25, 50), 1), 20019.5),
+    ("mesh 8x8 cables 25/100", lambda: _cables("mesh:8x8", (25, 100), 2), 13771.5),
+    ("mesh 5x5 cables 25/50/100", lambda: _cables("mesh:5x5", (25, 50, 100), 1), 14809.5),
+    ("torus 8x8 cables 25/50/100", lambda: _cables("torus:8x8", (25, 50, 100), 3), 8137.5),
+]
+
+
+def mixed_table(runs):
+    """The default ``synthesize`` on mixed link speeds: all-gather of 1 GiB, one chunk."""
+    print("\nmixed link speeds, default synthesize (0.5 us, 1 GiB all-gather, one chunk; "
+          "'2:1' = first dimension 2x faster; seconds: median wall time of the call):")
+    print(f"{'case':<28}{'ours us':>11}{'bound us':>11}{'ratio':>8}{'seconds':>9}{'runs':>6}"
+          f"{'previous us':>13}{'ours/prev':>10}  verified")
+    for name, make, anchor in MIXED:
+        topo = make()
+        res = []
+        for seed in range(runs):
+            t0 = time.perf_counter()
+            s = synthesize(topo, "allgather", size=GIB, seed=seed)
+            wall = time.perf_counter() - t0
+            res.append((simulate(s, GIB).time * 1e6, s.meta["chunk_lower_bound"] * 1e6, wall,
+                        len(s.meta["restart_makespans"]), verify(s).valid))
+        med = statistics.median(r[0] for r in res)
+        bound = res[0][1]
+        prev = f"{anchor:.1f}"
+        print(f"{name:<28}{med:>11.1f}{bound:>11.1f}{med / bound:>8.3f}"
+              f"{statistics.median(r[2] for r in res):>9.2f}"
+              f"{statistics.median(r[3] for r in res):>6.0f}{prev:>13}{med / anchor:>10.3f}  "
+              f"{all(r[4] for r in res)}", flush=True)
+
+
+def random_table(runs):
+    """One greedy run per seed on meshes with random link bandwidths (each direction)."""
+    print("\nheterogeneous meshes, one greedy run (link bandwidth 25/50/100 GiB/s at random, "
+          "0.5 us):")
     print(f"{'case':<26}{'ours us':>11}{'bound us':>11}{'ratio':>8}{'spread us':>20}  verified")
     for spec in ("mesh:5x5", "mesh:8x8"):
         for chunks in (1, 4):
@@ -74,7 +150,7 @@ def main():
             bw = rng.choice([25, 50, 100], size=base.num_links) * GIB
             topo = base.with_links(bandwidth=bw, latency=0.5e-6, name=f"{spec}-hetero")
             res = []
-            for seed in range(args.runs):
+            for seed in range(runs):
                 p = ten_problem(topo, "allgather", size=GIB, chunks=chunks)
                 r = greedy_events(*p.arrays(), seed=seed)
                 s = events_to_schedule(p, r.events)

@@ -13,6 +13,7 @@ from ..schedule.linkmodel import simulate as _link_model, simulate_many
 from ..schedule.timeline import plot_timeline
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..synth.ten.tenants import synthesize_tenants
+from ..topology.families.lattice import with_dimension_bandwidth
 from ..units import format_size, format_time
 from .common import EXIT_INVALID, _check_output, _check_output_folder, _check_plot, _Fail, \
     _load_topology, _on_stdout, _out, _print_json, _progress, _topo_options, _unit
@@ -42,10 +43,12 @@ def _check(schedule, no_verify):
               help="Chunks per shard.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0),
               help="Seed of the greedy's tie-breaking (same seed, same schedule).")
-@click.option("--restarts", default=1, show_default=True, type=click.IntRange(1),
-              help="Greedy: keep the best of this many seeded runs.")
+@click.option("--restarts", type=click.IntRange(1),
+              help="Greedy: keep the best of at most this many seeded runs (they stop at the "
+                   "lower bound; default: 1 on uniform links, up to 16 on mixed link speeds).")
 @click.option("--workers", type=click.IntRange(1),
-              help="Processes for the restarts (default: one per core).")
+              help="Processes for the restarts (default: one per core; one when --restarts "
+                   "is not given).")
 @click.option("--unwind-degree", type=click.IntRange(1),
               help="Switch unwinding degree k (default: every endpoint to every other).")
 @click.option("--fail-links", help="Failed cables to remove first, e.g. '0-1,2-3' ('0>1': one "
@@ -64,13 +67,16 @@ def _check(schedule, no_verify):
 @click.option("--size", default=units.format_size(defaults.SYNTHESIS_SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
 @_topo_options
+@click.option("--dim-bandwidth", help="Mesh or torus: one link bandwidth per dimension, first "
+              "dimension first, e.g. 25GiB/s,50GiB/s on mesh:6x6 (links within a row 50 GiB/s, "
+              "between rows 25 GiB/s).")
 @click.option("-o", "--output", help="Schedule file ('-' for stdout); with several tenants a "
               "folder that gets one file per tenant.")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwind_degree,
           fail_links, fail_nodes, time_limit, node_limit, max_solves, window, time_step, size, link_bandwidth,
-          node_bandwidth, alpha, output, no_verify, as_json):
+          node_bandwidth, alpha, dim_bandwidth, output, no_verify, as_json):
     """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
     ilp_only = [flag for flag, value in (("--time-limit", time_limit), ("--node-limit", node_limit),
                                          ("--max-solves", max_solves), ("--window", window))
@@ -84,6 +90,10 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, unwi
         _check_output_folder(output, command="synth with several tenants")
     to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    if dim_bandwidth is not None:
+        if link_bandwidth is not None or node_bandwidth is not None:
+            raise _Fail("give --dim-bandwidth or --link-bandwidth/--node-bandwidth, not both")
+        t = with_dimension_bandwidth(t, [b.strip() for b in dim_bandwidth.split(",")])
     common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
                   fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
     if len(collectives) > 1:

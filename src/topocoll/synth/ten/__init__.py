@@ -3,6 +3,7 @@
 * :mod:`.synthesis` -- the TEN model (chunks, pre/postconditions, discretized links, the chunk
   lower bound) and :func:`synthesize`, the entry point;
 * :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links;
+* :mod:`.latebind` -- the greedy on links of mixed speeds (late binding, arrival estimates);
 * :mod:`.ilp` -- the ILP on HiGHS (horizon search, early termination, time clustering);
 * :mod:`.tenants` -- several collectives sharing one network.
 """

@@ -15,7 +15,8 @@ Two kinds of chunks are matched, slot after slot, until the postcondition holds:
   chunks that few of the receiver's in-neighbours hold (only this sender can deliver them soon),
   then a seeded random choice. Node state is a bitset of ``uint64`` words, and every free link
   of a slot is processed at once: the links into one node are served in rounds (shortest link
-  first), one link per node per round.
+  first), one link per node per round. On links of mixed speeds the slower links bind late
+  and chunks are chosen by when another copy could arrive (:mod:`.latebind`).
 * *routed* chunks (wanted by one node: scatter, gather, alltoall) travel as one copy along links
   that strictly shorten their remaining (TEN-weighted) distance; chunks with the longest way to
   go are matched first, and each slot's link-chunk pairs form a greedy matching.
@@ -36,8 +37,14 @@ import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
 from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from .latebind import LateLinks, unpack_bits
 
-__all__ = ["greedy_events", "GreedyResult", "EVENT_DTYPE", "check_ten_problem"]
+__all__ = ["greedy_events", "GreedyResult", "EVENT_DTYPE", "check_ten_problem", "RULES"]
+
+#: How a link that binds its chunk at the start chooses it on links of mixed speeds: "tiers"
+#: (chunks few of the receiver's in-neighbours hold first) or "latest" (the chunk whose nearest
+#: other copy would arrive last first). Uniform links always use "tiers".
+RULES = ("tiers", "latest")
 
 #: One matched TEN link-chunk pair: ``chunk`` sent on ``link`` starting at slot ``start``.
 EVENT_DTYPE = np.dtype([("chunk", "<i8"), ("link", "<i8"), ("start", "<i8")])
@@ -136,7 +143,8 @@ def _pick_bits(rows, rng, num_bits):
 class _Flood:
     """Bitset state of the flooding chunks."""
 
-    def __init__(self, chunks, pre, post, num_nodes, in_nbrs, in_links, rng):
+    def __init__(self, chunks, pre, post, num_nodes, in_nbrs, in_links, rng, late=None,
+                 rule="tiers"):
         self.chunks = chunks                     # original ids, position = internal bit id
         k = chunks.size
         self.k = k
@@ -149,6 +157,8 @@ class _Flood:
         self._set(self.held, pre[chunks].T)
         self._set(self.want, post[chunks].T)
         self.rng = rng
+        self.late = late                         # LateLinks on mixed link speeds, else None
+        self.rule = rule
 
     @staticmethod
     def _set(bits, mask):
@@ -173,7 +183,47 @@ class _Flood:
             return none
         active, tab, ok = active[keep], tab[keep], ok[keep]
         need = need[active]
-        # exclusivity tiers: chunks held by exactly one / two in-neighbours of the receiver
+        # passes: every waiting link picks a chunk; where links into one receiver picked the
+        # same chunk, the shortest link (else a random one) keeps it, the others pick again
+        prio = np.where(ok, np.r_[link_steps, 0][tab] + self.rng.random(tab.shape), np.inf)
+        row, col = np.nonzero(ok)
+        l_all = tab[row, col]
+        pr = prio[row, col]
+        protect = None
+        late = self.late
+        if late is not None:
+            slow = link_steps[l_all] >= late.late_from
+            offer = held[link_src[l_all[slow]]]
+            has = (offer & need[row[slow]]).any(axis=1)
+            late_links = l_all[slow][has]
+            late.start(late_links, t, offer[has])
+            row, l_all, pr = row[~slow], l_all[~slow], pr[~slow]
+            protect = late.protected(active, need, link_dst)
+        if late is not None and late.estimates and self.rule == "latest":
+            cand = unpack_bits(held[link_src[l_all]] & need[row], self.k)
+            i, b = late.pick(t, l_all, row, cand, pr, link_src, link_dst,
+                             unpack_bits(protect[row], self.k))
+            used = [(row[i], l_all[i], b)] if i.size else []
+        else:
+            used = self._assign(row, l_all, pr, held[link_src[l_all]], need,
+                                *self._tiers(active), protect)
+        links = []
+        for r, l, b in used:
+            word, mask = b >> 6, _ONE << (b & 63).astype(np.uint64)
+            v = link_dst[l]
+            np.bitwise_or.at(self.pending, (v, word), mask)
+            if late is not None:
+                late.holds(b, v, t + link_steps[l])
+            out.append((self.chunks[b], l, np.full(l.size, t, dtype=np.int64),
+                        t + link_steps[l], v, b, np.zeros(l.size, dtype=bool)))
+            links.append(l)
+        if late is not None:
+            links.append(late_links)
+        return np.concatenate(links) if links else none
+
+    def _tiers(self, active):
+        """Chunks held by exactly one / two in-neighbours of each receiver in ``active``."""
+        held = self.held
         nb = self.in_nbrs[active]
         nb = np.where(nb < 0, held.shape[0] - 1, nb)
         a1 = held[nb[:, 0]]
@@ -184,25 +234,25 @@ class _Flood:
             a3 |= a2 & x
             a2 |= a1 & x
             a1 |= x
-        tier1 = a1 & ~a2
-        tier2 = a2 & ~a3
-        # passes: every waiting link picks a chunk; where links into one receiver picked the
-        # same chunk, the shortest link (else a random one) keeps it, the others pick again
-        prio = np.where(ok, np.r_[link_steps, 0][tab] + self.rng.random(tab.shape), np.inf)
-        row, col = np.nonzero(ok)
-        l_all = tab[row, col]
-        pr = prio[row, col]
+        return a1 & ~a2, a2 & ~a3
+
+    def _assign(self, row, l_all, pr, offer, need, tier1, tier2, protect=None):
+        """Exclusivity-tier passes: each link picks a chunk of ``offer`` its receiver (row of
+        ``need``, cleared as chunks are taken) needs; ``protect``: chunks to take last.
+        Returns ``[(rows, links, chunks)]``."""
         used = []
         while row.size:
-            l = l_all
-            c = held[link_src[l]] & need[row]
+            c = offer & need[row]
+            if protect is not None:
+                free = c & ~protect[row]
+                c = np.where(free.any(axis=1)[:, None], free, c)
             t1 = c & tier1[row]
             t2 = c & tier2[row]
             pick = np.where(t1.any(axis=1)[:, None], t1,
                             np.where(t2.any(axis=1)[:, None], t2, c))
             bit = _pick_bits(pick, self.rng, self.k)
             go = bit >= 0
-            row, l_all, pr, bit = row[go], l_all[go], pr[go], bit[go]
+            row, l_all, pr, bit, offer = row[go], l_all[go], pr[go], bit[go], offer[go]
             if row.size == 0:
                 break
             key = row * self.k + bit
@@ -213,13 +263,36 @@ class _Flood:
             r, l, b = row[win], l_all[win], bit[win]
             word, mask = b >> 6, _ONE << (b & 63).astype(np.uint64)
             np.bitwise_and.at(need, (r, word), ~mask)    # a receiver may take two bits of
-            v = link_dst[l]                               # one word in one pass
-            np.bitwise_or.at(self.pending, (v, word), mask)
-            out.append((self.chunks[b], l, np.full(l.size, t, dtype=np.int64),
-                        t + link_steps[l], v, b, np.zeros(l.size, dtype=bool)))
-            used.append(l)
-            row, l_all, pr = row[~win], l_all[~win], pr[~win]
-        return np.concatenate(used) if used else none
+            used.append((r, l, b))                        # one word in one pass
+            row, l_all, pr, offer = row[~win], l_all[~win], pr[~win], offer[~win]
+        return used
+
+    def bind(self, t, link_src, link_dst, link_steps):
+        """Give the late transfers arriving at slot ``t`` their chunks; returns the sends
+        ``[(chunks, links, starts, arrivals)]`` (a transfer with nothing left to carry is
+        dropped)."""
+        due = self.late.due(t, link_steps)
+        if due is None:
+            return []
+        links, starts, offer = due
+        v = link_dst[links]
+        pr = self.rng.random(links.size)
+        if self.late.estimates:
+            need = self.want[v] & ~self.held[v] & ~self.pending[v]
+            cand = unpack_bits(offer & need, self.k)
+            i, b = self.late.pick(t, links, v, cand, pr, link_src, link_dst)
+        else:
+            active, row = np.unique(v, return_inverse=True)
+            need = self.want[active] & ~self.held[active] & ~self.pending[active]
+            used = self._assign(row, np.arange(links.size), pr, offer, need,
+                                *self._tiers(active))
+            if not used:
+                return []
+            i, b = (np.concatenate(x) for x in list(zip(*used))[1:])
+        l = links[i]
+        self.arrive(link_dst[l], b)
+        self.late.holds(b, link_dst[l], t)
+        return [(self.chunks[b], l, starts[i], np.full(l.size, t, dtype=np.int64))]
 
     def arrive(self, v, bit):
         word, mask = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
@@ -309,7 +382,7 @@ def _in_table(num_nodes, dst, values):
 
 
 def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=0,
-                  blocked=None, progress=None):
+                  blocked=None, rule="tiers", progress=None):
     """Synthesize a schedule on the TEN by greedy link-chunk matching.
 
     Parameters
@@ -326,6 +399,9 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
     blocked : bool array (L, H), optional
         ``blocked[l, s]``: link ``l`` is taken at slot ``s`` by someone else (multi-tenant
         synthesis); a send may only start where its whole duration is free.
+    rule : {"tiers", "latest"}
+        How links that pick their chunk when they start choose it on links of mixed speeds
+        (:data:`RULES`); ignored on uniform links.
     progress : callable, optional
         ``progress(done, total)`` in delivered chunk copies.
 
@@ -340,6 +416,8 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
     """
     n, src, dst, steps, pre, post = check_ten_problem(num_nodes, link_src, link_dst,
                                                       link_steps, pre, post)
+    if rule not in RULES:
+        raise UnsupportedError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
     rng = np.random.default_rng(seed)
     todo = post & ~pre
     single = post.sum(axis=1) == 1
@@ -349,9 +427,11 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
     flood = routed = None
     if flood_ids.size:
         pairs = np.unique(dst * n + src)
-        flood = _Flood(rng.permutation(flood_ids), pre, post, n,
-                       _in_table(n, pairs // n, pairs % n),
-                       _in_table(n, dst, np.arange(src.size)), rng)
+        chunks = rng.permutation(flood_ids)
+        mixed = steps.size and steps.min() != steps.max()
+        late = LateLinks(pre[chunks], src, dst, steps, rng) if mixed else None
+        flood = _Flood(chunks, pre, post, n, _in_table(n, pairs // n, pairs % n),
+                       _in_table(n, dst, np.arange(src.size)), rng, late, rule)
     if routed_ids.size:
         routed = _Routed(routed_ids, pre, post, n, src, dst, steps, rng)
     parts = [p for p in (flood, routed) if p is not None]
@@ -376,6 +456,8 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
     while remaining:
         for kind, v, ident in arrivals.pop(t, ()):
             (routed if kind else flood).arrive(v, ident)
+        if flood is not None and flood.late is not None:
+            sends += flood.bind(t, src, dst, steps)
         free = busy <= t
         if can_start is not None and t < can_start.shape[1]:
             free &= can_start[:, t]
@@ -399,6 +481,8 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
         if not remaining:
             break
         nxt = [s for s in arrivals if s > t]
+        if flood is not None and flood.late is not None:
+            nxt += flood.late.next_slots(steps)
         later = busy[busy > t]
         if not nxt and not out and (can_start is None or t >= can_start.shape[1]):
             raise NotStronglyConnectedError("greedy synthesis is stuck: some wanted chunk "

@@ -48,11 +48,12 @@ from ...schedule.transforms import concatenate, reverse
 from ...topology import topology as _topology
 from ...topology.model import Topology
 from ...units import parse_size, parse_time
-from .greedy import greedy_events
+from .cutbound import pair_cut_bound
+from .greedy import RULES, greedy_events
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
            "chunk_lower_bound", "events_to_schedule", "METHODS",
-           "TEN_COLLECTIVES"]
+           "TEN_COLLECTIVES", "auto_restarts", "mixed_links", "AUTO_RESTARTS"]
 
 #: Synthesis methods.
 METHODS = ("greedy", "ilp")
@@ -66,6 +67,14 @@ _REL_ERROR = 0.05     # auto discretization: accept a rounding error of 5% per l
 #: 32-bit in the schedule format, and a makespan spans many link transfers).
 MAX_SLOTS_PER_LINK = 2**16
 _MAX_RESOLUTION = 8
+#: The greedy's finer automatic discretization: its work grows with the transfers, not the
+#: slots, and a 5% rounding of the slow links costs up to 2% in the link model (measured on
+#: 8x8 meshes and tori with 4:1 links and 10 us latency; docs/synthesis.md).
+GREEDY_DISCRETIZATION = {"max_error": 0.01, "max_resolution": 32}
+#: Most greedy runs made by default on links of mixed speeds (each stops the search when it
+#: reaches the chunk lower bound).
+AUTO_RESTARTS = 16
+_AUTO_WORK = 2**19
 
 
 def chunk_conditions(collective, num_nodes, chunks=1, root=None):
@@ -103,11 +112,12 @@ def _check_chunks(chunks):
         raise UnsupportedError(f"chunks must be a whole number >= 1, got {chunks!r}")
 
 
-def discretize(cost, time_step=None):
+def discretize(cost, time_step=None, *, max_error=_REL_ERROR, max_resolution=_MAX_RESOLUTION):
     """TEN slots per link, ``ceil(cost / f)``, and the factor ``f`` (seconds per slot).
 
     Without ``time_step``, ``f`` is the smallest link cost divided by the least resolution
-    r = 1..8 that rounds every link up by at most 5% (uniform links: r = 1, one slot each).
+    r = 1..``max_resolution`` (default 8) that rounds every link up by at most ``max_error``
+    (default 5%), else by the r of least rounding (uniform links: r = 1, one slot each).
 
     >>> discretize(np.array([1.0, 1.0]))[0].tolist()
     [1, 1]
@@ -129,11 +139,16 @@ def discretize(cost, time_step=None):
             raise UnsupportedError(f"time_step must be positive, got {time_step!r}")
     else:
         base = float(cost.min())
-        for r in range(1, _MAX_RESOLUTION + 1):
+        best = None
+        for r in range(1, int(max_resolution) + 1):
             f = base / r
             steps = np.ceil(cost / f * (1 - 1e-12))
-            if np.all(steps * f <= cost * (1 + _REL_ERROR)):
+            err = float((steps * f / cost).max()) - 1
+            if best is None or err < best[0] - 1e-9:
+                best = (err, f)
+            if err <= max_error:
                 break
+        f = best[1]
     slots = float(cost.max()) / f
     if not slots <= MAX_SLOTS_PER_LINK:
         raise UnsupportedError(
@@ -191,8 +206,11 @@ class TenProblem:
 
 
 def ten_problem(topology, collective, *, chunks=1, size=defaults.SYNTHESIS_SIZE, root=None,
-                time_step=None):
+                time_step=None, discretization=None):
     """Build the :class:`TenProblem` of a non-combining collective.
+
+    ``discretization``: keyword arguments of :func:`discretize` (``max_error``,
+    ``max_resolution``) for the automatic time step.
 
     >>> p = ten_problem("mesh:5x5", "allgather", size="1GiB")
     >>> p.num_chunks, int(p.link_steps.max())
@@ -208,7 +226,7 @@ def ten_problem(topology, collective, *, chunks=1, size=defaults.SYNTHESIS_SIZE,
     pre, post = chunk_conditions(coll, topo.num_nodes, chunks, root)
     chunk_bytes = coll.shard_fraction(topo.num_nodes) * size / chunks
     cost = topo.latency + chunk_bytes / topo.bandwidth
-    steps, f = discretize(cost, time_step)
+    steps, f = discretize(cost, time_step, **(discretization or {}))
     return TenProblem(topo, coll, root, int(chunks), float(size), float(chunk_bytes), cost, f,
                       steps, pre, post)
 
@@ -234,8 +252,9 @@ def chunk_lower_bound(problem):
 
     The largest of: for every node, the time its in-links (out-links for what it must send)
     need to carry the chunks it must receive (send), each link carrying one chunk per chunk
-    time; and the least chunk-time path from the nearest holder of a chunk to a node that wants
-    it.
+    time; the same for every pair of adjacent nodes and the links crossing into (out of) the
+    pair (:func:`~topocoll.synth.ten.cutbound.pair_cut_bound`); and the least chunk-time path
+    from the nearest holder of a chunk to a node that wants it.
     """
     t = problem.topology
     n = t.num_nodes
@@ -245,7 +264,8 @@ def chunk_lower_bound(problem):
     # what a node must send: chunks it alone holds at the start that someone else wants
     sole = pre & (pre.sum(axis=1) == 1)[:, None] & (post & ~pre).any(axis=1)[:, None]
     send = sole.sum(axis=0)
-    bound = max(_stream_bound(t.dst, cost, recv, n), _stream_bound(t.src, cost, send, n))
+    bound = max(_stream_bound(t.dst, cost, recv, n), _stream_bound(t.src, cost, send, n),
+                pair_cut_bound(t, cost, pre, post, _stream_bound))
     if t.num_links and (post & ~pre).any():
         w = np.zeros((n, n))
         order = np.argsort(-cost, kind="stable")
@@ -299,35 +319,68 @@ def _restart_seed(seed, index):
 
 
 def _greedy_job(args):
-    arrays, seed = args
-    r = greedy_events(*arrays, seed=seed)
+    arrays, seed, rule = args
+    r = greedy_events(*arrays, seed=seed, rule=rule)
     return r.makespan, r.events
 
 
-def _run_greedy(problem, seed, restarts, workers, progress):
+def mixed_links(problem):
+    """True if the problem's links take different numbers of TEN slots."""
+    steps = problem.link_steps
+    return bool(steps.size) and int(steps.min()) != int(steps.max())
+
+
+def auto_restarts(problem):
+    """Greedy runs by default: 1 on uniform links (the greedy is at the bound there on the
+    benchmarks), on mixed links up to :data:`AUTO_RESTARTS`, fewer on large problems (at least
+    2), so that chunks x links x restarts stays near ``2**19``.
+
+    >>> auto_restarts(ten_problem("torus:4x4", "allgather"))
+    1
+    """
+    if not mixed_links(problem):
+        return 1
+    work = max(1, problem.num_chunks * problem.link_steps.size)
+    return int(min(AUTO_RESTARTS, max(2, _AUTO_WORK // work)))
+
+
+def _run_greedy(problem, seed, restarts, workers, progress, target):
     arrays = problem.arrays()
+    auto = restarts is None
+    if auto:
+        restarts = auto_restarts(problem)
     seeds = [_restart_seed(seed, i) for i in range(restarts)]
+    # on mixed links the restarts alternate the two chunk-choice rules (measured: neither
+    # wins everywhere, see docs/synthesis.md)
+    rules = [RULES[i % 2] if mixed_links(problem) else "tiers" for i in range(restarts)]
     if workers is None:
-        workers = min(restarts, os.cpu_count() or 1)
+        workers = 1 if auto else min(restarts, os.cpu_count() or 1)
     results = []
     if restarts == 1 or workers <= 1:
-        for i, s in enumerate(seeds):
+        for i, (s, rule) in enumerate(zip(seeds, rules)):
             cb = progress if restarts == 1 else None
-            r = greedy_events(*arrays, seed=s, progress=cb)
+            r = greedy_events(*arrays, seed=s, rule=rule, progress=cb)
             results.append((r.makespan, r.events))
             if progress is not None and restarts > 1:
                 progress(i + 1, restarts)
+            if r.makespan <= target:           # at the lower bound: no restart can do better
+                break
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for i, res in enumerate(pool.map(_greedy_job, [(arrays, s) for s in seeds])):
+            jobs = [(arrays, s, rule) for s, rule in zip(seeds, rules)]
+            for i, res in enumerate(pool.map(_greedy_job, jobs)):
                 results.append(res)
                 if progress is not None:
                     progress(i + 1, restarts)
+        # the runs a serial search would have made (it stops at the bound)
+        hit = [i for i, r in enumerate(results) if r[0] <= target]
+        results = results[:hit[0] + 1] if hit else results
     spans = [r[0] for r in results]
     best = int(np.argmin(spans))               # first best: independent of the worker count
     return results[best][1], results[best][0], {"restart_makespans": spans,
                                                 "best_restart": best,
-                                                "best_seed": seeds[best]}
+                                                "best_seed": seeds[best],
+                                                "best_rule": rules[best]}
 
 
 def _run_ilp(problem, seed, limits, window, progress):
@@ -371,7 +424,7 @@ _clock = time.monotonic
 
 
 def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
-               root=None, seed=0, restarts=1, workers=None, unwind_degree=None,
+               root=None, seed=0, restarts=None, workers=None, unwind_degree=None,
                fail_links=None, fail_nodes=None, time_step=None, time_limit=None,
                node_limit=None, max_solves=None, window=None, progress=None):
     """Synthesize a schedule of any collective on any topology through the TEN.
@@ -393,11 +446,14 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         Root of a rooted collective (default 0).
     seed : int
         Seeds the greedy's tie-breaking; same seed, same schedule.
-    restarts : int
-        Best of this many greedy runs (seeds derived from ``seed``).
+    restarts : int, optional
+        Best of at most this many greedy runs (seeds derived from ``seed``); the runs stop
+        early when one reaches the chunk lower bound. Default :func:`auto_restarts`: one on
+        uniform links, up to :data:`AUTO_RESTARTS` on mixed links. On mixed links the runs
+        alternate the two chunk-choice rules of :data:`~topocoll.synth.ten.greedy.RULES`.
     workers : int, optional
-        Processes for the restarts (default: one per core, at most ``restarts``); the result
-        does not depend on it.
+        Processes for the restarts (default: one per core, at most ``restarts``; one when
+        ``restarts`` is automatic); the result does not depend on it.
     unwind_degree : int, optional
         Degree k of switch unwinding (default: every endpoint of a switch reaches every other).
     fail_links : str or list of (u, v), optional
@@ -422,7 +478,8 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     Schedule
         With ``meta``: ``method``, ``seed``, ``chunks``, ``size``, ``time_step``,
         ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds) and, for
-        the greedy, ``restart_makespans``.
+        the greedy, ``restarts`` (as given, None for automatic), ``restart_makespans`` (the
+        runs made), ``best_seed`` and ``best_rule``.
 
     Examples
     --------
@@ -439,9 +496,9 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         if given:
             raise UnsupportedError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
                                    "to method='ilp' only")
-    for name, value in (("restarts", restarts),):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise UnsupportedError(f"{name} must be a whole number >= 1, got {value!r}")
+    if restarts is not None and (isinstance(restarts, bool) or
+                                 not isinstance(restarts, (int, np.integer)) or restarts < 1):
+        raise UnsupportedError(f"restarts must be a whole number >= 1, got {restarts!r}")
     if workers is not None and (isinstance(workers, bool) or
                                 not isinstance(workers, (int, np.integer)) or workers < 1):
         raise UnsupportedError(f"workers must be a whole number >= 1, got {workers!r}")
@@ -503,17 +560,21 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
         meta = dict(fwd.meta)
         meta["reversed_from"] = base.name
         return out.replace(meta=meta)
-    problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step)
+    problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step,
+                          discretization=GREEDY_DISCRETIZATION if method == "greedy" else None)
+    bound = chunk_lower_bound(problem)
+    bound_slots = int(math.ceil(bound / problem.time_step - 1e-9))
     if method == "greedy":
-        events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress)
+        events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress,
+                                             bound_slots)
     else:
         events, makespan, info = _run_ilp(problem, seed, limits, window, progress)
-    bound = chunk_lower_bound(problem)
-    meta = {"method": method, "seed": int(seed), "restarts": int(restarts),
+    meta = {"method": method, "seed": int(seed),
+            "restarts": None if restarts is None else int(restarts),
             "chunks": int(chunks), "size": float(size), "time_step": problem.time_step,
             "makespan_slots": int(makespan), "ten_time": makespan * problem.time_step,
             "chunk_lower_bound": bound,
-            "chunk_lower_bound_slots": int(math.ceil(bound / problem.time_step - 1e-9)),
+            "chunk_lower_bound_slots": bound_slots,
             "discretization_error": float((problem.link_steps * problem.time_step
                                            / problem.link_cost).max() - 1.0)
             if problem.link_cost.size else 0.0,

@@ -8,12 +8,14 @@ in :func:`uniring_graph`. Tori and rings claim their translation symmetry in
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import SpecError, TopologyError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
+from ...units import parse_bandwidth
 from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
-__all__ = ["torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph"]
+__all__ = ["torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",
+           "link_dimensions", "with_dimension_bandwidth"]
 
 
 def _dims(dims, family):
@@ -199,3 +201,47 @@ def hypercube_graph(k, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     src, dst = rows_to_links(dst)
     return make_topology(name, 2**k, src, dst, bandwidth, latency,
                          {"family": "hypercube", "k": k, "symmetry": {"kind": "xor"}})
+
+
+def link_dimensions(topology):
+    """The dimension each link of a mesh or torus runs along (0 = first, most significant).
+
+    >>> t = mesh_graph([2, 3])                  # links 0 -> 3 (between rows), 0 -> 1 (in a row)
+    >>> t.dst[:2].tolist(), link_dimensions(t)[:2].tolist()
+    ([3, 1], [0, 1])
+    """
+    dims = topology.meta.get("dims")
+    if topology.meta.get("family") not in ("mesh", "torus") or not dims:
+        raise TopologyError(f"per-dimension bandwidths need a mesh or torus built from a spec, "
+                            f"got {topology.name}")
+    _, digits, _ = mixed_radix_digits(topology.num_nodes, [int(k) for k in dims])
+    differs = np.stack([d[topology.src] != d[topology.dst] for d in digits], axis=1)
+    return np.argmax(differs, axis=1)
+
+
+def with_dimension_bandwidth(topology, bandwidths):
+    """A copy of a mesh or torus whose links run at one bandwidth per dimension.
+
+    Parameters
+    ----------
+    topology : Topology
+        A mesh or torus (``meta["dims"]``), e.g. ``topology("mesh:6x6")``.
+    bandwidths : sequence of float or str
+        One bandwidth per dimension, first dimension first; in ``mesh:6x6`` node ``(a, b)`` is
+        ``6a + b``, so the second bandwidth is that of the links within a row.
+
+    Examples
+    --------
+    >>> t = with_dimension_bandwidth(mesh_graph([6, 6]), ["25GiB/s", "50GiB/s"])
+    >>> float(t.bandwidth[(t.src == 0) & (t.dst == 1)][0]) / 2**30
+    50.0
+    >>> float(t.bandwidth[(t.src == 0) & (t.dst == 6)][0]) / 2**30
+    25.0
+    """
+    dims = topology.meta.get("dims") or []
+    values = [parse_bandwidth(b) for b in bandwidths]
+    along = link_dimensions(topology)
+    if len(values) != len(dims):
+        raise TopologyError(f"{topology.name} has {len(dims)} dimensions; give one bandwidth "
+                            f"each, got {len(values)}")
+    return topology.with_links(bandwidth=np.asarray(values)[along])
