@@ -478,16 +478,21 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
             return "budget"
         return None
 
+    def room(count):
+        if max_evaluations is None:
+            return count
+        return min(count, max_evaluations - opt.evaluations)
+
     stopped = spent()
     while stopped is None:
         moved = 0
         for track in tracks:
             # small bases are cheap to draw and score: they get more draws per round
             draws = min(max(_CAYLEY_BATCH * 256 // track.skeleton.nodes, 8), 768)
-            moved += opt.cayley(track, draws)
+            moved += opt.cayley(track, room(draws))
             if (stopped := spent()):
                 break
-            moved += opt.rewire(track, _SWAP_BATCH)
+            moved += opt.rewire(track, room(_SWAP_BATCH))
             if (stopped := spent()):
                 break
         if progress:
