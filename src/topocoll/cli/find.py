@@ -51,7 +51,7 @@ __all__ = ["find"]
 @click.option("--optimize", is_flag=True,
               help="Then search for better bases of the best candidates' expansion recipes "
                    "(Cayley digraphs, degree-preserving rewiring) and keep the fastest verified "
-                   "schedule (docs/synthesis.md).")
+                   "schedule (docs/finder.md).")
 @click.option("--budget", callback=_unit(units.parse_time, "--budget"),
               help="With --optimize: search time, e.g. 300s or 5min (confirming the best "
                    "finds comes on top) [default: 2000 candidates].")

@@ -250,6 +250,9 @@ class BaseDatabase:
         """The measured entry of one catalogue item (cached)."""
         if item.spec in self._entries:
             return self._entries[item.spec]
+        if item.source == "table":          # shipped with the package: nothing to cache
+            entry = self._entries[item.spec] = measure_base(item)
+            return entry
         doc = self.cache.get("base", item.spec)
         if doc is None:
             if self.progress:

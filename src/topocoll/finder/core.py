@@ -172,7 +172,8 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
     if doc is not None:
         return [Candidate.from_dict(c) for c in doc], True
     search = search or Search(degree, store, products=products, progress=progress)
-    found = search.target(nodes)
+    with store.batch():                 # the bases it measures: one commit, not one each
+        found = search.target(nodes)
     store.put("frontier", key, [c.to_dict() for c in found])
     return found, False
 
