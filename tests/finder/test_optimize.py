@@ -61,7 +61,7 @@ def test_rewiring_keeps_degrees_connectivity_and_never_loses():
     topo = tc.topology("randomdigraph:24,3:4")
     order = np.argsort(topo.src, kind="stable")
     heads = topo.dst[order].reshape(24, 3).astype(np.int64)
-    opt = _Optimizer(Workload.single("1MiB"), 1e-5, 12.5e9, 0)
+    opt = _Optimizer(Workload.single("1MiB"), 1e-5, 12.5e9)
     track = _Track(sk, "randomdigraph:24,3:4", np.random.default_rng(3))
     cost = bfb_phases(topo.with_node_bandwidth(1.0))
     start, _ = opt.time_of(sk, cost["steps"], 0.5 * (cost["t_b_ag"] + cost["t_b_rs"]))

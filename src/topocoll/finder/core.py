@@ -348,8 +348,9 @@ def _algorithms(algorithms):
 
 
 def _optimize_into(result, store, products, progress, algorithms, budget, max_evaluations,
-                   seed, keep_schedule):
-    """Run the optimizer from the result's frontier; take its choice when it is faster."""
+                   seed):
+    """Run the optimizer from the result's frontier; take its choice when it is faster (it
+    comes with its verified schedule; otherwise the result keeps what it had)."""
     from .optimize import optimize
 
     opt = optimize(result.nodes, result.degree, result.workload, alpha=result.alpha,
@@ -361,16 +362,14 @@ def _optimize_into(result, store, products, progress, algorithms, budget, max_ev
     result.seconds["optimize"] = opt.seconds["total"]
     if not opt.improved:
         return
-    if opt.improved:
-        before = result.evaluated_time
-        result.best, result.predicted_time = opt.best, opt.predicted_time
-        result.predicted_ratio = opt.predicted_time / result.lower_bound
-        result.message = (f"optimized {opt.best.name}: evaluated "
-                          f"{format_time(opt.evaluated_time)} (predicted "
-                          f"{format_time(opt.predicted_time)}), "
-                          f"{opt.evaluated_time / result.lower_bound:.3f}x the lower bound "
-                          f"{format_time(result.lower_bound)}; the frontier's best "
-                          f"{opt.seed.name} evaluated {format_time(before)}")
+    before = result.evaluated_time
+    result.best, result.predicted_time = opt.best, opt.predicted_time
+    result.predicted_ratio = opt.predicted_time / result.lower_bound
+    result.message = (f"optimized {opt.best.name}: evaluated {format_time(opt.evaluated_time)} "
+                      f"(predicted {format_time(opt.predicted_time)}), "
+                      f"{opt.evaluated_time / result.lower_bound:.3f}x the lower bound "
+                      f"{format_time(result.lower_bound)}; the frontier's best {opt.seed.name} "
+                      f"evaluated {format_time(before)}")
     result.evaluation = opt.evaluation
     result.evaluated_time = opt.evaluated_time
     result.ratio = opt.evaluated_time / result.lower_bound
@@ -493,7 +492,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
                 "; ".join(failures)
         if optimize and result.status != Status.FAILED:
             _optimize_into(result, store, products, progress, algorithms, budget,
-                           max_evaluations, seed, keep_schedule)
+                           max_evaluations, seed)
         return result
     finally:
         if "result" in locals():

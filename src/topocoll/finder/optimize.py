@@ -231,11 +231,12 @@ class _Track:
 
 
 class _Optimizer:
-    def __init__(self, workload, alpha, bandwidth, seed):
+    """Scores bases for skeletons and makes the moves; counts the candidates it scores."""
+
+    def __init__(self, workload, alpha, bandwidth):
         self.workload = workload
         self.alpha = alpha
         self.bandwidth = bandwidth
-        self.seed = seed
         self.evaluations = 0
         self.exact = 0
 
@@ -258,6 +259,7 @@ class _Optimizer:
 
         n = skeleton.nodes
         self.evaluations += 1
+        topo = _heads_topology(n, heads)
         if transitive:
             ecc = _eccentricity0(heads)
             if ecc is None:
@@ -268,7 +270,6 @@ class _Optimizer:
             dist = None
             receivers = [0]
         else:
-            topo = _heads_topology(n, heads)
             dist = distance_matrix(topo)
             if np.any(dist < 0):
                 return None
@@ -276,7 +277,6 @@ class _Optimizer:
             if best_time is not None and bound > best_time:
                 return None
             receivers = None
-        topo = _heads_topology(n, heads)
         cost = bfb_phases(topo, receivers=receivers, dist=dist)
         self.exact += 1
         t_b = 0.5 * (cost["t_b_ag"] + cost["t_b_rs"])
@@ -452,7 +452,7 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
                                "verified to seed the optimizer")
 
     # skeletons of the best frontier candidates, and the bare target
-    opt = _Optimizer(workload, alpha, bandwidth, seed)
+    opt = _Optimizer(workload, alpha, bandwidth)
     tracks = []
     keys = set()
     picks = [candidates[i] for i in order[:max(int(seeds), 1)]]
