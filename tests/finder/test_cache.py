@@ -38,7 +38,8 @@ def test_second_run_is_a_hit_and_equal(tmp_path, monkeypatch):
 
     builds = []
     real_build = core.build_allreduce
-    monkeypatch.setattr(core, "build_allreduce", lambda c: builds.append(c) or real_build(c))
+    monkeypatch.setattr(core, "build_allreduce",
+                        lambda c, **kw: builds.append(c) or real_build(c, **kw))
     first = run(True)
     assert (tmp_path / "cache" / FILE_NAME).exists()
     assert first.status == 0 and not first.from_cache["frontier"]

@@ -22,7 +22,7 @@ def test_table_and_choice(run, tmp_path):
     r = run("--nodes", 64, "--degree", 4)
     assert r.returncode == 0, r
     assert "Pareto frontier for 64 nodes of degree 4" in r.stdout
-    for name in ("genkautz:64,4", "line(optcirculant:16) *", "optcirculant:64"):
+    for name in ("genkautz:64,4", "line(optcirculant:16) *", "dcirculant:64:1,4,13,29"):
         assert name in r.stdout
     choice = [line for line in r.stdout_lines if line.startswith("choice:")]
     assert len(choice) == 1 and "line(optcirculant:16)" in choice[0]

@@ -138,7 +138,7 @@ def test_products_are_bandwidth_optimal_and_named_as_tori(search):
     p = search.bw_best(20, 4)
     assert p.bw_optimal and p.steps == optcirculant_diameter(20)
     s = Search(3, Cache(enabled=False))
-    t = s.bw_best(50, 3)
+    t = s.bw_best(300, 3)            # above the directed circulant bases: a product
     assert t.kind == "product" and t.name.startswith("product(")
     built = build_allreduce(t)
     e = tc.evaluate(built.replace(topology=built.topology.with_node_bandwidth(1.0)), 1.0)
@@ -163,18 +163,23 @@ def test_frontier_is_pareto_and_within_limits(search):
 
 
 def test_paper_table_4(search):
-    """N = 1024, d = 4, alpha = 10 us, 100 Gbps, 1 MiB: Table 4 of Zhao et al. (four of its five
-    rows exactly, including its best, within 10% of the lower bound)."""
+    """N = 1024, d = 4, alpha = 10 us, 100 Gbps, 1 MiB: Table 4 of Zhao et al. Its first two rows
+    exactly (the best within 10% of the lower bound); each later row matched or beaten in both
+    steps and time by a frontier point (directed circulant bases: 7 and 9 steps)."""
     from topocoll.finder import Workload
 
     front = search.target(1024)
     w = Workload.single("1MiB")
     times = {c.name: c.time(w, alpha=1e-5, bandwidth=12.5e9) * 1e6 for c in front}
+    steps = {c.name: c.steps for c in front}
     assert times["genkautz:1024,4"] == pytest.approx(323.5, abs=0.05)
     assert times["line(line(line(optcirculant:16)))"] == pytest.approx(291.0, abs=0.1)
-    assert times["line(line(optcirculant:64))"] == pytest.approx(328.4, abs=0.05)
     assert min(times.values()) == times["line(line(line(optcirculant:16)))"]
-    assert 567.6 == pytest.approx(times[front[-1].name], abs=0.05) and front[-1].bw_optimal
+    assert times["line(line(dcirculant:64:1,4,13,29))"] == pytest.approx(308.4, abs=0.05)
+    assert times["line(dcirculant:256:1,39,201,250)"] == pytest.approx(347.8, abs=0.05)
+    for paper_steps, paper_time in ((8, 328.4), (11, 387.8), (20, 567.6)):
+        assert any(steps[n] <= paper_steps and times[n] <= paper_time for n in times), paper_time
+    assert front[-1].bw_optimal and front[-1].steps < 20
     bound = w.lower_bound(1024, 4, alpha=1e-5, bandwidth=12.5e9) * 1e6
     assert bound == pytest.approx(267.6, abs=0.05) and 291.0 / bound < 1.1
 

@@ -48,9 +48,21 @@ __all__ = ["find"]
 @click.option("--no-evaluate", is_flag=True,
               help="Predictions only: do not build, verify and evaluate the choice.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--optimize", is_flag=True,
+              help="Then search for better bases of the best candidates' expansion recipes "
+                   "(Cayley digraphs, degree-preserving rewiring) and keep the fastest verified "
+                   "schedule (docs/finder.md).")
+@click.option("--budget", callback=_unit(units.parse_time, "--budget"),
+              help="With --optimize: search time, e.g. 300s or 5min (confirming the best "
+                   "finds comes on top) [default: 2000 candidates].")
+@click.option("--max-evaluations", type=int,
+              help="With --optimize: candidate bases to score (deterministic for a --seed).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="With --optimize: random seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model, bucket_size,
-         outdir, compress, no_evaluate, no_cache, as_json):
+         outdir, compress, no_evaluate, no_cache, optimize, budget, max_evaluations, seed,
+         as_json):
     """The best topology and allreduce schedule for N nodes of degree d and a workload.
 
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
@@ -73,6 +85,12 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
                          command="find")
     if compress and not outdir:
         raise _Fail("--compress applies to the files written with -o")
+    if (budget is not None or max_evaluations is not None) and not optimize:
+        raise _Fail("--budget and --max-evaluations apply to --optimize")
+    if optimize and no_evaluate:
+        raise _Fail("--optimize builds and verifies schedules; it cannot go with --no-evaluate")
+    if max_evaluations is not None and max_evaluations < 0:
+        raise _Fail(f"--max-evaluations must be at least 0, got {max_evaluations}")
     if workload_model:
         from .trainsim import workload_profile
 
@@ -98,7 +116,8 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     with bar:
         result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
                        evaluate=not no_evaluate or bool(outdir), keep_schedule=bool(outdir),
-                       cache=not no_cache, progress=update)
+                       cache=not no_cache, progress=update, optimize=optimize, budget=budget,
+                       max_evaluations=max_evaluations, seed=seed)
     for note in result.warnings:
         click.echo(f"warning: {note}", err=True)
     files = {}
@@ -169,5 +188,13 @@ def _print_find(result, files):
     _out.print(line, markup=False)
     if result.status != 0 and result.evaluation is not None:   # a fallback: say from what
         _out.print(result.message, markup=False)
+    opt = result.optimization
+    if opt is not None:
+        verdict = (f"improved on {opt['seed']} ({format_time(opt['seed_time'])})"
+                   if opt["improved"] else f"kept {opt['seed']}: nothing faster was verified")
+        _out.print(f"optimizer: {opt['evaluations']} candidates ({opt['exact_evaluations']} "
+                   f"exact BFB costs) in {opt['seconds']['search']:.1f} s, stopped by "
+                   f"{opt['stopped']}; {len(opt['confirmed'])} confirmed; {verdict}",
+                   markup=False)
     if files:
         _out.print("wrote " + ", ".join(files.values()), markup=False)

@@ -6,6 +6,8 @@ Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5.4
   returns a :class:`FindResult` (``success``, ``status``, ``message``, ``frontier``, ``best``,
   ``predicted_time``, ``evaluated_time``, ``lower_bound``, ``ratio``, ``schedule``).
 * :func:`find_range`: Pareto frontiers for many N (predictions only).
+* :func:`optimize`, :class:`OptimizeResult`: better bases for the best candidates' expansion
+  recipes (Cayley digraphs, degree-preserving rewiring), confirmed by verified schedules.
 * :class:`Search`, :class:`Candidate`, :func:`pareto_frontier`, :func:`predict`: the search.
 * :class:`Workload`, :func:`bucket_layers`, :func:`load_workload`: what the allreduces are.
 * :class:`BaseDatabase`, :func:`catalogue`: the measured base topologies.
@@ -22,6 +24,7 @@ from .bases import BaseDatabase, BaseEntry, catalogue, compute_base
 from .bfbcost import bfb_cost, genkautz_cost
 from .build import build_allreduce, priced
 from .cache import ALGORITHM_VERSION, Cache, cache_dir
+from .optimize import OptimizeResult, optimize
 from .core import FindResult, as_workload, find, find_range, frontier
 from .plot import plot_frontier
 from .search import Candidate, Search, pareto_frontier, predict
@@ -31,4 +34,4 @@ __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "Searc
            "Candidate", "pareto_frontier", "predict", "Workload", "bucket_layers",
            "load_workload", "BaseDatabase", "BaseEntry", "catalogue", "compute_base", "Cache",
            "cache_dir", "ALGORITHM_VERSION", "build_allreduce", "priced", "plot_frontier",
-           "bfb_cost", "genkautz_cost"]
+           "bfb_cost", "genkautz_cost", "optimize", "OptimizeResult"]

@@ -9,12 +9,22 @@ degrees a search visits.
 The catalogue (Zhao et al. (NSDI 2025), Table 9 and appendix E; at most :data:`MAX_BASE_NODES`
 nodes): complete graphs, complete bipartite graphs K(n,n), Hamming graphs H(k,q) and hypercubes,
 bidirectional and unidirectional rings, optimal degree-4 circulants, Kautz digraphs, the
-distance-regular graphs of :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`, and small
-tori. Larger members of the bandwidth-optimal families enter the search through closed forms
-(:mod:`topocoll.finder.search`), which the tests check against these measured entries.
+distance-regular graphs of :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`, small
+tori, and three more families of Table 9:
+
+* directed circulants ``dcirculant:N:1,A2,..`` of degree 2..4 and least diameter, for every N
+  (offsets and exact BFB costs shipped in :mod:`~topocoll.finder.dctable`: all
+  bandwidth-optimal, and far fewer steps than bidirectional circulants of the same degree);
+* generalized Kautz digraphs ``genkautz:N,D`` where they are D-regular (D+1 divides N, so no
+  self-loop is dropped), costs from the shipped :mod:`~topocoll.finder.gktable`;
+* modified de Bruijn digraphs ``moddebruijn:N,D`` for N = D^k (diameter k, every degree D),
+  costs from the exact evaluator :func:`~topocoll.finder.bfbcost.bfb_cost`.
+
+Every other entry is a BFB schedule built and verified once. The Diamond and the small modified
+de Bruijn variants of Table 9 (its Figures 16 and 17) are not in the catalogue.
 
 >>> [e.spec for e in catalogue(2) if e.nodes == 6]
-['uniring:6', 'ring:6', 'kautz:2,2']
+['uniring:6', 'ring:6', 'kautz:2,2', 'dcirculant:6:1,2', 'genkautz:6,2']
 """
 
 import math
@@ -22,9 +32,11 @@ from dataclasses import asdict, dataclass
 
 from ..errors import InvalidScheduleError
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
+from .dctable import table as dctable
+from .gktable import lookup as lookup_genkautz
 
 __all__ = ["BaseEntry", "BaseDatabase", "CatalogueItem", "catalogue", "compute_base",
-           "MAX_BASE_NODES"]
+           "measure_base", "MAX_BASE_NODES"]
 
 #: Largest base computed with BFB (bigger members of the families use closed forms).
 MAX_BASE_NODES = 256
@@ -36,12 +48,17 @@ _TORUS_MAX = 64
 
 @dataclass(frozen=True)
 class CatalogueItem:
-    """A base topology known by its spec before it is built."""
+    """A base topology known by its spec before it is built.
+
+    ``source``: how its entry is measured: ``"bfb"`` (a verified BFB schedule), ``"table"``
+    (a shipped row of exact costs) or ``"cost"`` (the exact BFB cost evaluator).
+    """
 
     spec: str
     family: str
     nodes: int
     degree: int
+    source: str = "bfb"
 
 
 @dataclass(frozen=True)
@@ -81,10 +98,10 @@ def catalogue(max_degree, max_nodes=MAX_BASE_NODES):
     items = []
     seen = set()
 
-    def add(spec, family, nodes, degree):
+    def add(spec, family, nodes, degree, source="bfb"):
         if degree <= max_degree and 2 <= nodes <= max_nodes and spec not in seen:
             seen.add(spec)
-            items.append(CatalogueItem(spec, family, nodes, degree))
+            items.append(CatalogueItem(spec, family, nodes, degree, source))
 
     for n in range(2, max_degree + 2):
         add(f"complete:{n}", "complete", n, n - 1)
@@ -110,6 +127,16 @@ def catalogue(max_degree, max_nodes=MAX_BASE_NODES):
         add(f"drg:{name}", "drg", facts["nodes"], facts["degree"])
     for dims in _small_tori(max_degree):
         add("torus:" + "x".join(map(str, dims)), "torus", math.prod(dims), 2 * len(dims))
+    for (n, k), row in sorted(dctable().items()):
+        add(row["spec"], "dcirculant", n, k, "table")
+    for d in range(2, max_degree + 1):
+        for n in range(d + 1, max_nodes + 1, d + 1):
+            if lookup_genkautz(n, d) is not None:
+                add(f"genkautz:{n},{d}", "genkautz", n, d, "table")
+        k = 2
+        while d**k <= max_nodes:
+            add(f"moddebruijn:{d**k},{d}", "moddebruijn", d**k, d, "cost")
+            k += 1
     items.sort(key=lambda it: (it.nodes, it.degree))
     return items
 
@@ -163,6 +190,35 @@ def compute_base(spec, family=None):
                      transfers=schedule.num_transfers)
 
 
+def _entry_from_costs(spec, family, n, degree, steps, ag, rs):
+    bound = (n - 1) / n
+    return BaseEntry(spec=spec, family=family, nodes=n, degree=degree, steps=int(steps),
+                     t_b_rs=float(rs), t_b_ag=float(ag),
+                     bw_optimal=bool(max(rs, ag) <= bound * (1 + 1e-9)))
+
+
+def measure_base(item):
+    """The entry of one catalogue item, the way its ``source`` says (a verified BFB schedule,
+    a shipped row of exact costs, or the exact cost evaluator)."""
+    if item.source == "bfb":
+        return compute_base(item.spec, item.family)
+    if item.family == "dcirculant":
+        row = dctable()[item.nodes, item.degree]
+        return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
+                                 row["t_b_ag"], row["t_b_rs"])
+    if item.family == "genkautz":
+        row = lookup_genkautz(item.nodes, item.degree)
+        return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
+                                 row["t_b_ag"], row["t_b_rs"])
+    from ..topology.registry import topology
+    from .bfbcost import bfb_cost
+
+    topo = topology(item.spec)
+    ag, rs = bfb_cost(topo), bfb_cost(topo, transpose=True)
+    return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, ag["steps"],
+                             ag["t_b"], rs["t_b"])
+
+
 class BaseDatabase:
     """Measured bases by ``(nodes, degree)``, computed on first use and kept in ``cache``.
 
@@ -194,11 +250,14 @@ class BaseDatabase:
         """The measured entry of one catalogue item (cached)."""
         if item.spec in self._entries:
             return self._entries[item.spec]
+        if item.source == "table":          # shipped with the package: nothing to cache
+            entry = self._entries[item.spec] = measure_base(item)
+            return entry
         doc = self.cache.get("base", item.spec)
         if doc is None:
             if self.progress:
                 self.progress(f"measuring base {item.spec}", self.computed, None)
-            entry = compute_base(item.spec, item.family)
+            entry = measure_base(item)
             self.cache.put("base", item.spec, entry.to_dict())
             self.computed += 1
         else:

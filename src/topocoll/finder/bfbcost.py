@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..topology.metrics import distance_matrix, require_strongly_connected
 
-__all__ = ["bfb_cost", "genkautz_cost", "genkautz_diameter", "MAX_IN_DEGREE"]
+__all__ = ["bfb_cost", "bfb_phases", "genkautz_cost", "genkautz_diameter", "MAX_IN_DEGREE"]
 
 #: In-degree above which the 2^k subset counts get too large.
 MAX_IN_DEGREE = 10
@@ -150,6 +150,34 @@ def bfb_cost(topology, *, receivers=None, transpose=False):
     U = _hall(lambda xs: rows[xs], W, C, receivers, int(dist.max()))
     steps, t_b = _cost_from_u(U, n)
     return {"steps": steps, "t_b": t_b, "exact": exact}
+
+
+def bfb_phases(topology, *, receivers=None, dist=None):
+    """Both phases of a BFB allreduce at once: ``{"steps", "t_b_ag", "t_b_rs", "exact"}`` (the
+    allgather's T_B and the reduce-scatter's, i.e. BFB on the transpose; units of M/B), from
+    one distance matrix (``dist``, when the caller has it). ``receivers`` as in
+    :func:`bfb_cost` (on a vertex-transitive topology one receiver gives the exact cost).
+
+    >>> c = bfb_phases(__import__("topocoll").topology("kautz:2,2"))
+    >>> c["steps"], c["t_b_ag"] == c["t_b_rs"]
+    (2, True)
+    """
+    n = topology.num_nodes
+    if dist is None:
+        require_strongly_connected(topology, "the BFB cost")
+        dist = distance_matrix(topology)
+    elif np.any(dist < 0):
+        raise UnsupportedError("BFB cost: the topology is not strongly connected")
+    src, dst, cap = _unit_links(topology)
+    exact = receivers is None
+    receivers = np.arange(n) if receivers is None else np.unique(receivers)
+    steps = int(dist.max())
+    to = np.ascontiguousarray(dist.T)
+    W, C = _in_slots(n, src, dst, cap)
+    _, t_ag = _cost_from_u(_hall(lambda xs: to[xs], W, C, receivers, steps), n)
+    Wt, Ct = _in_slots(n, dst, src, cap)
+    _, t_rs = _cost_from_u(_hall(lambda xs: dist[xs], Wt, Ct, receivers, steps), n)
+    return {"steps": steps, "t_b_ag": t_ag, "t_b_rs": t_rs, "exact": exact}
 
 
 # ---------------------------------------------------------------------- generalized Kautz

@@ -1,11 +1,14 @@
 """Build a candidate: its topology and its allreduce schedule, from the recipe.
 
-Specs get BFB (:func:`topocoll.synth.bfb.bfb_allreduce`); expansions take the base's allreduce
-through :mod:`topocoll.synth.expansions` (nothing is solved again); products of different
-graphs get BFB on the product (:func:`~topocoll.topology.transforms.cartesian_product`, as
-:func:`~topocoll.synth.expansions.product_schedule` does). The result's nodes have egress
-bandwidth 1 split evenly over their links: :func:`priced` gives it the cluster's latency and
-bandwidth.
+The leaves of a recipe (a spec, an explicit digraph ``("arcs", name, n, heads)`` from the
+optimizer, or a product of specs) get their allreduce from a schedule *algorithm* of
+:data:`ALGORITHMS` (default ``"bfb"``: :func:`topocoll.synth.bfb.bfb_allreduce`); expansions
+take the leaf's allreduce through :mod:`topocoll.synth.expansions` (nothing is solved again).
+Another algorithm plugs in by one entry of :data:`ALGORITHMS`, a function ``topology ->
+allreduce Schedule`` (the topology's nodes have egress bandwidth 1 split over their links); the
+finder then evaluates every candidate with each algorithm it is asked for and keeps the fastest
+verified schedule. The result's nodes have egress bandwidth 1 split evenly over their links:
+:func:`priced` gives it the cluster's latency and bandwidth.
 
 >>> from topocoll.finder.search import Candidate
 >>> c = Candidate("line(complete:3)", 6, 2, 2, 1.0, ("line", ("spec", "complete:3")))
@@ -14,31 +17,64 @@ bandwidth.
 ('line(complete:3)', 'allreduce', 6)
 """
 
+import numpy as np
+
 from ..errors import UnsupportedError
 
-__all__ = ["build_allreduce", "priced"]
+__all__ = ["build_allreduce", "priced", "leaf_topology", "ALGORITHMS"]
 
 
-def _build(recipe, options):
-    from ..synth import expansions
+def _bfb(topology, **options):
     from ..synth.bfb import bfb_allreduce
+
+    return bfb_allreduce(topology, **options)
+
+
+#: Schedule algorithms for the leaves of a recipe, by name: ``f(topology, **options) ->
+#: allreduce Schedule`` (``options``: ``progress``, ``workers``; an algorithm may ignore them).
+ALGORITHMS = {"bfb": _bfb}
+
+
+def leaf_topology(recipe):
+    """The topology of a leaf recipe (``spec``, ``arcs`` or ``product``), every node's egress
+    bandwidth 1 split evenly over its links (how it will be priced: it matters where nodes
+    have fewer links, as in generalized Kautz digraphs)."""
+    from ..topology.model import Topology
     from ..topology.registry import topology
     from ..topology.transforms import cartesian_product
 
     kind = recipe[0]
-    # BFB balances the links as they will be priced: each node's bandwidth split evenly over
-    # its links (it matters where nodes have fewer links, as in generalized Kautz digraphs)
     if kind == "spec":
-        return bfb_allreduce(topology(recipe[1]).with_node_bandwidth(1.0), **options)
+        return topology(recipe[1]).with_node_bandwidth(1.0)
+    if kind == "arcs":
+        _, name, n, heads = recipe
+        heads = np.asarray(heads, dtype=np.int64)
+        src = np.repeat(np.arange(n, dtype=np.int64), heads.shape[1])
+        return Topology(n, src, heads.ravel(), name=name).with_node_bandwidth(1.0)
     if kind == "product":
         factors = []
         for factor in recipe[1]:
             if factor[0] != "spec":
                 raise UnsupportedError(f"product factors must be specs, got {factor!r}")
             factors.append(topology(factor[1]))
-        product = cartesian_product(*factors).with_node_bandwidth(1.0)
-        return bfb_allreduce(product, **options)
-    base = _build(recipe[1], options)
+        return cartesian_product(*factors).with_node_bandwidth(1.0)
+    raise UnsupportedError(f"{kind!r} is not a leaf recipe")
+
+
+def _algorithm(name):
+    if name not in ALGORITHMS:
+        raise UnsupportedError(f"unknown schedule algorithm {name!r}; the finder knows "
+                               f"{', '.join(ALGORITHMS)}")
+    return ALGORITHMS[name]
+
+
+def _build(recipe, options, algorithm):
+    from ..synth import expansions
+
+    kind = recipe[0]
+    if kind in ("spec", "arcs", "product"):
+        return _algorithm(algorithm)(leaf_topology(recipe), **options)
+    base = _build(recipe[1], options, algorithm)
     if kind == "line":
         return expansions.line_graph_expansion(base)
     if kind == "degree":
@@ -48,16 +84,17 @@ def _build(recipe, options):
     raise UnsupportedError(f"unknown recipe {kind!r}")
 
 
-def build_allreduce(candidate, *, progress=None, workers=None):
+def build_allreduce(candidate, *, algorithm="bfb", progress=None, workers=None):
     """The allreduce schedule of a :class:`~topocoll.finder.search.Candidate` (or a recipe
-    tuple), on its topology with default links. Not verified here (see :func:`priced`)."""
+    tuple), on its topology with default links, its leaves scheduled by ``algorithm`` (a key
+    of :data:`ALGORITHMS`). Not verified here (see :func:`priced`)."""
     recipe = getattr(candidate, "recipe", candidate)
     options = {}
     if progress is not None:
         options["progress"] = progress
     if workers is not None:
         options["workers"] = workers
-    schedule = _build(recipe, options)
+    schedule = _build(recipe, options, algorithm)
     name = getattr(candidate, "name", None)
     if name is not None and schedule.topology.name != name:
         schedule = schedule.replace(topology=schedule.topology.with_links(name=name))

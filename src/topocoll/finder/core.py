@@ -78,6 +78,7 @@ class FindResult(Result):
     evaluated_time: float | None = None
     ratio: float | None = None
     predicted_ratio: float | None = None
+    optimization: dict | None = None
     evaluation: dict | None = None
     schedule: object = field(default=None, repr=False)
     warnings: list = field(default_factory=list)
@@ -105,7 +106,7 @@ class FindResult(Result):
         return {**super().to_dict(), "nodes": self.nodes, "degree": self.degree, "alpha": self.alpha,
                 "node_bandwidth": self.node_bandwidth, "workload": self.workload.to_dict(),
                 "frontier": [self.entry(c, t) for c, t in zip(self.frontier, self.times)],
-                "best": best, "warnings": list(self.warnings),
+                "best": best, "optimization": self.optimization, "warnings": list(self.warnings),
                 "from_cache": dict(self.from_cache), "seconds": dict(self.seconds)}
 
 
@@ -161,7 +162,7 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
     from the cache when it is there. Returns ``(candidates, from_cache)``.
 
     >>> [(c.name, c.steps, round(c.t_b, 4)) for c in frontier(8, 3)[0]]
-    [('genkautz:8,3', 2, 1.125), ('hypercube:3', 3, 0.875)]
+    [('dcirculant:8:1,2,5', 2, 0.875)]
     """
     nodes = _int(nodes, "nodes", 2)
     degree = _int(degree, "degree", 1)
@@ -171,7 +172,8 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
     if doc is not None:
         return [Candidate.from_dict(c) for c in doc], True
     search = search or Search(degree, store, products=products, progress=progress)
-    found = search.target(nodes)
+    with store.batch():                 # the bases it measures: one commit, not one each
+        found = search.target(nodes)
     store.put("frontier", key, [c.to_dict() for c in found])
     return found, False
 
@@ -237,20 +239,42 @@ def _choose(candidates, workload, alpha, bandwidth):
     return times, order
 
 
-def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress):
-    """Build, verify and evaluate one candidate; the evaluation dict and the schedule."""
+def _evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, keep_schedule,
+                   progress):
+    """:func:`_evaluate` with every algorithm of ``algorithms``: the fastest evaluation (its
+    ``"algorithm"`` says which). An algorithm that fails on the candidate is skipped; if all
+    fail, the first one's error is raised."""
+    best, first_error = None, None
+    for algorithm in algorithms:
+        try:
+            got = _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress,
+                            algorithm=algorithm)
+        except (TopocollError, MemoryError) as exc:
+            first_error = first_error or exc
+            continue
+        if best is None or got[0]["time"] < best[0]["time"]:
+            best = got
+    if best is None:
+        raise first_error
+    return best
+
+
+def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress, *,
+              algorithm="bfb"):
+    """Build (leaves scheduled by ``algorithm``), verify and evaluate one candidate; the
+    evaluation dict, the schedule and the seconds spent."""
     from ..schedule.cost import evaluate
     from ..schedule.verify import verify
 
-    key = candidate.name
+    key = candidate.name if algorithm == "bfb" else f"{candidate.name}@{algorithm}"
     doc = store.get("evaluation", key)
     if doc is not None and not keep_schedule:
-        return _evaluation_from(doc, workload, alpha, bandwidth, "cache"), None, {}
+        return _evaluation_from(doc, workload, alpha, bandwidth, "cache", algorithm), None, {}
     seconds = {}
     start = time.perf_counter()
     if progress:
-        progress(f"building the allreduce on {candidate.name}", 0, None)
-    schedule = build_allreduce(candidate)
+        progress(f"building the {algorithm} allreduce on {candidate.name}", 0, None)
+    schedule = build_allreduce(candidate, algorithm=algorithm)
     schedule = priced(schedule, alpha=alpha, node_bandwidth=bandwidth)
     seconds["build"] = time.perf_counter() - start
     if progress:
@@ -278,11 +302,11 @@ def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progr
         total += w * e.time
     evaluation = {"source": "fresh", "verified": True, "steps": first.steps,
                   "transfers": schedule.num_transfers, "T_B_per_phase": doc["t_b"],
-                  "time": total, "sizes": per_size}
+                  "time": total, "sizes": per_size, "algorithm": algorithm}
     return evaluation, schedule, seconds
 
 
-def _evaluation_from(doc, workload, alpha, bandwidth, source):
+def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
     """Evaluated costs from a cached measurement: T_L = (latency steps) * alpha and T_B linear
     in M/B (exact for a network whose links all have latency alpha and whose nodes all have
     egress bandwidth B)."""
@@ -296,7 +320,61 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source):
         total += w * (t_l + t_b)
     return {"source": source, "verified": bool(doc["verified"]), "steps": doc["steps"],
             "transfers": doc["transfers"], "T_B_per_phase": doc["t_b"], "time": total,
-            "sizes": per_size}
+            "sizes": per_size, "algorithm": algorithm}
+
+
+def _cluster(nodes, degree, alpha, node_bandwidth, workload):
+    """The checked cluster and workload arguments of :func:`find` and
+    :func:`~topocoll.finder.optimize.optimize`."""
+    return (_int(nodes, "nodes", 2), _int(degree, "degree", 1), parse_time(alpha, what="alpha"),
+            parse_bandwidth(node_bandwidth, what="node bandwidth"), as_workload(workload))
+
+
+def _algorithms(algorithms):
+    from .build import ALGORITHMS
+
+    if isinstance(algorithms, str):
+        algorithms = (algorithms,)
+    try:
+        algorithms = tuple(algorithms)
+    except TypeError:
+        raise InputTypeError(f"algorithms must be a sequence of names, not {algorithms!r}") \
+            from None
+    unknown = [a for a in algorithms if a not in ALGORITHMS]
+    if unknown or not algorithms:
+        raise UnsupportedError(f"unknown schedule algorithm(s) {unknown or algorithms!r}; the "
+                               f"finder knows {', '.join(ALGORITHMS)}")
+    return algorithms
+
+
+def _optimize_into(result, store, products, progress, algorithms, budget, max_evaluations,
+                   seed):
+    """Run the optimizer from the result's frontier; take its choice when it is faster (it
+    comes with its verified schedule; otherwise the result keeps what it had)."""
+    from .optimize import optimize
+
+    opt = optimize(result.nodes, result.degree, result.workload, alpha=result.alpha,
+                   node_bandwidth=result.node_bandwidth, seed=seed, budget=budget,
+                   max_evaluations=max_evaluations, algorithms=algorithms, cache=store,
+                   products=products, progress=progress, frontier=result.frontier,
+                   keep_schedule=False)
+    result.optimization = opt.to_dict()
+    result.seconds["optimize"] = opt.seconds["total"]
+    if not opt.improved:
+        return
+    before = result.evaluated_time
+    result.best, result.predicted_time = opt.best, opt.predicted_time
+    result.predicted_ratio = opt.predicted_time / result.lower_bound
+    result.message = (f"optimized {opt.best.name}: evaluated {format_time(opt.evaluated_time)} "
+                      f"(predicted {format_time(opt.predicted_time)}), "
+                      f"{opt.evaluated_time / result.lower_bound:.3f}x the lower bound "
+                      f"{format_time(result.lower_bound)}; the frontier's best {opt.seed.name} "
+                      f"evaluated {format_time(before)}")
+    result.evaluation = opt.evaluation
+    result.evaluated_time = opt.evaluated_time
+    result.ratio = opt.evaluated_time / result.lower_bound
+    result.schedule = opt.schedule
+    result.status = Status.SUCCESS
 
 
 def allreduce_bytes(nodes):
@@ -307,7 +385,8 @@ def allreduce_bytes(nodes):
 
 
 def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps",
-         evaluate=True, keep_schedule=False, cache=True, products=True, progress=None):
+         evaluate=True, keep_schedule=False, cache=True, products=True, progress=None,
+         algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None, seed=0):
     """The best topology and allreduce schedule for a cluster and a workload.
 
     Parameters
@@ -333,17 +412,32 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         Include Cartesian products of different bandwidth-optimal graphs (tori among them).
     progress : callable, optional
         ``progress(stage, done, total)`` during long work (``total`` None when unknown).
+    algorithms : sequence of str
+        Schedule algorithms for the candidates' leaves (keys of
+        :data:`~topocoll.finder.build.ALGORITHMS`, default BFB only); the chosen candidate is
+        built with each and the fastest verified schedule is kept.
+    optimize : bool
+        After the frontier, run :func:`~topocoll.finder.optimize.optimize` (better bases for
+        the best candidates' expansion recipes, then the best ones built, verified and
+        evaluated); its result replaces the choice when it evaluates faster. Implies
+        ``evaluate``.
+    budget : float or str, optional
+        The optimizer's search time in seconds (``300`` or ``"5min"``).
+    max_evaluations : int, optional
+        The optimizer's number of candidate bases (deterministic for a given ``seed``).
+    seed : int
+        The optimizer's random seed.
 
     Returns
     -------
     FindResult
+        With ``optimization`` (the optimizer's summary) when ``optimize``.
     """
     started = time.perf_counter()
-    nodes = _int(nodes, "nodes", 2)
-    degree = _int(degree, "degree", 1)
-    alpha = parse_time(alpha, what="alpha")
-    bandwidth = parse_bandwidth(node_bandwidth, what="node bandwidth")
-    workload = as_workload(workload)
+    nodes, degree, alpha, bandwidth, workload = _cluster(nodes, degree, alpha, node_bandwidth,
+                                                         workload)
+    algorithms = _algorithms(algorithms)
+    evaluate = evaluate or optimize
     if evaluate or keep_schedule:   # fail before the search, not after it
         require_memory(allreduce_bytes(nodes), f"building and verifying the allreduce of "
                        f"{nodes} nodes (about {2.5 * nodes * nodes:.3g} transfers; --no-evaluate or "
@@ -370,8 +464,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         for rank, i in enumerate(order):
             c = candidates[i]
             try:
-                evaluation, schedule, seconds = _evaluate(c, workload, alpha, bandwidth, store,
-                                                          keep_schedule, progress)
+                evaluation, schedule, seconds = _evaluate_best(c, algorithms, workload, alpha,
+                                                               bandwidth, store, keep_schedule,
+                                                               progress)
             except (TopocollError, MemoryError) as exc:
                 failures.append(f"{c.name}: {exc}")
                 continue
@@ -395,6 +490,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
             result.status = Status.FAILED
             result.message = "no frontier candidate could be built and verified: " + \
                 "; ".join(failures)
+        if optimize and result.status != Status.FAILED:
+            _optimize_into(result, store, products, progress, algorithms, budget,
+                           max_evaluations, seed)
         return result
     finally:
         if "result" in locals():

@@ -22,15 +22,12 @@ True
 
 import argparse
 import concurrent.futures as cf
-import csv
 import functools
-import io
 import multiprocessing as mp
-import os
 import sys
-from importlib import resources
 
 from .bfbcost import genkautz_cost
+from .tables import data_path, parse_range, rows_of, shipped_text, write_rows
 
 __all__ = ["TABLE_VERSION", "lookup", "table", "parse_table", "compute_rows", "write_table"]
 
@@ -44,21 +41,14 @@ _FIELDS = ("n", "d", "steps", "t_b_ag", "t_b_rs")
 def table():
     """``{(n, d): {"steps", "t_b_ag", "t_b_rs", "exact"}}`` from the shipped file (empty if the
     file is missing or of another :data:`TABLE_VERSION`)."""
-    try:
-        text = resources.files(__package__).joinpath("data", _FILE).read_text()
-    except (FileNotFoundError, OSError):
-        return {}
-    return parse_table(text)
+    return parse_table(shipped_text(_FILE))
 
 
 def parse_table(text):
     """The rows of a table file's ``text`` keyed by ``(n, d)``; ``{}`` when its version line is
     not :data:`TABLE_VERSION` (a table of an older cost algorithm is never read)."""
-    lines = text.splitlines()
-    if not lines or lines[0] != f"# {TABLE_VERSION}":
-        return {}
     out = {}
-    for row in csv.DictReader(line for line in lines[1:] if not line.startswith("#")):
+    for row in rows_of(text, TABLE_VERSION):
         n, d = int(row["n"]), int(row["d"])
         out[n, d] = {"steps": int(row["steps"]), "t_b_ag": float(row["t_b_ag"]),
                      "t_b_rs": float(row["t_b_rs"]), "exact": True}
@@ -91,31 +81,18 @@ def compute_rows(sizes, degrees, *, workers=None, progress=None):
 
 def write_table(rows, path):
     """Write ``rows`` (from :func:`compute_rows`) as the shipped CSV, atomically."""
-    buf = io.StringIO()
-    buf.write(f"# {TABLE_VERSION}\n")
-    buf.write("# exact BFB costs of GK(n, d) with self-loops dropped, T_B in units of M/B; "
-              "written by python -m topocoll.finder.gktable\n")
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(_FIELDS)
-    for n, d, steps, ag, rs in rows:
-        writer.writerow((n, d, steps, repr(float(ag)), repr(float(rs))))
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(buf.getvalue())
-    os.replace(tmp, path)
-
-
-def _range(text):
-    lo, _, hi = text.partition("-")
-    return range(int(lo), int(hi or lo) + 1)
+    write_rows(path, TABLE_VERSION, "exact BFB costs of GK(n, d) with self-loops dropped, T_B "
+               "in units of M/B; written by python -m topocoll.finder.gktable", _FIELDS,
+               [(n, d, steps, repr(float(ag)), repr(float(rs))) for n, d, steps, ag, rs in rows])
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Regenerate the shipped GK(n, d) BFB cost table.")
     parser.add_argument("--max-nodes", type=int, default=2048)
-    parser.add_argument("--degrees", type=_range, default=_range("2-6"), help="e.g. 2-6")
+    parser.add_argument("--degrees", type=parse_range, default=parse_range("2-6"),
+                        help="e.g. 2-6")
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--out", default=str(resources.files(__package__).joinpath("data", _FILE)))
+    parser.add_argument("--out", default=data_path(_FILE))
     args = parser.parse_args(argv)
 
     def report(done, total):

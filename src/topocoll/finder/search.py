@@ -180,6 +180,8 @@ def _recipe_json(recipe):
         return ["product", [_recipe_json(r) for r in recipe[1]]]
     if recipe[0] == "spec":
         return list(recipe)
+    if recipe[0] == "arcs":
+        return ["arcs", recipe[1], recipe[2], [list(row) for row in recipe[3]]]
     return [recipe[0], _recipe_json(recipe[1]), *recipe[2:]]
 
 
@@ -188,6 +190,8 @@ def _recipe_tuple(doc):
         return ("product", tuple(_recipe_tuple(r) for r in doc[1]))
     if doc[0] == "spec":
         return tuple(doc)
+    if doc[0] == "arcs":
+        return ("arcs", doc[1], doc[2], tuple(tuple(row) for row in doc[3]))
     return (doc[0], _recipe_tuple(doc[1]), *doc[2:])
 
 
@@ -481,10 +485,11 @@ class Search:
         n = int(n)
         if n < 2:
             raise UnsupportedError(f"the finder needs at least 2 nodes, got {n}")
-        found = []
+        # generative candidates first: on a tie (line(moddebruijn:256,4) and genkautz:1024,4
+        # have the same costs) the one built directly at the target is kept
+        found = list(self.generative(n))
         for d in range(self.degree, 0, -1):
             found.extend(self.cell(n, d))
-        found.extend(self.generative(n))
         return pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL, keep_ties=False)
 
 

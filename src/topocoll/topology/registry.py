@@ -19,6 +19,8 @@ The families, as ``topocoll topologies`` lists them:
 * generative families: ``twistedtorus:D1xD2x...[:T]`` (TPU v4), ``twistedhypercube:K``
   (crossed cube), ``optcirculant:N`` (least-diameter C(N,{a,a+1})),
   ``randomregular:N,D[:SEED]`` and ``randomdigraph:N,D[:SEED]``;
+* Cayley digraphs (:mod:`~topocoll.topology.families.cayley`): ``dcirculant:N:A1,A2,...``
+  (directed circulant) and ``metacyclic:M,K,R:Y1.J1,...`` (group Z_M x|_R Z_K);
 * distance-regular graphs: ``drg:NAME`` (Table 7 of Zhao et al., NSDI 2025: ``drg:octahedron`` ...
   ``drg:gh33-incidence``, see :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS`),
   ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``;
@@ -47,6 +49,7 @@ from ..errors import InputTypeError, SpecError
 from ..units import parse_bandwidth, parse_time
 from . import families as fam
 from .families import alltoall as a2a
+from .families import cayley as cay
 from .io import load_topology
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from .model import Topology
@@ -148,6 +151,14 @@ def _twisted_torus(fields):
     return kwargs
 
 
+def _metacyclic(fields):
+    m, k, r = _ints(fields[0], ",", 3, "M,K,R")
+    gens = []
+    for item in fields[1].split(","):
+        gens.append(_ints(item, ".", 2, "Y.J"))
+    return {"m": m, "k": k, "r": r, "generators": gens}
+
+
 def _random(fields):
     n, d = _ints(fields[0], ",", 2, "N,D")
     kwargs = {"n": n, "d": d}
@@ -202,6 +213,13 @@ FAMILIES = _families(
            fam.complete_graph, _one("n")),
     Family("circulant", "N:A1,A2,...", "circulant graph C(N,{A1,...}): i <-> i+A mod N",
            "circulant:16:1,4", fam.circulant_graph, _circulant, fields=2),
+    Family("dcirculant", "N:A1,A2,...",
+           "directed circulant DC(N,{A1,...}): i -> i+A mod N, in- and out-degree = #offsets",
+           "dcirculant:16:1,6", cay.directed_circulant_graph, _circulant, fields=2),
+    Family("metacyclic", "M,K,R:Y1.J1,Y2.J2,...",
+           "Cayley digraph of Z_M x|_R Z_K ((x,i)(y,j) = (x+R^i y, i+j), R^K = 1 mod M): "
+           "g -> g*(Y,J) for each generator", "metacyclic:8,2,7:1.0,3.1,0.1,6.0",
+           cay.metacyclic_graph, _metacyclic, fields=2),
     Family("kautz", "D,K", "Kautz digraph K(D,K): (D+1)*D^(K-1) nodes, degree D, diameter K",
            "kautz:2,3", fam.kautz_graph, _pair("d", "k")),
     Family("genkautz", "N,D",

@@ -1,0 +1,548 @@
+"""Topology optimization for allreduce: better bases for the frontier's expansion recipes.
+
+The frontier's best candidates at N nodes are mostly small *bases* carried to N by expansions
+(``line(line(line(optcirculant:16)))``). An expansion's cost follows from its base's
+(docs/math.md section 4), and a base is small, so improving the base is cheap where improving
+the 1024-node topology is not: the exact BFB cost (:func:`~topocoll.finder.bfbcost.bfb_phases`,
+no schedule, no linear program) of a 16-node base takes well under a millisecond, of a 1024-node
+topology a tenth of a second, and building and verifying a 1024-node allreduce several seconds.
+
+So the optimizer takes the *skeletons* of the best frontier candidates (the recipe with its
+base left open, plus the bare target) and, for each, searches for a base that minimizes the
+predicted allreduce time at the target (the workload's time for the base's exact BFB steps and
+T_B carried through the skeleton's expansions):
+
+* **Cayley digraphs** of the groups Z_m x|_r Z_k of the base's order (directed circulants and
+  metacyclic groups, :mod:`topocoll.topology.families.cayley`), generators drawn at random. They
+  are vertex-transitive, so the diameter is one node's eccentricity (a cheap proxy that prunes
+  most draws: the time at that many steps and optimal T_B must beat the best so far) and one
+  receiver's load-balancing problems give the exact T_B. Non-abelian groups reach diameters no
+  circulant can (16 nodes of degree 4 at diameter 2).
+* **Degree-preserving rewiring** of the best base so far: swap the heads of two links
+  (``a->b, c->d`` become ``a->d, c->b``: every in- and out-degree kept, no self-loop or parallel
+  link), scored by the exact cost, kept when the predicted time does not grow.
+
+Work is shared round-robin between the skeletons until the budget (seconds and/or candidate
+count) is spent. Then the best few bases, expanded, are *confirmed*: built (leaves scheduled by
+each algorithm of :data:`~topocoll.finder.build.ALGORITHMS` asked for), verified with
+:func:`topocoll.verify` and evaluated with :func:`topocoll.evaluate` at the target; the result is
+the fastest evaluated schedule, the seed's included, so it is never slower than the seed.
+
+>>> r = optimize(64, 4, "1MiB", max_evaluations=200, cache=False)
+>>> r.evaluated_time <= r.seed_time, r.evaluation["verified"]
+(True, True)
+"""
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import TopocollError, UnsupportedError
+from ..units import format_time, parse_time
+from .search import Candidate, _expand
+
+__all__ = ["optimize", "OptimizeResult", "Skeleton", "skeleton_of", "group_presentations"]
+
+_CAYLEY_BATCH = 48          # Cayley draws per round for a 256-node base (more for smaller)
+_SWAP_BATCH = 8             # rewiring moves per skeleton per round
+_MAX_DRAW_TRIES = 50        # draws of distinct generators before giving up on a group
+
+
+# ---------------------------------------------------------------------- skeletons
+@dataclass(frozen=True)
+class Skeleton:
+    """A recipe with its base left open: ``chain`` lists the expansions from the base outward
+    (``("line",)``, ``("degree", m)``, ``("power", n)``), applied to a base of ``nodes``
+    nodes and degree ``degree``."""
+
+    nodes: int
+    degree: int
+    chain: tuple
+
+    def wrap(self, base):
+        """The candidate that the chain makes of a base :class:`Candidate`."""
+        c = base
+        for step in self.chain:
+            if step[0] == "line":
+                c = _expand(c, "line")
+            elif step[0] == "degree":
+                c = _expand(c, "degree", m=step[1])
+            else:
+                c = _expand(c, "power", n=step[1])
+        return c
+
+    def describe(self):
+        out = "B"
+        for step in self.chain:
+            out = f"{step[0]}({out}" + (f",{step[1]})" if len(step) > 1 else ")")
+        return f"{out} with B of {self.nodes} nodes, degree {self.degree}"
+
+
+def skeleton_of(candidate):
+    """The :class:`Skeleton` of a candidate whose base is one spec, or None (products)."""
+    recipe = candidate.recipe
+    chain = []
+    while recipe[0] in ("line", "degree", "power"):
+        chain.append((recipe[0], *recipe[2:]))
+        recipe = recipe[1]
+    if recipe[0] != "spec":
+        return None
+    from ..topology.registry import topology
+
+    base = topology(recipe[1])
+    return Skeleton(base.num_nodes, int(base.out_degree(multi=True).max()), tuple(chain[::-1]))
+
+
+def group_presentations(n):
+    """Every ``(m, k, r)`` with ``m * k = n``, ``gcd(r, m) = 1`` and ``r^k = 1 mod m``: the
+    groups Z_m x|_r Z_k of order n (abelian ones included, some groups more than once).
+
+    >>> group_presentations(4)
+    [(4, 1, 1), (2, 2, 1), (1, 4, 1)]
+    """
+    out = []
+    for m in range(n, 0, -1):
+        if n % m:
+            continue
+        k = n // m
+        for r in range(1, max(m, 2)):
+            if math.gcd(r, m) == 1 and pow(r, k, m) == 1 % m:
+                out.append((m, k, r))
+    return out
+
+
+# ---------------------------------------------------------------------- result
+@dataclass
+class OptimizeResult:
+    """What :func:`optimize` found.
+
+    Attributes
+    ----------
+    seed : Candidate
+        The frontier's best evaluated candidate (what the optimizer must beat).
+    seed_time : float
+        Its evaluated workload time (s).
+    best : Candidate
+        The returned candidate: the seed, or an optimized one that evaluated faster.
+    evaluated_time, predicted_time : float
+        Its evaluated (verified schedule) and predicted workload time (s).
+    evaluation : dict
+        As :attr:`FindResult.evaluation` (``verified``, ``steps``, ``time``, per size, and
+        ``algorithm``).
+    schedule : Schedule or None
+        The verified allreduce at the cluster's latency and bandwidth (built in this call).
+    improved : bool
+        ``best`` is not the seed.
+    evaluations, exact_evaluations : int
+        Candidate bases scored (by the proxy or exactly) and those scored with the exact BFB
+        cost.
+    confirmed : list of dict
+        Each confirmed candidate: name, predicted and evaluated time, algorithm.
+    skeletons : list of dict
+        Per skeleton: its description, the seed base and the best base found, with predicted
+        times.
+    stopped : str
+        ``"evaluations"`` or ``"budget"`` (what ended the search), or ``"exhausted"``.
+    seconds : dict
+        ``search``, ``confirm`` and ``total`` wall time.
+    """
+
+    seed: Candidate
+    seed_time: float
+    best: Candidate
+    evaluated_time: float
+    predicted_time: float
+    evaluation: dict
+    schedule: object = None
+    improved: bool = False
+    evaluations: int = 0
+    exact_evaluations: int = 0
+    confirmed: list = field(default_factory=list)
+    skeletons: list = field(default_factory=list)
+    stopped: str = ""
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def topology(self):
+        return None if self.schedule is None else self.schedule.topology
+
+    def to_dict(self):
+        return {"seed": self.seed.name, "seed_time": self.seed_time, "best": self.best.name,
+                "evaluated_time": self.evaluated_time, "predicted_time": self.predicted_time,
+                "improved": self.improved, "evaluations": self.evaluations,
+                "exact_evaluations": self.exact_evaluations, "confirmed": list(self.confirmed),
+                "skeletons": list(self.skeletons), "stopped": self.stopped,
+                "seconds": dict(self.seconds)}
+
+
+# ---------------------------------------------------------------------- the search state
+def _heads_topology(n, heads, name="candidate"):
+    from ..topology.model import Topology
+
+    src = np.repeat(np.arange(n, dtype=np.int64), heads.shape[1])
+    return Topology(n, src, heads.ravel(), name=name)
+
+
+def _eccentricity0(heads):
+    """Eccentricity of node 0 in the digraph ``heads`` (None if some node is unreachable)."""
+    n = heads.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    seen[0] = True
+    frontier = np.array([0])
+    depth = 0
+    while True:
+        nxt = np.unique(heads[frontier].ravel())
+        nxt = nxt[~seen[nxt]]
+        if nxt.size == 0:
+            break
+        seen[nxt] = True
+        frontier = nxt
+        depth += 1
+    return depth if seen.all() else None
+
+
+def _legal_swap(heads, u1, i1, u2, i2):
+    a, b = heads[u1, i1], heads[u2, i2]
+    return a != b and a != u2 and b != u1 and b not in heads[u1] and a not in heads[u2]
+
+
+class _Track:
+    """The search of one skeleton: its best base so far and its rewiring walk."""
+
+    def __init__(self, skeleton, seed_base, rng):
+        self.skeleton = skeleton
+        self.rng = rng
+        self.groups = group_presentations(skeleton.nodes) if skeleton.nodes >= 2 else []
+        self.seen = set()
+        self.best = None          # (time, candidate, heads)
+        self.walk = None          # (time, heads): the rewiring walk's current state
+        self.seed_base = seed_base
+        self.bases = []           # every improving (time, candidate) in order
+
+    def offer(self, time_, candidate, heads):
+        if self.best is None or time_ < self.best[0] * (1 - 1e-12):
+            self.best = (time_, candidate, heads)
+            self.bases.append((time_, candidate))
+            return True
+        return False
+
+
+class _Optimizer:
+    """Scores bases for skeletons and makes the moves; counts the candidates it scores."""
+
+    def __init__(self, workload, alpha, bandwidth):
+        self.workload = workload
+        self.alpha = alpha
+        self.bandwidth = bandwidth
+        self.evaluations = 0
+        self.exact = 0
+
+    def time_of(self, skeleton, steps, t_b):
+        """Predicted workload time of a base with ``(steps, t_b)`` through the skeleton."""
+        c = skeleton.wrap(Candidate("b", skeleton.nodes, skeleton.degree, steps, t_b, ("spec",
+                                    "b"), "optimized", True, False))
+        return c.time(self.workload, alpha=self.alpha, bandwidth=self.bandwidth), c
+
+    def base_candidate(self, skeleton, name, recipe, steps, t_b):
+        n = skeleton.nodes
+        base = Candidate(name, n, skeleton.degree, steps, t_b, recipe, "optimized", True,
+                         t_b <= (n - 1) / n * (1 + 1e-9))
+        return skeleton.wrap(base)
+
+    def score(self, skeleton, heads, *, transitive, best_time):
+        """``(time, steps, t_b)`` of a base given by its heads, or None if pruned/invalid."""
+        from ..topology.metrics import distance_matrix
+        from .bfbcost import bfb_phases
+
+        n = skeleton.nodes
+        self.evaluations += 1
+        topo = _heads_topology(n, heads)
+        if transitive:
+            ecc = _eccentricity0(heads)
+            if ecc is None:
+                return None
+            bound, _ = self.time_of(skeleton, ecc, (n - 1) / n)
+            if best_time is not None and bound >= best_time:
+                return None
+            dist = None
+            receivers = [0]
+        else:
+            dist = distance_matrix(topo)
+            if np.any(dist < 0):
+                return None
+            bound, _ = self.time_of(skeleton, int(dist.max()), (n - 1) / n)
+            if best_time is not None and bound > best_time:
+                return None
+            receivers = None
+        cost = bfb_phases(topo, receivers=receivers, dist=dist)
+        self.exact += 1
+        t_b = 0.5 * (cost["t_b_ag"] + cost["t_b_rs"])
+        time_, _ = self.time_of(skeleton, cost["steps"], t_b)
+        return time_, cost["steps"], t_b
+
+    # ------------------------------------------------------------------ moves
+    def cayley(self, track, count):
+        """Draw up to ``count`` Cayley digraphs of the skeleton's order and degree."""
+        from ..topology.families.cayley import metacyclic_heads
+
+        sk, rng = track.skeleton, track.rng
+        d = sk.degree
+        if not track.groups or d >= sk.nodes:
+            return 0
+        done = 0
+        for _ in range(count):
+            m, k, r = track.groups[int(rng.integers(len(track.groups)))]
+            gens = None
+            for _try in range(_MAX_DRAW_TRIES):
+                ids = rng.choice(sk.nodes - 1, size=d, replace=False) + 1
+                cand = tuple(sorted((int(g) // k, int(g) % k) for g in ids))
+                if (m, k, r, cand) not in track.seen:
+                    gens = cand
+                    break
+            if gens is None:
+                continue
+            track.seen.add((m, k, r, gens))
+            done += 1
+            heads = metacyclic_heads(m, k, r, gens)
+            best_time = None if track.best is None else track.best[0]
+            got = self.score(sk, heads, transitive=True, best_time=best_time)
+            if got is None:
+                continue
+            time_, steps, t_b = got
+            if best_time is None or time_ < best_time:
+                if k == 1:
+                    spec = f"dcirculant:{m}:" + ",".join(str(y) for y, _ in gens)
+                else:
+                    spec = f"metacyclic:{m},{k},{r}:" + ",".join(f"{y}.{j}" for y, j in gens)
+                cand = self.base_candidate(sk, spec, ("spec", spec), steps, t_b)
+                if track.offer(time_, cand, heads):
+                    track.walk = None         # restart the rewiring walk from the new best
+        return done
+
+    def rewire(self, track, count):
+        """Up to ``count`` head swaps on the rewiring walk (started at the best base)."""
+        sk, rng = track.skeleton, track.rng
+        if track.best is None or track.best[2] is None:
+            return 0
+        if track.walk is None:
+            track.walk = (track.best[0], track.best[2].copy())
+        cur_time, heads = track.walk
+        n, d = heads.shape
+        done = 0
+        for _ in range(count):
+            u1, u2 = (int(x) for x in rng.integers(n, size=2))
+            i1, i2 = (int(x) for x in rng.integers(d, size=2))
+            if u1 == u2 or not _legal_swap(heads, u1, i1, u2, i2):
+                continue
+            done += 1
+            heads[u1, i1], heads[u2, i2] = heads[u2, i2], heads[u1, i1]
+            got = self.score(sk, heads, transitive=False, best_time=cur_time)
+            if got is None or got[0] > cur_time * (1 + 1e-12):
+                heads[u1, i1], heads[u2, i2] = heads[u2, i2], heads[u1, i1]
+                continue
+            cur_time = got[0]
+            if cur_time < track.best[0] * (1 - 1e-12):
+                digest = hashlib.sha1(heads.tobytes()).hexdigest()[:10]
+                name = f"rewired:{n},{d}:{digest}"
+                recipe = ("arcs", name, n, tuple(tuple(int(x) for x in row) for row in heads))
+                track.offer(cur_time, self.base_candidate(sk, name, recipe, got[1], got[2]),
+                            heads.copy())
+        track.walk = (cur_time, heads)
+        return done
+
+
+def _seed_heads(candidate_base_spec, skeleton):
+    """Heads of the seed base (d-regular simple digraphs only), else None."""
+    from ..topology.registry import topology
+
+    topo = topology(candidate_base_spec)
+    n, d = skeleton.nodes, skeleton.degree
+    if topo.num_links != n * d:
+        return None
+    if np.any(topo.out_degree() != d) or np.any(topo.in_degree() != d):
+        return None
+    order = np.argsort(topo.src, kind="stable")
+    return topo.dst[order].reshape(n, d).astype(np.int64)
+
+
+def _base_spec(candidate):
+    recipe = candidate.recipe
+    while recipe[0] in ("line", "degree", "power"):
+        recipe = recipe[1]
+    return recipe[1] if recipe[0] == "spec" else None
+
+
+# ---------------------------------------------------------------------- the API
+def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps", seed=0,
+             budget=None, max_evaluations=None, seeds=4, confirm=2, algorithms=("bfb",),
+             cache=False, products=True, progress=None, frontier=None, keep_schedule=True):
+    """Search for a topology with a faster evaluated allreduce than the frontier's best.
+
+    Parameters
+    ----------
+    nodes, degree : int
+        The cluster: N nodes of degree d.
+    workload, alpha, node_bandwidth
+        As in :func:`~topocoll.finder.core.find`.
+    seed : int
+        Seed of every random choice: with ``max_evaluations`` and no ``budget`` the result is
+        a function of the arguments.
+    budget : float or str, optional
+        Seconds of search (``300`` or ``"5min"``); confirming the best bases (building,
+        verifying and evaluating them at the target) comes on top.
+    max_evaluations : int, optional
+        Candidate bases to score (by the proxy or exactly) before stopping. Without a budget
+        and a count the search stops after 2000 of them.
+    seeds : int
+        How many of the best frontier candidates give skeletons (their base with expansions).
+    confirm : int
+        How many optimized candidates (best predicted first) to build, verify and evaluate.
+    algorithms : sequence of str
+        Schedule algorithms (:data:`~topocoll.finder.build.ALGORITHMS`) for each confirmed
+        candidate; the fastest verified schedule counts.
+    cache, products
+        As in :func:`~topocoll.finder.core.find`.
+    progress : callable, optional
+        ``progress(stage, done, total)``.
+    frontier : list of Candidate, optional
+        The frontier to seed from (default: computed).
+    keep_schedule : bool
+        Return the verified schedule even when the seed wins and its evaluation is cached
+        (default); optimized candidates always come with theirs.
+
+    Returns
+    -------
+    OptimizeResult
+    """
+    from .core import _algorithms, _cache, _choose, _cluster, _evaluate, _evaluate_best, _int
+    from .core import frontier as _frontier
+
+    started = time.perf_counter()
+    nodes, degree, alpha, bandwidth, workload = _cluster(nodes, degree, alpha, node_bandwidth,
+                                                         workload)
+    if budget is not None:
+        budget = parse_time(budget, what="budget") if isinstance(budget, str) else float(budget)
+        if not budget >= 0:
+            raise UnsupportedError(f"the budget must be >= 0 seconds, got {budget}")
+    if max_evaluations is not None:
+        max_evaluations = _int(max_evaluations, "max_evaluations", 0)
+    elif budget is None:
+        max_evaluations = 2000
+    algorithms = _algorithms(algorithms)
+    store = _cache(cache)
+    candidates = frontier if frontier is not None else _frontier(
+        nodes, degree, cache=store, products=products, progress=progress)[0]
+    times, order = _choose(candidates, workload, alpha, bandwidth)
+
+    # the seed: the best-predicted frontier candidate that builds and verifies
+    seed_eval = None
+    for i in order:
+        try:
+            ev, sched, _ = _evaluate_best(candidates[i], algorithms, workload, alpha, bandwidth,
+                                          store, False, progress)
+        except (TopocollError, MemoryError):
+            continue
+        seed_cand, seed_eval, seed_sched, seed_pred = candidates[i], ev, sched, times[i]
+        break
+    if seed_eval is None:
+        raise UnsupportedError(f"no frontier candidate at {nodes} nodes could be built and "
+                               "verified to seed the optimizer")
+
+    # skeletons of the best frontier candidates, and the bare target
+    opt = _Optimizer(workload, alpha, bandwidth)
+    tracks = []
+    keys = set()
+    picks = [candidates[i] for i in order[:max(int(seeds), 1)]]
+    for c in picks + [None]:
+        if c is None:
+            sk, spec = Skeleton(nodes, degree, ()), None
+        else:
+            sk, spec = skeleton_of(c), _base_spec(c)
+        if sk is None or (sk.nodes, sk.degree, sk.chain) in keys or sk.degree >= sk.nodes:
+            continue
+        keys.add((sk.nodes, sk.degree, sk.chain))
+        track = _Track(sk, spec, np.random.default_rng([int(seed), len(tracks)]))
+        if spec is not None:
+            track.offer(c.time(workload, alpha=alpha, bandwidth=bandwidth), c,
+                        _seed_heads(spec, sk))
+            track.bases.clear()             # the seed is not a find
+        tracks.append(track)
+
+    def spent():
+        if max_evaluations is not None and opt.evaluations >= max_evaluations:
+            return "evaluations"
+        if budget is not None and time.perf_counter() - started >= budget:
+            return "budget"
+        return None
+
+    def room(count):
+        if max_evaluations is None:
+            return count
+        return min(count, max_evaluations - opt.evaluations)
+
+    stopped = spent()
+    while stopped is None:
+        moved = 0
+        for track in tracks:
+            # small bases are cheap to draw and score: they get more draws per round
+            draws = min(max(_CAYLEY_BATCH * 256 // track.skeleton.nodes, 8), 768)
+            moved += opt.cayley(track, room(draws))
+            if (stopped := spent()):
+                break
+            moved += opt.rewire(track, room(_SWAP_BATCH))
+            if (stopped := spent()):
+                break
+        if progress:
+            best = min((t.best[0] for t in tracks if t.best), default=math.inf)
+            progress(f"optimizing: {opt.evaluations} candidates, best predicted "
+                     f"{format_time(best)}", opt.evaluations, max_evaluations)
+        if stopped is None and moved == 0:
+            stopped = "exhausted"
+    searched = time.perf_counter()
+
+    # confirm: the best optimized candidates, built, verified and evaluated at the target
+    found = {}
+    for track in tracks:
+        for time_, cand in track.bases:
+            if cand.name not in found or time_ < found[cand.name][0]:
+                found[cand.name] = (time_, cand)
+    ranked = sorted(found.values(), key=lambda tc_: (tc_[0], tc_[1].name))
+    best = (seed_eval["time"], seed_cand, seed_eval, seed_sched, seed_pred)
+    confirmed = []
+    for time_, cand in ranked[:max(int(confirm), 0)]:
+        if time_ >= seed_eval["time"] * (1 - 1e-12):
+            break
+        if progress:
+            progress(f"confirming {cand.name}", len(confirmed), min(confirm, len(ranked)))
+        try:
+            ev, sched, _ = _evaluate_best(cand, algorithms, workload, alpha, bandwidth, store,
+                                          True, progress)
+        except (TopocollError, MemoryError) as exc:
+            confirmed.append({"name": cand.name, "predicted": time_, "evaluated": None,
+                              "error": str(exc)})
+            continue
+        confirmed.append({"name": cand.name, "predicted": time_, "evaluated": ev["time"],
+                          "algorithm": ev["algorithm"]})
+        if ev["time"] < best[0] * (1 - 1e-12):
+            best = (ev["time"], cand, ev, sched, time_)
+    if best[3] is None and keep_schedule:
+        ev, sched, _ = _evaluate(best[1], workload, alpha, bandwidth, store, True, progress,
+                                 algorithm=best[2]["algorithm"])
+        best = (ev["time"], best[1], ev, sched, best[4])
+    finished = time.perf_counter()
+    summary = []
+    for track in tracks:
+        summary.append({"skeleton": track.skeleton.describe(), "seed_base": track.seed_base,
+                        "best": None if track.best is None else track.best[1].name,
+                        "best_predicted": None if track.best is None else track.best[0]})
+    return OptimizeResult(seed=seed_cand, seed_time=seed_eval["time"], best=best[1],
+                          evaluated_time=best[0], predicted_time=best[4], evaluation=best[2],
+                          schedule=best[3], improved=best[1] is not seed_cand,
+                          evaluations=opt.evaluations, exact_evaluations=opt.exact,
+                          confirmed=confirmed, skeletons=summary, stopped=stopped,
+                          seconds={"search": searched - started, "confirm": finished - searched,
+                                   "total": finished - started})
+

@@ -1,0 +1,59 @@
+"""Shipped CSV tables of the finder (:mod:`~topocoll.finder.gktable`,
+:mod:`~topocoll.finder.dctable`): a version line, comment lines, a header, rows.
+
+A table whose first line is not ``# <version>`` is never read, so a table written by an older
+algorithm cannot be mistaken for a current one.
+
+>>> list(rows_of("# v1\\n# note\\nn,x\\n2,0.5\\n", "v1"))
+[{'n': '2', 'x': '0.5'}]
+>>> list(rows_of("# v0\\nn,x\\n2,0.5\\n", "v1"))
+[]
+"""
+
+import csv
+import io
+import os
+from importlib import resources
+
+__all__ = ["shipped_text", "rows_of", "write_rows", "parse_range", "data_path"]
+
+
+def data_path(filename):
+    """Where the package's table ``filename`` lives (``topocoll/finder/data/``)."""
+    return str(resources.files(__package__).joinpath("data", filename))
+
+
+def shipped_text(filename):
+    """The text of the shipped table ``filename``, or ``""`` when it is missing."""
+    try:
+        return resources.files(__package__).joinpath("data", filename).read_text()
+    except (FileNotFoundError, OSError):
+        return ""
+
+
+def rows_of(text, version):
+    """The rows (dicts of strings) of a table text; none unless its first line is
+    ``# <version>``."""
+    lines = text.splitlines()
+    if not lines or lines[0] != f"# {version}":
+        return iter(())
+    return csv.DictReader(line for line in lines[1:] if not line.startswith("#"))
+
+
+def write_rows(path, version, comment, fields, rows):
+    """Write a table atomically: the version line, one comment line, the header, the rows."""
+    buf = io.StringIO()
+    buf.write(f"# {version}\n# {comment}\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(fields)
+    writer.writerows(rows)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(buf.getvalue())
+    os.replace(tmp, path)
+
+
+def parse_range(text):
+    """``"2-6"`` -> ``range(2, 7)``; ``"4"`` -> ``range(4, 5)``."""
+    lo, _, hi = text.partition("-")
+    return range(int(lo), int(hi or lo) + 1)
