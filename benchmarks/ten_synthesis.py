@@ -5,10 +5,11 @@ Times are the independent link-model simulation of the synthesized, verified sch
 "synth s" is wall time of the greedy plus building the schedule (median over seeds); "cpu s"
 the process CPU time of the same (the machine is shared, so wall time is noisy).
 
-The second table runs the default ``synthesize`` (restarts and all) on meshes and tori with
-mixed link speeds beside the chunk-model lower bound; "previous us" is the anchor of the
-default before late binding (one greedy run, median of seeds 0-2; 15008 us on the 6x6
-mesh of the issue).
+The second table runs the default ``synthesize`` (restarts, repair and all) on meshes and tori
+with mixed link speeds, at 0.5 us and (key rows) 10 us latency, beside the chunk-model lower
+bound and its capacity terms alone (the bound before the release-time term); "before us" is
+the anchor of the default before the release-time bound and the ILP repair (commit cf1a153,
+median of seeds 0-2), its ratio against the capacity bound it was measured against.
 
     .venv/bin/python benchmarks/ten_synthesis.py [--runs 3] [--quick]
 """
@@ -74,15 +75,15 @@ def main():
     random_table(args.runs)
 
 
-def _dims(spec, gib_per_s):
-    """``spec`` with one bandwidth per dimension (GiB/s, first dimension first), 0.5 us."""
-    base = topology(spec, latency="0.5us")
+def _dims(spec, gib_per_s, latency="0.5us"):
+    """``spec`` with one bandwidth per dimension (GiB/s, first dimension first)."""
+    base = topology(spec, latency=latency)
     return with_dimension_bandwidth(base, [g * GIB for g in gib_per_s])
 
 
-def _cables(spec, choices, seed):
+def _cables(spec, choices, seed, latency="0.5us"):
     """``spec`` with every cable (both directions) at a random one of ``choices`` GiB/s."""
-    base = topology(spec, latency="0.5us")
+    base = topology(spec, latency=latency)
     n = base.num_nodes
     key = np.minimum(base.src, base.dst) * n + np.maximum(base.src, base.dst)
     _, cable = np.unique(key, return_inverse=True)
@@ -90,52 +91,76 @@ def _cables(spec, choices, seed):
     return base.with_links(bandwidth=bw)
 
 
-# case, topology maker, anchor: the previous default (one greedy run, median of seeds 0-2), us
-MIXED = [
-    ("mesh 6x6 rows 50, columns 25", lambda: _dims("mesh:6x6", (25, 50)), 15008.0),
-    ("mesh 4x4 2:1", lambda: _dims("mesh:4x4", (50, 25)), 16254.0),
-    ("mesh 8x8 2:1", lambda: _dims("mesh:8x8", (50, 25)), 13146.0),
-    ("mesh 6x6 4:1", lambda: _dims("mesh:6x6", (25, 100)), 14458.4),
-    ("mesh 8x8 4:1", lambda: _dims("mesh:8x8", (100, 25)), 12514.5),
-    ("torus 4x4 2:1", lambda: _dims("torus:4x4", (50, 25)), 10003.0),
-    ("torus 6x6 2:1", lambda: _dims("torus:6x6", (50, 25)), 7783.8),
-    ("torus 8x8 2:1", lambda: _dims("torus:8x8", (50, 25)), 6885.5),
-    ("torus 4x8 2:1", lambda: _dims("torus:4x8", (50, 25)), 10630.0),
-    ("torus 4x4 4:1", lambda: _dims("torus:4x4", (100, 25)), 10002.0),
-    ("torus 8x8 4:1", lambda: _dims("torus:8x8", (100, 25)), 6886.5),
-    ("torus 8x4 4:1", lambda: _dims("torus:8x4", (100, 25)), 6255.5),
-    ("torus 6x6 4:1", lambda: _dims("torus:6x6", (100, 25)), 7782.8),
-    ("torus 4x4x4 2:2:1", lambda: _dims("torus:4x4x4", (50, 50, 25)), 4380.5),
-    ("torus 4x4x4 2:1:1", lambda: _dims("torus:4x4x4", (50, 25, 25)), 5631.5),
-    ("mesh 8x8 cables 25/50", lambda: _cables("mesh:8x8", (25, 50), 1), 20019.5),
-    ("mesh 8x8 cables 25/100", lambda: _cables("mesh:8x8", (25, 100), 2), 13771.5),
-    ("mesh 5x5 cables 25/50/100", lambda: _cables("mesh:5x5", (25, 50, 100), 1), 14809.5),
-    ("torus 8x8 cables 25/50/100", lambda: _cables("torus:8x8", (25, 50, 100), 3), 8137.5),
-]
+def _row(name, make, before_05, before_10=None):
+    """A mixed-speed case at 0.5 us (and 10 us when ``before_10`` is given); ``before_*``:
+    the default before the release-time bound and the repair (commit cf1a153, median link-model
+    time of seeds 0-2, us)."""
+    rows = [(name, "0.5us", lambda: make("0.5us"), before_05)]
+    if before_10 is not None:
+        rows.append((name, "10us", lambda: make("10us"), before_10))
+    return rows
+
+
+MIXED = [r for rows in (
+    _row("mesh 6x6 rows 50, columns 25", lambda lat: _dims("mesh:6x6", (25, 50), lat),
+         13345.3, 13573.3),
+    _row("mesh 4x4 2:1", lambda lat: _dims("mesh:4x4", (50, 25), lat), 12505.0),
+    _row("mesh 8x8 2:1", lambda lat: _dims("mesh:8x8", (50, 25), lat), 13146.0),
+    _row("mesh 6x6 4:1", lambda lat: _dims("mesh:6x6", (25, 100), lat), 7791.8),
+    _row("mesh 8x8 4:1", lambda lat: _dims("mesh:8x8", (100, 25), lat), 7994.2, 8312.5),
+    _row("torus 4x4 2:1", lambda lat: _dims("torus:4x4", (50, 25), lat), 7503.0),
+    _row("torus 6x6 2:1", lambda lat: _dims("torus:6x6", (50, 25), lat), 6672.7),
+    _row("torus 8x8 2:1", lambda lat: _dims("torus:8x8", (50, 25), lat), 6886.0, 7095.0),
+    _row("torus 4x8 2:1", lambda lat: _dims("torus:4x8", (50, 25), lat), 6880.5),
+    _row("torus 4x4 4:1", lambda lat: _dims("torus:4x4", (100, 25), lat), 6252.0),
+    _row("torus 8x8 4:1", lambda lat: _dims("torus:8x8", (100, 25), lat), 4075.5, 4322.5),
+    _row("torus 8x4 4:1", lambda lat: _dims("torus:8x4", (100, 25), lat), 4382.0, 4515.0),
+    _row("torus 6x6 4:1", lambda lat: _dims("torus:6x6", (100, 25), lat), 4450.9, 4574.4),
+    _row("torus 4x4x4 2:2:1", lambda lat: _dims("torus:4x4x4", (50, 50, 25), lat), 4069.0),
+    _row("torus 4x4x4 2:1:1", lambda lat: _dims("torus:4x4x4", (50, 25, 25), lat), 5321.0,
+         5482.5),
+    _row("torus 4x4x4 4:1:1", lambda lat: _dims("torus:4x4x4", (100, 25, 25), lat), 3760.5,
+         3960.0),
+    _row("mesh 8x8 cables 25/50", lambda lat: _cables("mesh:8x8", (25, 50), 1, lat), 20019.5),
+    _row("mesh 8x8 cables 25/100", lambda lat: _cables("mesh:8x8", (25, 100), 2, lat),
+         13298.3),
+    _row("mesh 5x5 cables 25/50/100", lambda lat: _cables("mesh:5x5", (25, 50, 100), 1, lat),
+         13206.0),
+    _row("torus 8x8 cables 25/50", lambda lat: _cables("torus:8x8", (25, 50), 1, lat), 10012.5,
+         10250.0),
+    _row("torus 8x8 cables 25/50/100",
+         lambda lat: _cables("torus:8x8", (25, 50, 100), 3, lat), 8141.0),
+) for r in rows]
 
 
 def mixed_table(runs):
     """The default ``synthesize`` on mixed link speeds: all-gather of 1 GiB, one chunk."""
-    print("\nmixed link speeds, default synthesize (0.5 us, 1 GiB all-gather, one chunk; "
-          "'2:1' = first dimension 2x faster; seconds: median wall time of the call):")
-    print(f"{'case':<28}{'ours us':>11}{'bound us':>11}{'ratio':>8}{'seconds':>9}{'runs':>6}"
-          f"{'previous us':>13}{'ours/prev':>10}  verified")
-    for name, make, anchor in MIXED:
+    print("\nmixed link speeds, default synthesize (1 GiB all-gather, one chunk; '2:1' = first "
+          "dimension 2x faster; bound: the chunk bound, capacity: without its release-time "
+          "term; before: the default before this table's changes; seconds: median wall time "
+          "of the call):")
+    print(f"{'case':<28}{'lat':>6}{'ours us':>10}{'bound us':>10}{'ratio':>7}"
+          f"{'capacity us':>12}{'ratio':>7}{'seconds':>8}{'runs':>5}{'ILPs':>5}"
+          f"{'before us':>11}{'ratio':>7}  verified")
+    for name, latency, make, before in MIXED:
         topo = make()
         res = []
         for seed in range(runs):
             t0 = time.perf_counter()
             s = synthesize(topo, "allgather", size=GIB, seed=seed)
             wall = time.perf_counter() - t0
-            res.append((simulate(s, GIB).time * 1e6, s.meta["chunk_lower_bound"] * 1e6, wall,
-                        len(s.meta["restart_makespans"]), verify(s).valid))
+            repair = s.meta["repair"] or {"solves": 0}
+            res.append((simulate(s, GIB).time * 1e6, wall, len(s.meta["restart_makespans"]),
+                        repair["solves"], verify(s).valid))
         med = statistics.median(r[0] for r in res)
-        bound = res[0][1]
-        prev = f"{anchor:.1f}"
-        print(f"{name:<28}{med:>11.1f}{bound:>11.1f}{med / bound:>8.3f}"
-              f"{statistics.median(r[2] for r in res):>9.2f}"
-              f"{statistics.median(r[3] for r in res):>6.0f}{prev:>13}{med / anchor:>10.3f}  "
-              f"{all(r[4] for r in res)}", flush=True)
+        bound = s.meta["chunk_lower_bound"] * 1e6
+        capacity = s.meta["capacity_lower_bound"] * 1e6
+        print(f"{name:<28}{latency:>6}{med:>10.1f}{bound:>10.1f}{med / bound:>7.3f}"
+              f"{capacity:>12.1f}{med / capacity:>7.3f}"
+              f"{statistics.median(r[1] for r in res):>8.2f}"
+              f"{statistics.median(r[2] for r in res):>5.0f}"
+              f"{statistics.median(r[3] for r in res):>5.0f}"
+              f"{before:>11.1f}{before / capacity:>7.3f}  {all(r[4] for r in res)}", flush=True)
 
 
 def random_table(runs):

@@ -43,6 +43,9 @@ AT_BOUND = [
     ("mesh:6x6", (25, 50)), ("mesh:4x4", (50, 25)), ("mesh:6x6", (25, 100)),
     ("mesh:4x8", (50, 25)), ("torus:4x4", (50, 25)), ("torus:4x4", (100, 25)),
     ("torus:6x6", (50, 25)), ("torus:4x8", (50, 25)),
+    # the ILP repair reaches the bound; the release-time term raises it to what the ILP
+    # proves optimal
+    ("torus:8x4", (100, 25)), ("torus:6x6", (100, 25)),
 ]
 AT_BOUND_CABLES = [("mesh:4x4", (25, 50, 100), 4), ("torus:4x4", (25, 100), 0),
                    ("torus:4x4", (25, 50, 100), 3), ("mesh:6x6", (25, 50), 2),
@@ -107,11 +110,14 @@ def test_restarts_stop_at_the_bound_and_alternate_rules():
     mixed = ten_problem(dims("torus:4x4x4", (50, 25, 25)), "allgather", size=GIB)
     assert auto_restarts(mixed) == AUTO_RESTARTS
     assert auto_restarts(ten_problem("torus:4x4", "allgather")) == 1
-    # this case stays one slot above its bound: every automatic run is made
+    # every greedy run of this case ends one slot above its bound: every automatic run is
+    # made, then the ILP repair of the best one's last slots reaches the bound
     s = synthesize(dims("torus:4x4x4", (50, 25, 25)), "allgather", size=GIB)
     spans = s.meta["restart_makespans"]
     assert len(spans) == AUTO_RESTARTS and s.meta["restarts"] is None
     assert min(spans) > s.meta["chunk_lower_bound_slots"]
+    assert s.meta["makespan_slots"] == s.meta["chunk_lower_bound_slots"]
+    assert s.meta["repair"]["solves"] >= 1 and verify(s).valid
     # a run at the bound ends the search; the best run's rule is recorded
     s = synthesize(dims("mesh:6x6", (25, 50)), "allgather", size=GIB, restarts=5)
     assert s.meta["restart_makespans"] == [24]

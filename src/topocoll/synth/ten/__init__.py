@@ -4,6 +4,9 @@
   lower bound) and :func:`synthesize`, the entry point;
 * :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links;
 * :mod:`.latebind` -- the greedy on links of mixed speeds (late binding, arrival estimates);
+* :mod:`.repair` -- small ILPs that re-solve the greedy's last slots on mixed speeds;
+* :mod:`.cutbound`, :mod:`.releasebound` -- the pair-cut and release-time terms of the chunk
+  lower bound;
 * :mod:`.ilp` -- the ILP on HiGHS (horizon search, early termination, time clustering);
 * :mod:`.tenants` -- several collectives sharing one network.
 """

@@ -488,14 +488,19 @@ class _Model:
     avail: np.ndarray
 
 
-def _build(state, horizon, send_end, value, src, dst, steps, slack, useful=None, early=0.0):
+def _build(state, horizon, send_end, value, src, dst, steps, slack, useful=None, early=0.0,
+           pace=None):
     """One window/horizon model. ``state`` = (avail[c, n] slot from which ``n`` holds ``c``,
     free[l] first slot link ``l`` may start a send, t0 first start slot). Sends start in
-    ``[t0, send_end]`` and arrive by ``horizon``; ``value[c, n]`` is the objective weight of
+    ``[t0, send_end]`` (``send_end``: a slot, or one per link) and arrive by ``horizon``;
+    ``value[c, n]`` is the objective weight of
     holding ``c`` at ``n`` at the horizon. A send to ``n`` must arrive ``slack[c, n]`` slots
     before the horizon (to be of any use) and, if given, be allowed by ``useful[c, l]``.
     ``early`` adds ``early * value[c, n]`` for every slot ``c`` is held at ``n`` (sooner is
-    better); 0 keeps the objective an integer count, which HiGHS proves optimal faster."""
+    better); 0 keeps the objective an integer count, which HiGHS proves optimal faster.
+    ``pace[l]`` (at most 1): a send on ``l`` starting at slot ``s`` needs its chunk at the
+    sender by slot ``floor(s * pace[l])``, not ``s`` (a link whose slots round its chunk time
+    up runs ahead of them in the link model); the model only gets stricter."""
     avail, free, t0 = state
     num_chunks = avail.shape[0]
     earliest = _earliest(avail, src, dst, steps, free)
@@ -520,7 +525,8 @@ def _build(state, horizon, send_end, value, src, dst, steps, slack, useful=None,
         first = np.full(num_chunks * avail.shape[1], _INF, dtype=np.int64)
         np.minimum.at(first, key, arr)
         first = first.reshape(avail.shape)
-        sender_ok = (avail[xc, src[xl]] <= xs) | (first[xc, src[xl]] <= xs)
+        ready = xs if pace is None else np.floor(xs * pace[xl] + 1e-9).astype(np.int64)
+        sender_ok = (avail[xc, src[xl]] <= ready) | (first[xc, src[xl]] <= ready)
         if sender_ok.all():
             break
         xc, xl, xs = xc[sender_ok], xl[sender_ok], xs[sender_ok]
@@ -555,10 +561,10 @@ def _build(state, horizon, send_end, value, src, dst, steps, slack, useful=None,
     rows.append(arrive_row), cols.append(np.arange(nx)), vals.append(-np.ones(nx))
     nrow = nh
     # (b) sent[c,l,t] - hold[c,src,t] <= 0 when the sender does not hold c from the start
-    dep = np.flatnonzero(avail[xc, src[xl]] > xs)
+    dep = np.flatnonzero(avail[xc, src[xl]] > ready)
     hold_col = np.array([hold_index[(c, u)][0] + s - hold_index[(c, u)][1]
                          for c, u, s in zip(xc[dep].tolist(), src[xl[dep]].tolist(),
-                                            xs[dep].tolist())], dtype=np.int64)
+                                            ready[dep].tolist())], dtype=np.int64)
     r = nrow + np.arange(dep.size)
     rows += [r, r]
     cols += [dep, hold_col]
@@ -587,16 +593,27 @@ def _build(state, horizon, send_end, value, src, dst, steps, slack, useful=None,
     return _Model(xc, xl, xs, nx + nh, matrix, row_upper, cost, hold_index, avail)
 
 
-def _solve(model, time_limit, node_limit, seed, hint, require=None):
+def _solve(model, time_limit, node_limit, seed, hint, require=None, checks=None, **options):
     """Maximise ``model.cost`` with HiGHS, the columns ``require`` fixed to 1; returns (result
     status, x or None, dual bound, objective). A proven infeasible model gives
-    (``INFEASIBLE``, None); ``time_limit`` None means none."""
+    (``INFEASIBLE``, None); ``time_limit`` None means none. ``checks``: stop at the
+    ``checks``-th time HiGHS's MIP search asks whether to stop (a count of the work done
+    that, unlike the clock, is the same on every machine); ``options``: more HiGHS options."""
     if model.num_vars == 0:                   # nothing can move: HiGHS calls that an error
         return Status.SUCCESS, np.zeros(0), 0.0, 0.0
     import highspy
     limits = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
     h = new_solver(time_limit=None if time_limit is None else max(float(time_limit), 1e-3),
-                   seed=seed, **limits)
+                   seed=seed, **limits, **options)
+    if checks is not None:
+        asked = [0]
+
+        def interrupt(event):
+            asked[0] += 1
+            if asked[0] >= checks:
+                event.interrupt()
+
+        h.cbMipInterrupt.subscribe(interrupt)
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_vars
     lp.num_row_ = model.matrix.shape[0]

@@ -50,10 +50,12 @@ from ...topology.model import Topology
 from ...units import parse_size, parse_time
 from .cutbound import pair_cut_bound
 from .greedy import RULES, greedy_events
+from .releasebound import release_time_bound
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
            "chunk_lower_bound", "events_to_schedule", "METHODS",
-           "TEN_COLLECTIVES", "auto_restarts", "mixed_links", "AUTO_RESTARTS"]
+           "TEN_COLLECTIVES", "auto_restarts", "mixed_links", "AUTO_RESTARTS",
+           "GREEDY_DISCRETIZATIONS", "REPAIR_WORK", "AT_BOUND"]
 
 #: Synthesis methods.
 METHODS = ("greedy", "ilp")
@@ -71,6 +73,19 @@ _MAX_RESOLUTION = 8
 #: slots, and a 5% rounding of the slow links costs up to 2% in the link model (measured on
 #: 8x8 meshes and tori with 4:1 links and 10 us latency; docs/synthesis.md).
 GREEDY_DISCRETIZATION = {"max_error": 0.01, "max_resolution": 32}
+#: Discretizations the default greedy tries on mixed links, in order, until a schedule is
+#: within :data:`AT_BOUND` of the chunk bound: the fine one, then the ILP's coarser one (at
+#: 10 us latency a 4:1 link is 3.91 fast-link times: 1% needs 11 slots for the fastest link,
+#: where the repair's models get too large; 5% rounds it to 4 and the repair reaches the
+#: bound on the 8x4 torus).
+GREEDY_DISCRETIZATIONS = (GREEDY_DISCRETIZATION,
+                          {"max_error": _REL_ERROR, "max_resolution": _MAX_RESOLUTION})
+#: Relative distance to the chunk bound (by the synthesizer's replay of its events) at which
+#: the default greedy stops searching.
+AT_BOUND = 2e-3
+#: Most chunks x links for which the default greedy repairs its schedule with the ILP
+#: (:mod:`.repair`) on mixed links (a 16x16 torus is 2**18).
+REPAIR_WORK = 2**17
 #: Most greedy runs made by default on links of mixed speeds (each stops the search when it
 #: reaches the chunk lower bound).
 AUTO_RESTARTS = 16
@@ -247,15 +262,44 @@ def events_to_schedule(problem, events, *, algorithm="ten-greedy", meta=None):
                     algorithm=algorithm, meta=meta)
 
 
-def chunk_lower_bound(problem):
+def chunk_lower_bound(problem, release=None):
     """A lower bound (seconds) on any schedule of ``problem``'s chunks in the link model.
 
     The largest of: for every node, the time its in-links (out-links for what it must send)
     need to carry the chunks it must receive (send), each link carrying one chunk per chunk
     time; the same for every pair of adjacent nodes and the links crossing into (out of) the
-    pair (:func:`~topocoll.synth.ten.cutbound.pair_cut_bound`); and the least chunk-time path
-    from the nearest holder of a chunk to a node that wants it.
+    pair (:func:`~topocoll.synth.ten.cutbound.pair_cut_bound`); the least chunk-time path
+    from the nearest holder of a chunk to a node that wants it; and, with ``release``, the
+    node terms with each chunk released on a link only once it can be at the sender
+    (:func:`~topocoll.synth.ten.releasebound.release_time_bound`; without it, the *capacity
+    bound* of ``meta["capacity_lower_bound"]``). ``release`` defaults to links of mixed chunk
+    times (on uniform meshes, tori and hypercubes it never raised the bound, and it costs up
+    to 0.2 s on 128 nodes).
     """
+    capacity = _capacity_bound(problem)
+    if release is None:
+        release = _mixed_costs(problem)
+    if release and problem.topology.num_links and (problem.post & ~problem.pre).any():
+        return release_time_bound(problem.topology, problem.link_cost, problem.pre,
+                                  problem.post, capacity)
+    return capacity
+
+
+def _mixed_costs(problem):
+    cost = problem.link_cost
+    return bool(cost.size) and float(cost.max()) > float(cost.min()) * (1 + 1e-9)
+
+
+def _bounds(problem):
+    """``(capacity bound, chunk bound)`` of :func:`chunk_lower_bound`, computed once."""
+    capacity = _capacity_bound(problem)
+    if not _mixed_costs(problem) or not (problem.post & ~problem.pre).any():
+        return capacity, capacity
+    return capacity, release_time_bound(problem.topology, problem.link_cost, problem.pre,
+                                        problem.post, capacity)
+
+
+def _capacity_bound(problem):
     t = problem.topology
     n = t.num_nodes
     cost = problem.link_cost
@@ -383,6 +427,61 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
                                                 "best_rule": rules[best]}
 
 
+def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, workers,
+                   progress, repair):
+    """The greedy's restarts, then on mixed links the repair (:mod:`.repair`) and the coarser
+    discretization; the schedule of least replay time (:func:`~.repair.replay_time`).
+
+    Returns ``(problem, capacity bound, bound, events, makespan, info)``."""
+    problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step,
+                          discretization=GREEDY_DISCRETIZATION)
+    capacity, bound = _bounds(problem)
+    if repair is None:
+        repair = mixed_links(problem) and \
+            problem.num_chunks * problem.link_steps.size <= REPAIR_WORK
+    if not repair:
+        slots = int(math.ceil(bound / problem.time_step - 1e-9))
+        events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress, slots)
+        return problem, capacity, bound, events, makespan, dict(info, repair=None)
+    from .repair import deadline_events, link_deadlines, repair_events, replay_time
+    best, tried, solves = None, [], 0
+    for disc in GREEDY_DISCRETIZATIONS if time_step is None else (None,):
+        if disc is not GREEDY_DISCRETIZATION and disc is not None:
+            problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root,
+                                  discretization=disc)
+        if problem.time_step in tried:
+            continue
+        tried.append(problem.time_step)
+        arrays = problem.arrays()
+        slots = int(math.ceil(bound / problem.time_step - 1e-9))
+        events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress, slots)
+        failed = -1                      # a horizon the slot repair could not reach
+        if makespan > slots:
+            fixed = repair_events(*arrays, events, slots, seed=seed)
+            events, makespan, solves = fixed.events, fixed.makespan, solves + fixed.solves
+            if makespan > slots:
+                failed = makespan - 1
+        ends = replay_time(problem.topology.src, problem.topology.dst, problem.link_cost,
+                           problem.pre, events)
+        # per-link deadlines no later than a horizon the slot repair failed at ask for more
+        if ends > bound * (1 + AT_BOUND) and \
+                link_deadlines(problem.link_cost, problem.link_steps, bound).max() > failed:
+            timed = deadline_events(*arrays, events, problem.link_cost, problem.time_step,
+                                    bound, seed=seed)
+            solves += timed.solves
+            ends_timed = replay_time(problem.topology.src, problem.topology.dst,
+                                     problem.link_cost, problem.pre, timed.events)
+            if ends_timed < ends:
+                events, makespan, ends = timed.events, timed.makespan, ends_timed
+        if best is None or ends < best[0] * (1 - 1e-12):
+            best = (ends, problem, events, makespan, info)
+        if best[0] <= bound * (1 + AT_BOUND):
+            break
+    _, problem, events, makespan, info = best
+    info = dict(info, repair={"solves": solves, "time_steps": tried})
+    return problem, capacity, bound, events, makespan, info
+
+
 def _run_ilp(problem, seed, limits, window, progress):
     try:
         from .ilp import ilp_events
@@ -426,7 +525,7 @@ _clock = time.monotonic
 def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
                root=None, seed=0, restarts=None, workers=None, unwind_degree=None,
                fail_links=None, fail_nodes=None, time_step=None, time_limit=None,
-               node_limit=None, max_solves=None, window=None, progress=None):
+               node_limit=None, max_solves=None, window=None, repair=None, progress=None):
     """Synthesize a schedule of any collective on any topology through the TEN.
 
     Parameters
@@ -470,6 +569,12 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         on the machine's speed (see :func:`~topocoll.synth.ten.ilp.ilp_events`).
     window : int, optional
         ILP: time clustering window in slots.
+    repair : bool, optional
+        Greedy: repair the best run's last slots with small ILPs (:mod:`.repair`) when it is
+        above the chunk bound, and try the coarser discretization of
+        :data:`GREEDY_DISCRETIZATIONS`. Default: on mixed links, up to :data:`REPAIR_WORK`
+        chunks x links. The repair's work is bounded by counts, so the result is the same on
+        any machine.
     progress : callable, optional
         ``progress(done, total)``.
 
@@ -477,9 +582,11 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     -------
     Schedule
         With ``meta``: ``method``, ``seed``, ``chunks``, ``size``, ``time_step``,
-        ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds) and, for
+        ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds),
+        ``capacity_lower_bound`` (the bound without its release-time term) and, for
         the greedy, ``restarts`` (as given, None for automatic), ``restart_makespans`` (the
-        runs made), ``best_seed`` and ``best_rule``.
+        runs made, of the discretization kept), ``best_seed``, ``best_rule`` and ``repair``
+        (None when off, else the ILP window solves made and the time steps tried).
 
     Examples
     --------
@@ -496,6 +603,10 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         if given:
             raise UnsupportedError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
                                    "to method='ilp' only")
+    elif repair is not None:
+        raise UnsupportedError("repair applies to method='greedy' only")
+    if repair is not None and not isinstance(repair, (bool, np.bool_)):
+        raise UnsupportedError(f"repair must be True, False or None, got {repair!r}")
     if restarts is not None and (isinstance(restarts, bool) or
                                  not isinstance(restarts, (int, np.integer)) or restarts < 1):
         raise UnsupportedError(f"restarts must be a whole number >= 1, got {restarts!r}")
@@ -518,6 +629,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     size = parse_size(size)
     opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
                 workers=workers, time_step=time_step, window=window, progress=progress,
+                repair=repair,
                 limits=dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves))
     if coll.name == "allreduce":
         # one time limit for the whole call: half for the first phase, what is left for the second
@@ -535,7 +647,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
             meta[key] = rs.meta[key] + ag.meta[key]
         # The link model lets one shard's allgather start while others are still being
         # reduced, so only the larger phase bound bounds it (the sum bounds phase-by-phase).
-        for key in ("chunk_lower_bound", "chunk_lower_bound_slots"):
+        for key in ("chunk_lower_bound", "chunk_lower_bound_slots", "capacity_lower_bound"):
             meta[key] = max(rs.meta[key], ag.meta[key])
         meta["two_phase_lower_bound"] = rs.meta["chunk_lower_bound"] + ag.meta["chunk_lower_bound"]
         meta["phases"] = {"reduce_scatter": _phase(rs.meta), "allgather": _phase(ag.meta)}
@@ -550,31 +662,32 @@ def _phase(meta):
 
 
 def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
-               limits, window, progress):
+               limits, window, progress, repair):
     if coll.name in _REVERSED:
         base = _collective(_REVERSED[coll.name])
         fwd = _synth_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
                          seed=seed, restarts=restarts, workers=workers, time_step=time_step,
-                         limits=limits, window=window, progress=progress)
+                         limits=limits, window=window, progress=progress, repair=repair)
         out = reverse(fwd, coll, topo)
         meta = dict(fwd.meta)
         meta["reversed_from"] = base.name
         return out.replace(meta=meta)
-    problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step,
-                          discretization=GREEDY_DISCRETIZATION if method == "greedy" else None)
-    bound = chunk_lower_bound(problem)
-    bound_slots = int(math.ceil(bound / problem.time_step - 1e-9))
     if method == "greedy":
-        events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress,
-                                             bound_slots)
+        problem, capacity, bound, events, makespan, info = _greedy_search(
+            topo, coll, root, chunks, size, time_step, seed, restarts, workers, progress, repair)
     else:
+        problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root,
+                              time_step=time_step)
+        capacity, bound = _bounds(problem)
         events, makespan, info = _run_ilp(problem, seed, limits, window, progress)
+    bound_slots = int(math.ceil(bound / problem.time_step - 1e-9))
     meta = {"method": method, "seed": int(seed),
             "restarts": None if restarts is None else int(restarts),
             "chunks": int(chunks), "size": float(size), "time_step": problem.time_step,
             "makespan_slots": int(makespan), "ten_time": makespan * problem.time_step,
             "chunk_lower_bound": bound,
             "chunk_lower_bound_slots": bound_slots,
+            "capacity_lower_bound": capacity,
             "discretization_error": float((problem.link_steps * problem.time_step
                                            / problem.link_cost).max() - 1.0)
             if problem.link_cost.size else 0.0,
