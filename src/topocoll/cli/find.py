@@ -9,6 +9,7 @@ from rich.table import Table
 
 from .. import defaults, units
 from ..finder import Workload, find as _find, load_workload, plot_frontier
+from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..schedule.io import save_schedule
 from ..topology import save_topology
 from ..units import format_time
@@ -59,10 +60,13 @@ __all__ = ["find"]
               help="With --optimize: candidate bases to score (deterministic for a --seed).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="With --optimize: random seed.")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, type=click.Choice(list(_FINDER_ALGORITHMS)),
+              help="Schedule algorithm for the chosen candidate (repeatable: the fastest "
+              "verified one is kept; trees: spanning-tree packing) [default: bfb].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model, bucket_size,
          outdir, compress, no_evaluate, no_cache, optimize, budget, max_evaluations, seed,
-         as_json):
+         algorithms, as_json):
     """The best topology and allreduce schedule for N nodes of degree d and a workload.
 
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
@@ -117,7 +121,8 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
         result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
                        evaluate=not no_evaluate or bool(outdir), keep_schedule=bool(outdir),
                        cache=not no_cache, progress=update, optimize=optimize, budget=budget,
-                       max_evaluations=max_evaluations, seed=seed)
+                       max_evaluations=max_evaluations, seed=seed,
+                       algorithms=algorithms or ("bfb",))
     for note in result.warnings:
         click.echo(f"warning: {note}", err=True)
     files = {}

@@ -93,6 +93,13 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
         most = (rounds + s.meta["longest_path"] - 1) / rounds
         notes += (f"; {rounds} rounds, step-model T_B {ratio:.3f} x the LP time (bound "
                   f"{most:.3f})")
+    if s.algorithm == "trees" and "optimum" in s.meta:
+        from ..schedule.cost import bandwidth_lower_bound
+
+        node = bandwidth_lower_bound(s.collective, t, s.root) / float(s.meta["optimum"])
+        notes += (f"; {s.meta['trees']} trees of depth <= {s.meta['max_depth']}, "
+                  f"{s.meta['chunks']} chunks: T_B {s.meta['ratio']:.4f} x the exact optimum "
+                  f"T* (the node-bandwidth bound is {node:.4f} x T*)")
     click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
                f"{s.num_transfers} transfers, {status}{where}{notes}", err=to_stdout)
 

@@ -30,9 +30,15 @@ def _bfb(topology, **options):
     return bfb_allreduce(topology, **options)
 
 
+def _trees(topology, progress=None, **_):
+    from ..synth.packing import trees_schedule
+
+    return trees_schedule(topology, "allreduce", progress=progress)
+
+
 #: Schedule algorithms for the leaves of a recipe, by name: ``f(topology, **options) ->
 #: allreduce Schedule`` (``options``: ``progress``, ``workers``; an algorithm may ignore them).
-ALGORITHMS = {"bfb": _bfb}
+ALGORITHMS = {"bfb": _bfb, "trees": _trees}
 
 
 def leaf_topology(recipe):

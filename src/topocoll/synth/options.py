@@ -52,6 +52,18 @@ def int_option(minimum):
     return parse
 
 
+def fraction_option(algorithm, name, value):
+    """A parser for a number strictly between 0 and 1 (strings are accepted, as from a CLI)."""
+    try:
+        number = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0.0 < number < 1.0:
+        raise UnsupportedError(f"algorithm {algorithm}: option {name} must be a number between "
+                               f"0 and 1, got {value!r}")
+    return number
+
+
 def bool_option(algorithm, name, value):
     """A parser for a yes/no option (``True``/``False`` or ``"true"``, ``"no"``, ``"1"``, ...)."""
     if isinstance(value, str):

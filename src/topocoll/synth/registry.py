@@ -24,7 +24,9 @@ from ..collectives import COLLECTIVES, collective as _collective
 from ..errors import UnsupportedError
 from ..topology import topology as _topology
 from . import baselines, bfb, classic, torus_rings, trees
-from .options import (any_option, bool_option, choice_option, dims_option, int_option,
+from . import packing
+from .options import (any_option, bool_option, choice_option, dims_option, fraction_option,
+                      int_option,
                       size_option, take_options, time_option)
 from .ten import synthesis as ten
 
@@ -80,6 +82,13 @@ ALGORITHMS = _table(
     Generator("dbt", trees.DBT_COLLECTIVES,
               "NCCL double binary tree on dbt:N, half of each shard per tree (option chunks)",
               trees.dbt_schedule, {"chunks": int_option(1)}),
+    Generator("trees", packing.TREES_COLLECTIVES,
+              "spanning-tree packing at the exact cut optimum, any topology and link speeds, "
+              "pipelined in K chunks (options chunks, size, tolerance, max_chunks)",
+              packing.trees_schedule,
+              {"chunks": int_option(1), "tolerance": fraction_option,
+               "max_chunks": int_option(1), "depth_slack": int_option(0),
+               "size": size_option}),
     Generator("rhd", classic.RHD_COLLECTIVES,
               "recursive halving-doubling on hypercube:k, one link per step",
               classic.rhd_schedule),
