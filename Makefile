@@ -43,6 +43,8 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/finder.py
 	$(BIN)/python benchmarks/train_sim.py
 	$(BIN)/python benchmarks/ten_synthesis.py
+	$(BIN)/python benchmarks/trees.py
+	$(BIN)/python benchmarks/algorithms.py
 	$(BIN)/python benchmarks/alltoall.py
 	$(BIN)/python benchmarks/gossip.py
 	$(BIN)/python benchmarks/hostile_inputs.py
