@@ -11,7 +11,7 @@ shortest-path mixtures (BFB's balance) and the optimal packings at the chosen K:
 :func:`~.forest.pack_trees`. ``meta`` records the exact optimum, the trees, their depth, K and
 ``T_B`` over the optimum.
 
->>> s = trees_schedule(topology("kautz:2,3"), "allgather", chunks=8)
+>>> s = trees_schedule("kautz:2,3", "allgather", chunks=8)
 >>> s.num_steps, s.meta["chunks"], s.meta["max_depth"], round(s.meta["ratio"], 4)
 (11, 8, 4, 1.0568)
 >>> from topocoll.schedule.verify import verify
@@ -24,7 +24,7 @@ import numpy as np
 from ...collectives import COPY
 from ...schedule.model import Schedule, TRANSFER_DTYPE
 from ...schedule.transforms import concatenate, reverse
-from ...topology import topology
+from ...topology import topology as _topology
 from ..options import require_collective
 from .bound import PACKING_COLLECTIVES
 from .forest import DEFAULT_DEPTH_SLACK, DEFAULT_MAX_CHUNKS, DEFAULT_TOLERANCE, pack_trees
@@ -86,14 +86,14 @@ def _same_network(topo):
                 and np.array_equal(plat[back], plat))
 
 
-def trees_schedule(topo, collective, *, root=None, progress=None, chunks=None,
+def trees_schedule(topology, collective, *, root=None, progress=None, chunks=None,
                    tolerance=DEFAULT_TOLERANCE, max_chunks=DEFAULT_MAX_CHUNKS,
                    depth_slack=DEFAULT_DEPTH_SLACK, size=None):
     """Spanning-tree schedule of ``collective`` (allgather, reduce_scatter or allreduce).
 
     Parameters
     ----------
-    topo : Topology or str
+    topology : Topology or str
         Strongly connected, endpoint-only; any link bandwidths.
     collective : str
     chunks : int, optional
@@ -114,7 +114,7 @@ def trees_schedule(topo, collective, *, root=None, progress=None, chunks=None,
         ``fluid_depth`` (depth at which the packing reached the optimum).
     """
     coll = require_collective(collective, TREES_COLLECTIVES, "trees")
-    topo = topology(topo)
+    topo = _topology(topology)
     options = {"chunks": chunks, "tolerance": tolerance, "max_chunks": max_chunks,
                "depth_slack": depth_slack, "size": size, "progress": progress}
     if coll.name == "allgather":
