@@ -110,6 +110,11 @@ def _worker(rank, world_size, fn, args, init_method, backend, timeout, num_threa
         dist.init_process_group(backend, init_method=init_method, rank=rank,
                                 world_size=world_size,
                                 timeout=datetime.timedelta(seconds=timeout))
+        if world_size > 1:
+            # every rank has finished connecting before any runs fn: a rank that fails at once
+            # and leaves would otherwise break a peer's connection set-up ("Connection closed
+            # by peer") and be reported second, behind the peer it took down
+            dist.barrier()
         try:
             value = fn(rank, world_size, *args)
         finally:
