@@ -140,7 +140,7 @@ def mixed_table(runs):
           "term; before: the default before this table's changes; seconds: median wall time "
           "of the call):")
     print(f"{'case':<28}{'lat':>6}{'ours us':>10}{'bound us':>10}{'ratio':>7}"
-          f"{'capacity us':>12}{'ratio':>7}{'seconds':>8}{'runs':>5}{'ILPs':>5}"
+          f"{'capacity us':>12}{'ratio':>7}{'seconds':>8}{'sym':>5}{'runs':>5}{'ILPs':>5}"
           f"{'before us':>11}{'ratio':>7}  verified")
     for name, latency, make, before in MIXED:
         topo = make()
@@ -150,17 +150,27 @@ def mixed_table(runs):
             s = synthesize(topo, "allgather", size=GIB, seed=seed)
             wall = time.perf_counter() - t0
             repair = s.meta["repair"] or {"solves": 0}
+            sym = s.meta["symmetric"]
             res.append((simulate(s, GIB).time * 1e6, wall, len(s.meta["restart_makespans"]),
-                        repair["solves"], verify(s).valid))
+                        repair["solves"], verify(s).valid,
+                        "-" if sym is None else sym["tries"] if sym["kept"] else 0))
         med = statistics.median(r[0] for r in res)
         bound = s.meta["chunk_lower_bound"] * 1e6
         capacity = s.meta["capacity_lower_bound"] * 1e6
         print(f"{name:<28}{latency:>6}{med:>10.1f}{bound:>10.1f}{med / bound:>7.3f}"
               f"{capacity:>12.1f}{med / capacity:>7.3f}"
-              f"{statistics.median(r[1] for r in res):>8.2f}"
+              f"{statistics.median(r[1] for r in res):>8.2f}{_tries([r[5] for r in res]):>5}"
               f"{statistics.median(r[2] for r in res):>5.0f}"
               f"{statistics.median(r[3] for r in res):>5.0f}"
               f"{before:>11.1f}{before / capacity:>7.3f}  {all(r[4] for r in res)}", flush=True)
+
+
+def _tries(values):
+    """The translated schedule's tries over the seeds: '-' if not tried (no translation
+    symmetry), 0 if not kept, else the median tries."""
+    if "-" in values:
+        return "-"
+    return f"{statistics.median(values):.0f}"
 
 
 def random_table(runs):

@@ -76,19 +76,20 @@ def test_replay_time_is_the_link_model_time(topo, coll, seed):
 
 
 def test_repair_reaches_the_bound_on_the_8x4_torus():
-    # 4:1 links: every greedy run ends at 14 slots, the bound is 13 (which the ILP reaches)
+    # 4:1 links: every greedy run ends at 14 slots, the bound is 13 (which the ILP reaches);
+    # the translated schedule of the torus (tried first by default) is at 13 too: off here
     topo = dims("torus:8x4", (100, 25))
-    plain = synthesize(topo, "allgather", size=GIB, repair=False)
-    s = synthesize(topo, "allgather", size=GIB)
+    plain = synthesize(topo, "allgather", size=GIB, repair=False, symmetric=False)
+    s = synthesize(topo, "allgather", size=GIB, symmetric=False)
     assert plain.meta["makespan_slots"] == 14 and plain.meta["repair"] is None
     assert s.meta["makespan_slots"] == s.meta["chunk_lower_bound_slots"] == 13
     assert s.meta["repair"]["solves"] >= 1
     assert verify(s).valid
     assert simulate(s, GIB).time == pytest.approx(s.meta["chunk_lower_bound"], rel=1e-9)
-    again = synthesize(topo, "allgather", size=GIB)
+    again = synthesize(topo, "allgather", size=GIB, symmetric=False)
     assert np.array_equal(s.transfers, again.transfers)
-    two = synthesize(topo, "allgather", size=GIB, restarts=3, workers=2)
-    one = synthesize(topo, "allgather", size=GIB, restarts=3, workers=1)
+    two = synthesize(topo, "allgather", size=GIB, restarts=3, workers=2, symmetric=False)
+    one = synthesize(topo, "allgather", size=GIB, restarts=3, workers=1, symmetric=False)
     assert np.array_equal(one.transfers, two.transfers)
 
 
