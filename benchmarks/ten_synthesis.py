@@ -5,11 +5,12 @@ Times are the independent link-model simulation of the synthesized, verified sch
 "synth s" is wall time of the greedy plus building the schedule (median over seeds); "cpu s"
 the process CPU time of the same (the machine is shared, so wall time is noisy).
 
-The second table runs the default ``synthesize`` (restarts, repair and all) on meshes and tori
-with mixed link speeds, at 0.5 us and (key rows) 10 us latency, beside the chunk-model lower
-bound and its capacity terms alone (the bound before the release-time term); "before us" is
-the anchor of the default before the release-time bound and the ILP repair (commit cf1a153,
-median of seeds 0-2), its ratio against the capacity bound it was measured against.
+The second table runs the default ``synthesize`` (translated schedules, restarts, repair and
+all) on meshes and tori with mixed link speeds, at 0.5 us and (key rows) 10 us latency, beside
+the chunk-model lower bound and its capacity terms alone (the bound before the release-time
+and forwarding terms); "before us" is the anchor of the default before the release-time bound
+and the ILP repair (commit cf1a153, median of seeds 0-2), its ratio against the capacity bound
+it was measured against.
 
     .venv/bin/python benchmarks/ten_synthesis.py [--runs 3] [--quick]
 """
@@ -137,8 +138,9 @@ def mixed_table(runs):
     """The default ``synthesize`` on mixed link speeds: all-gather of 1 GiB, one chunk."""
     print("\nmixed link speeds, default synthesize (1 GiB all-gather, one chunk; '2:1' = first "
           "dimension 2x faster; bound: the chunk bound, capacity: without its release-time "
-          "term; before: the default before this table's changes; seconds: median wall time "
-          "of the call):")
+          "and forwarding terms; before: the default before the release-time bound and the "
+          "repair; seconds: median wall time of the call; sym: tries of the translated "
+          "schedule, 0 if not kept, - if the network has no translation symmetry):")
     print(f"{'case':<28}{'lat':>6}{'ours us':>10}{'bound us':>10}{'ratio':>7}"
           f"{'capacity us':>12}{'ratio':>7}{'seconds':>8}{'sym':>5}{'runs':>5}{'ILPs':>5}"
           f"{'before us':>11}{'ratio':>7}  verified")

@@ -48,7 +48,7 @@ from ...schedule.transforms import concatenate, reverse
 from ...topology import topology as _topology
 from ...topology.model import Topology
 from ...units import parse_size, parse_time
-from .cutbound import pair_cut_bound
+from .cutbound import pair_cut_bound, pair_forward_bound
 from .greedy import RULES, greedy_events
 from .releasebound import release_time_bound
 
@@ -271,18 +271,27 @@ def chunk_lower_bound(problem, release=None):
     pair (:func:`~topocoll.synth.ten.cutbound.pair_cut_bound`); the least chunk-time path
     from the nearest holder of a chunk to a node that wants it; and, with ``release``, the
     node terms with each chunk released on a link only once it can be at the sender
-    (:func:`~topocoll.synth.ten.releasebound.release_time_bound`; without it, the *capacity
-    bound* of ``meta["capacity_lower_bound"]``). ``release`` defaults to links of mixed chunk
-    times (on uniform meshes, tori and hypercubes it never raised the bound, and it costs up
-    to 0.2 s on 128 nodes).
+    (:func:`~topocoll.synth.ten.releasebound.release_time_bound`) and the pair terms with a
+    chunk that enters one node of the pair late also entering the other
+    (:func:`~topocoll.synth.ten.cutbound.pair_forward_bound`); without these two, the
+    *capacity bound* of ``meta["capacity_lower_bound"]``. ``release`` defaults to links of
+    mixed chunk times (on uniform meshes, tori and hypercubes it never raised the bound, and
+    it costs up to 0.2 s on 128 nodes).
     """
-    capacity = _capacity_bound(problem)
     if release is None:
         release = _mixed_costs(problem)
-    if release and problem.topology.num_links and (problem.post & ~problem.pre).any():
-        return release_time_bound(problem.topology, problem.link_cost, problem.pre,
-                                  problem.post, capacity)
-    return capacity
+    capacity = _capacity_bound(problem)
+    return _refined(problem, capacity) if release else capacity
+
+
+def _refined(problem, capacity):
+    """The release-time and pair-forwarding terms of :func:`chunk_lower_bound`, at least
+    ``capacity``."""
+    if not problem.topology.num_links or not (problem.post & ~problem.pre).any():
+        return capacity
+    t, cost, pre, post = problem.topology, problem.link_cost, problem.pre, problem.post
+    bound = pair_forward_bound(t, cost, pre, post, capacity)
+    return release_time_bound(t, cost, pre, post, bound)
 
 
 def _mixed_costs(problem):
@@ -293,10 +302,7 @@ def _mixed_costs(problem):
 def _bounds(problem):
     """``(capacity bound, chunk bound)`` of :func:`chunk_lower_bound`, computed once."""
     capacity = _capacity_bound(problem)
-    if not _mixed_costs(problem) or not (problem.post & ~problem.pre).any():
-        return capacity, capacity
-    return capacity, release_time_bound(problem.topology, problem.link_cost, problem.pre,
-                                        problem.post, capacity)
+    return capacity, _refined(problem, capacity) if _mixed_costs(problem) else capacity
 
 
 def _capacity_bound(problem):
