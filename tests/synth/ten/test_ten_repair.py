@@ -81,7 +81,7 @@ def test_forward_bound_is_tight_where_the_others_are_not(spec, seed, others):
                                                     13204.5)])
 def test_random_cable_meshes_within_1pct_of_the_forward_bound(spec, choices, seed, capacity,
                                                               bound):
-    # issue 16: 1.012 and 1.031 above the capacity bound; the pair {0, 1} of the 8x8 mesh takes
+    # 1.012 and 1.031 above the capacity bound; the pair {0, 1} of the 8x8 mesh takes
     # 62 chunks over three 25 GiB/s links (21 each by the bound), but the three that end last
     # cannot reach the other node of the pair: 21 slow-link times plus one fast-link time
     topo = random_cables(topology(spec, latency="0.5us"), np.array(choices) * GIB, seed)

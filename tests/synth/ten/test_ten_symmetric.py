@@ -26,7 +26,7 @@ def dims(spec, gib_per_s, latency="0.5us"):
 
 
 @pytest.mark.parametrize("latency", ["10us", "0.5us"])
-def test_issue_16_torus_4x4x4_4_1_1_at_the_bound(latency):
+def test_torus_4x4x4_4_1_1_at_the_bound(latency):
     # the greedy with 16 restarts, the ILP repair and both discretizations ended at 3960 us
     # (1.039x the bound) at 10 us; the translated schedule is at the bound, 3810 us
     topo = dims("torus:4x4x4", (100, 25, 25), latency)
@@ -43,11 +43,18 @@ def test_issue_16_torus_4x4x4_4_1_1_at_the_bound(latency):
         assert simulate(greedy, GIB).time > 1.03 * bound
 
 
+def hypercube(fast):
+    """A 4-cube whose links along the first dimension (label 1) run at ``fast`` GiB/s, the
+    others at 25."""
+    t = topology("hypercube:4", latency="0.5us")
+    return t.with_links(bandwidth=np.where((t.src ^ t.dst) == 1, fast, 25) * GIB)
+
+
 @pytest.mark.parametrize("spec,speeds,chunks", [
     ("torus:4x4", (100, 25), 1), ("torus:4x6", (50, 25), 2), ("torus:3x4x2", (25, 50, 100), 1),
-    ("torus:8", (50,), 3)])
+    ("torus:8", (50,), 3), ("hypercube:4", 100, 2)])
 def test_symmetric_events_valid_and_timed(spec, speeds, chunks):
-    topo = dims(spec, speeds)
+    topo = hypercube(speeds) if spec.startswith("hypercube") else dims(spec, speeds)
     p = ten_problem(topo, "allgather", size=GIB, chunks=chunks)
     bound = chunk_lower_bound(p)
     r = symmetric_events(topo, p.link_cost, p.link_steps, chunks, bound, seed=1)
@@ -94,10 +101,25 @@ def test_combining_collectives_and_choice_by_replay():
         assert simulate(s, GIB).time <= 1.01 * (s.meta["chunk_lower_bound"]
                                                 * (2 if coll == "allreduce" else 1))
     # not at the bound: the greedy is run too and the faster of the two kept
-    s = synthesize(dims("torus:8x8", (50, 25), "10us"), "allgather", size=GIB)
+    s = synthesize(dims("torus:6x6", (100, 25), "10us"), "allgather", size=GIB)
     sym = s.meta["symmetric"]
-    assert sym["tries"] >= 1 and not sym["kept"] and s.meta["restart_makespans"]
-    assert simulate(s, GIB).time <= sym["time"]
+    assert sym["tries"] == 64 and s.meta["restart_makespans"] and verify(s).valid
+    assert simulate(s, GIB).time <= sym["time"] * (1 + 1e-9)
+
+
+def test_deadline_windows_bring_the_translated_schedule_to_the_bound():
+    # 8x8 torus, 2:1 at 10 us: every try ends at 22 fast-link times (7095 us, 1.016x), at the
+    # slot bound; the per-link deadline windows reach the bound, 11 slow-link times (the greedy
+    # with its restarts and repairs: 7045 us, 1.009x)
+    topo = dims("torus:8x8", (50, 25), "10us")
+    s = synthesize(topo, "allgather", size=GIB)
+    assert s.meta["symmetric"]["kept"] and s.meta["repair"]["solves"] >= 1
+    assert verify(s).valid
+    assert simulate(s, GIB).time == pytest.approx(s.meta["chunk_lower_bound"], rel=1e-9)
+    assert round(s.meta["chunk_lower_bound"] * 1e6, 1) == 6985.0
+    p = ten_problem(topo, "allgather", size=GIB)
+    tries = symmetric_events(topo, p.link_cost, p.link_steps, 1, 0.0, tries=16)
+    assert round(tries.time * 1e6, 1) == 7095.0
 
 
 def test_symmetric_option_errors_and_cli():
