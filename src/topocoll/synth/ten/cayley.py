@@ -14,16 +14,20 @@ instead of N chunks x N nodes, small enough to try hundreds of times.
 
 Each try is an event-driven list schedule over exact chunk times (seconds, not slots): a free
 server starts a send as soon as some node it can reach from a holder lacks the chunk. The
-fastest links choose that node at the start, the slower links when the send arrives (among the
-nodes they could reach from what was held when it started: *late binding*, as in
-:mod:`.latebind`), so that a slow link does not claim a node a fast link reaches first. Ties
-are broken by random priorities per server and node, one draw per try; the best try is kept and
-the search stops at ``goal`` seconds. The sends are then placed on the TEN's slots, each as
+tries alternate two rules: the fastest links choose that node at the start and the slower
+links when the send arrives (among the nodes they could reach from what was held when it
+started: *late binding*, as in :mod:`.latebind`, so that a slow link does not claim a node a
+fast link reaches first), or every link binds late. Ties are broken by random priorities per
+server and node, one draw per try; the best try is kept and the search stops at ``goal``
+seconds. The sends are then placed on the TEN's slots, each as
 soon as its server and chunk allow, in the order of the exact schedule, so the link model
 (which also runs each link's sends in order, as soon as possible) takes at most the try's time.
 
 On a 4x4x4 torus with 100/25/25 GiB/s dimensions at 10 us latency the greedy with all its
-restarts and repairs ends at 1.039x the chunk bound; about one try in five here is at the bound.
+restarts and repairs ends at 1.039x the chunk bound; about one try in five (of either rule) is
+at the bound here. Neither rule wins everywhere (measured, 200-300 tries each): on the 6x6
+torus with 100/25 GiB/s at 10 us only every link binding late reaches the bound (8 tries in
+300), on the 4x8 torus with 50/25 GiB/s the first rule hits it twice as often.
 
 >>> from topocoll.topology import topology
 >>> from topocoll.topology.families.lattice import with_dimension_bandwidth
@@ -43,10 +47,16 @@ import numpy as np
 from ...topology.symmetry import translation_group
 from .greedy import EVENT_DTYPE
 
-__all__ = ["symmetric_events", "translation_servers", "SymmetricResult", "TRIES", "MAX_WORK"]
+__all__ = ["symmetric_events", "translation_servers", "SymmetricResult", "TRIES", "TRY_WORK",
+           "MIN_TRIES", "MAX_WORK"]
 
 #: Most tries (random priority draws) of one search.
-TRIES = 64
+TRIES = 256
+#: Chunks x nodes x link labels over all the tries of one search at most (but at least
+#: :data:`MIN_TRIES` tries): all :data:`TRIES` up to 512 units (an 8x8 torus is 256, a 4x4x4
+#: torus 384), 32 tries on a 32x32 torus.
+TRY_WORK = 2**17
+MIN_TRIES = 8
 #: Most chunks x nodes x servers for which the search runs (a 32x32 torus is 2**12; a try
 #: takes a few microseconds per unit, in Python).
 MAX_WORK = 2**12
@@ -110,7 +120,7 @@ def translation_servers(topology, link_cost):
     return group, label[out0], cost[out0], link_of
 
 
-def symmetric_events(topology, link_cost, link_steps, chunks, goal, *, seed=0, tries=TRIES,
+def symmetric_events(topology, link_cost, link_steps, chunks, goal, *, seed=0, tries=None,
                      servers=None):
     """A translation-invariant all-gather of ``chunks`` chunks per node, or None.
 
@@ -127,8 +137,9 @@ def symmetric_events(topology, link_cost, link_steps, chunks, goal, *, seed=0, t
         Stop at the first try that ends by this time (seconds; a lower bound).
     seed : int
         Seeds the priority draws; same seed, same schedule.
-    tries : int
-        Most tries (default :data:`TRIES`).
+    tries : int, optional
+        Most tries (default: :data:`TRIES`, fewer above :data:`TRY_WORK`, at least
+        :data:`MIN_TRIES`); even tries let the slower links bind late, odd ones every link.
     servers : tuple, optional
         :func:`translation_servers` of the topology, if known.
 
@@ -145,12 +156,14 @@ def symmetric_events(topology, link_cost, link_steps, chunks, goal, *, seed=0, t
         return None
     child = np.stack([group.add(np.arange(n), g) for g in label])          # (servers, n)
     parent = np.stack([group.subtract(np.arange(n), g) for g in label])
-    late = cost > cost.min() * (1 + _TOL)
+    if tries is None:
+        tries = min(TRIES, max(MIN_TRIES, TRY_WORK // (c * n * cost.size)))
+    rules = (cost > cost.min() * (1 + _TOL), np.ones(cost.size, dtype=bool))
     rng = np.random.default_rng(seed)
     best, made = None, 0
-    for _ in range(int(tries)):
+    for i in range(int(tries)):
         made += 1
-        sends = _try(n, c, cost, late, child, parent, rng.random((cost.size, c, n)))
+        sends = _try(n, c, cost, rules[i % 2], child, parent, rng.random((cost.size, c, n)))
         end = max(e for *_, e in sends) if sends else 0.0
         if best is None or end < best[0] * (1 - 1e-12):
             best = (end, sends)
