@@ -5,11 +5,12 @@ Times are the independent link-model simulation of the synthesized, verified sch
 "synth s" is wall time of the greedy plus building the schedule (median over seeds); "cpu s"
 the process CPU time of the same (the machine is shared, so wall time is noisy).
 
-The second table runs the default ``synthesize`` (restarts, repair and all) on meshes and tori
-with mixed link speeds, at 0.5 us and (key rows) 10 us latency, beside the chunk-model lower
-bound and its capacity terms alone (the bound before the release-time term); "before us" is
-the anchor of the default before the release-time bound and the ILP repair (commit cf1a153,
-median of seeds 0-2), its ratio against the capacity bound it was measured against.
+The second table runs the default ``synthesize`` (translated schedules, restarts, repair and
+all) on meshes and tori with mixed link speeds, at 0.5 us and (key rows) 10 us latency, beside
+the chunk-model lower bound and its capacity terms alone (the bound before the release-time
+and forwarding terms); "before us" is the anchor of the default before the release-time bound
+and the ILP repair (commit cf1a153, median of seeds 0-2), its ratio against the capacity bound
+it was measured against.
 
     .venv/bin/python benchmarks/ten_synthesis.py [--runs 3] [--quick]
 """
@@ -137,10 +138,11 @@ def mixed_table(runs):
     """The default ``synthesize`` on mixed link speeds: all-gather of 1 GiB, one chunk."""
     print("\nmixed link speeds, default synthesize (1 GiB all-gather, one chunk; '2:1' = first "
           "dimension 2x faster; bound: the chunk bound, capacity: without its release-time "
-          "term; before: the default before this table's changes; seconds: median wall time "
-          "of the call):")
+          "and forwarding terms; before: the default before the release-time bound and the "
+          "repair; seconds: median wall time of the call; sym: tries of the translated "
+          "schedule, 0 if not kept, - if the network has no translation symmetry):")
     print(f"{'case':<28}{'lat':>6}{'ours us':>10}{'bound us':>10}{'ratio':>7}"
-          f"{'capacity us':>12}{'ratio':>7}{'seconds':>8}{'runs':>5}{'ILPs':>5}"
+          f"{'capacity us':>12}{'ratio':>7}{'seconds':>8}{'sym':>5}{'runs':>5}{'ILPs':>5}"
           f"{'before us':>11}{'ratio':>7}  verified")
     for name, latency, make, before in MIXED:
         topo = make()
@@ -150,17 +152,27 @@ def mixed_table(runs):
             s = synthesize(topo, "allgather", size=GIB, seed=seed)
             wall = time.perf_counter() - t0
             repair = s.meta["repair"] or {"solves": 0}
+            sym = s.meta["symmetric"]
             res.append((simulate(s, GIB).time * 1e6, wall, len(s.meta["restart_makespans"]),
-                        repair["solves"], verify(s).valid))
+                        repair["solves"], verify(s).valid,
+                        "-" if sym is None else sym["tries"] if sym["kept"] else 0))
         med = statistics.median(r[0] for r in res)
         bound = s.meta["chunk_lower_bound"] * 1e6
         capacity = s.meta["capacity_lower_bound"] * 1e6
         print(f"{name:<28}{latency:>6}{med:>10.1f}{bound:>10.1f}{med / bound:>7.3f}"
               f"{capacity:>12.1f}{med / capacity:>7.3f}"
-              f"{statistics.median(r[1] for r in res):>8.2f}"
+              f"{statistics.median(r[1] for r in res):>8.2f}{_tries([r[5] for r in res]):>5}"
               f"{statistics.median(r[2] for r in res):>5.0f}"
               f"{statistics.median(r[3] for r in res):>5.0f}"
               f"{before:>11.1f}{before / capacity:>7.3f}  {all(r[4] for r in res)}", flush=True)
+
+
+def _tries(values):
+    """The translated schedule's tries over the seeds: '-' if not tried (no translation
+    symmetry), 0 if not kept, else the median tries."""
+    if "-" in values:
+        return "-"
+    return f"{statistics.median(values):.0f}"
 
 
 def random_table(runs):

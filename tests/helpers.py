@@ -60,3 +60,15 @@ def pipe_name(data):
     thread = threading.Thread(target=send, daemon=True)
     thread.start()
     return f"/dev/fd/{read_fd}", read_fd, thread
+
+
+def random_cables(topology, choices, seed):
+    """``topology`` with every cable (both directions) at a random one of ``choices`` (bytes
+    per second), drawn one per cable in the order of ``(min end, max end)`` as
+    ``benchmarks/ten_synthesis.py`` does."""
+    n = topology.num_nodes
+    key = np.minimum(topology.src, topology.dst) * n + np.maximum(topology.src, topology.dst)
+    _, cable = np.unique(key, return_inverse=True)
+    speed = np.random.default_rng(seed).choice(np.asarray(choices, dtype=float),
+                                               size=cable.max() + 1)
+    return topology.with_links(bandwidth=speed[cable.ravel()])

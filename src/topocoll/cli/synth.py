@@ -52,6 +52,10 @@ def _check(schedule, no_verify):
 @click.option("--repair/--no-repair", default=None,
               help="Greedy: repair the last slots with small ILPs when above the chunk bound "
                    "(default: on mixed link speeds).")
+@click.option("--symmetric/--no-symmetric", default=None,
+              help="Greedy all-gather on a torus (any network with a translation symmetry): "
+                   "first try one node's schedule translated to every node (default: on mixed "
+                   "link speeds).")
 @click.option("--unwind-degree", type=click.IntRange(1),
               help="Switch unwinding degree k (default: every endpoint to every other).")
 @click.option("--fail-links", help="Failed cables to remove first, e.g. '0-1,2-3' ('0>1': one "
@@ -77,16 +81,18 @@ def _check(schedule, no_verify):
               "folder that gets one file per tenant.")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repair, unwind_degree,
-          fail_links, fail_nodes, time_limit, node_limit, max_solves, window, time_step, size, link_bandwidth,
+def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repair, symmetric,
+          unwind_degree, fail_links, fail_nodes, time_limit, node_limit, max_solves, window,
+          time_step, size, link_bandwidth,
           node_bandwidth, alpha, dim_bandwidth, output, no_verify, as_json):
     """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
     ilp_only = [flag for flag, value in (("--time-limit", time_limit), ("--node-limit", node_limit),
                                          ("--max-solves", max_solves), ("--window", window))
                 if value is not None]
-    if repair is not None and (method != "greedy" or len(collectives) > 1):
-        raise _Fail(f"{'--repair' if repair else '--no-repair'} applies to one collective "
-                    "with --method greedy only")
+    for flag, value in (("repair", repair), ("symmetric", symmetric)):
+        if value is not None and (method != "greedy" or len(collectives) > 1):
+            raise _Fail(f"--{'' if value else 'no-'}{flag} applies to one collective "
+                        "with --method greedy only")
     if ilp_only and method != "ilp":
         raise _Fail(f"{', '.join(ilp_only)} appl{'ies' if len(ilp_only) == 1 else 'y'} to "
                     "--method ilp only")
@@ -120,7 +126,8 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
     with bar:
         s = synthesize(t, name, method=method, root=root, restarts=restarts, workers=workers,
                        time_limit=time_limit, node_limit=node_limit, max_solves=max_solves,
-                       window=window, repair=repair, progress=update, **common)
+                       window=window, repair=repair, symmetric=symmetric, progress=update,
+                       **common)
         if not no_verify:
             update(f"verifying {s.num_transfers} transfers", 0, None)
         status = _check(s, no_verify)

@@ -111,8 +111,9 @@ def test_restarts_stop_at_the_bound_and_alternate_rules():
     assert auto_restarts(mixed) == AUTO_RESTARTS
     assert auto_restarts(ten_problem("torus:4x4", "allgather")) == 1
     # every greedy run of this case ends one slot above its bound: every automatic run is
-    # made, then the ILP repair of the best one's last slots reaches the bound
-    s = synthesize(dims("torus:4x4x4", (50, 25, 25)), "allgather", size=GIB)
+    # made, then the ILP repair of the best one's last slots reaches the bound (the translated
+    # schedule of a torus, tried first by default, is at the bound: off here)
+    s = synthesize(dims("torus:4x4x4", (50, 25, 25)), "allgather", size=GIB, symmetric=False)
     spans = s.meta["restart_makespans"]
     assert len(spans) == AUTO_RESTARTS and s.meta["restarts"] is None
     assert min(spans) > s.meta["chunk_lower_bound_slots"]

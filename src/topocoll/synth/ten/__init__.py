@@ -5,8 +5,10 @@
 * :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links;
 * :mod:`.latebind` -- the greedy on links of mixed speeds (late binding, arrival estimates);
 * :mod:`.repair` -- small ILPs that re-solve the greedy's last slots on mixed speeds;
-* :mod:`.cutbound`, :mod:`.releasebound` -- the pair-cut and release-time terms of the chunk
-  lower bound;
+* :mod:`.cayley` -- all-gathers on tori (translation symmetry) as one node's schedule,
+  translated;
+* :mod:`.cutbound`, :mod:`.releasebound` -- the pair-cut, pair-forwarding and release-time
+  terms of the chunk lower bound;
 * :mod:`.ilp` -- the ILP on HiGHS (horizon search, early termination, time clustering);
 * :mod:`.tenants` -- several collectives sharing one network.
 """

@@ -24,7 +24,7 @@ cable whose other cables are slow share the slow links' few chunks (a 4x4 mesh w
 
 import numpy as np
 
-__all__ = ["pair_cut_bound"]
+__all__ = ["pair_cut_bound", "pair_forward_bound", "MAX_STEPS"]
 
 _BLOCK = 2**22          # chunk x pair booleans per block
 
@@ -87,3 +87,90 @@ def _demands(pu, pv, pre, post):
         out = wanted[:, None] - want[:, u] - want[:, v] > 0
         send[lo:lo + step] = (only & out).sum(axis=0)
     return recv, send
+
+
+#: Candidate horizons tried per pair above the bound so far by :func:`pair_forward_bound`;
+#: the term stops there (every horizon tried was infeasible, so it is still a bound).
+MAX_STEPS = 512
+_TOL = 1e-9
+
+
+def pair_forward_bound(topology, cost, pre, post, floor=0.0):
+    """The pair term with forwarding inside the pair (seconds; at least ``floor``).
+
+    For adjacent nodes u and v, a chunk both need and neither holds reaches v through u only
+    if it enters u (over a link from outside the pair) by ``T - a``, ``a`` the chunk time of
+    the fastest link u -> v; else it must enter both. With ``E_u(x)`` the transfers u's links
+    from outside can end by x (``sum floor(x / cost)``), ``n_b`` the chunks both need and
+    ``n_u``, ``n_v`` those only one needs, T is feasible only if some ``x_u <= E_u(T - a)``,
+    ``x_v <= E_v(T - b)`` chunks forwarded one way or the other leave the rest entering both:
+    ``lo_u = max(0, n_b + n_v - E_v(T))``, ``lo_v = max(0, n_b + n_u - E_u(T))`` with
+    ``lo_u <= E_u(T - a)``, ``lo_v <= E_v(T - b)`` and ``lo_u + lo_v <= n_b``. (The cut
+    term's ``E_u(T) + E_v(T) >= n_b + n_u + n_v`` follows.) The least T over the candidate
+    ends ``m * cost`` and ``m * cost + a`` is searched upward from ``floor``.
+    """
+    t = topology
+    n = t.num_nodes
+    src, dst = t.src.astype(np.int64), t.dst.astype(np.int64)
+    cost = np.asarray(cost, dtype=float)
+    a, b = np.minimum(src, dst), np.maximum(src, dst)
+    key = np.unique((a * n + b)[a != b])
+    need = post & ~pre
+    best = float(floor)
+    for u, v in zip((key // n).tolist(), (key % n).tolist()):
+        into = need[:, u] | need[:, v]
+        fresh = into & ~pre[:, u] & ~pre[:, v]
+        both = int((fresh & need[:, u] & need[:, v]).sum())
+        if both == 0:
+            continue
+        only_u = int((fresh & need[:, u] & ~need[:, v]).sum())
+        only_v = int((fresh & need[:, v] & ~need[:, u]).sum())
+        cu = cost[(dst == u) & (src != v) & (src != u)]
+        cv = cost[(dst == v) & (src != u) & (src != v)]
+        fu = _fastest(cost, src, dst, u, v)              # u -> v
+        fv = _fastest(cost, src, dst, v, u)
+        best = _pair_horizon(cu, cv, fu, fv, both, only_u, only_v, best)
+    return best
+
+
+def _fastest(cost, src, dst, u, v):
+    c = cost[(src == u) & (dst == v)]
+    return float(c.min()) if c.size else np.inf
+
+
+def _ends(costs, x):
+    """Transfers the links of ``costs`` can end by ``x``."""
+    if x < 0 or not costs.size:
+        return 0
+    return int(np.floor(x / costs + _TOL).sum())
+
+
+def _pair_ok(cu, cv, fu, fv, both, only_u, only_v, horizon):
+    lo_u = max(0, both + only_v - _ends(cv, horizon))
+    lo_v = max(0, both + only_u - _ends(cu, horizon))
+    return lo_u <= _ends(cu, horizon - fu) and lo_v <= _ends(cv, horizon - fv) and \
+        lo_u + lo_v <= both
+
+
+def _pair_horizon(cu, cv, fu, fv, both, only_u, only_v, start):
+    """Least candidate horizon at or above ``start`` at which the pair is feasible (or the
+    last one tried after :data:`MAX_STEPS`)."""
+    t = start
+    if _pair_ok(cu, cv, fu, fv, both, only_u, only_v, t):
+        return t
+    shifts = np.array([0.0] * 2 + [s for s in (fu, fv) if np.isfinite(s)])
+    links = np.r_[cu, cv]
+    if not links.size:
+        return t
+    for _ in range(MAX_STEPS):
+        # next end of some link's m-th transfer, plain or plus a forwarding time
+        base = t - shifts[:, None]
+        nxt = (np.floor(np.maximum(base, 0) / links[None, :] + _TOL) + 1) * links[None, :] \
+            + shifts[:, None]
+        nxt = nxt[nxt > t * (1 + 1e-12)]
+        if nxt.size == 0:
+            return t
+        t = float(nxt.min())
+        if _pair_ok(cu, cv, fu, fv, both, only_u, only_v, t):
+            return t
+    return t

@@ -48,7 +48,7 @@ from ...schedule.transforms import concatenate, reverse
 from ...topology import topology as _topology
 from ...topology.model import Topology
 from ...units import parse_size, parse_time
-from .cutbound import pair_cut_bound
+from .cutbound import pair_cut_bound, pair_forward_bound
 from .greedy import RULES, greedy_events
 from .releasebound import release_time_bound
 
@@ -271,18 +271,27 @@ def chunk_lower_bound(problem, release=None):
     pair (:func:`~topocoll.synth.ten.cutbound.pair_cut_bound`); the least chunk-time path
     from the nearest holder of a chunk to a node that wants it; and, with ``release``, the
     node terms with each chunk released on a link only once it can be at the sender
-    (:func:`~topocoll.synth.ten.releasebound.release_time_bound`; without it, the *capacity
-    bound* of ``meta["capacity_lower_bound"]``). ``release`` defaults to links of mixed chunk
-    times (on uniform meshes, tori and hypercubes it never raised the bound, and it costs up
-    to 0.2 s on 128 nodes).
+    (:func:`~topocoll.synth.ten.releasebound.release_time_bound`) and the pair terms with a
+    chunk that enters one node of the pair late also entering the other
+    (:func:`~topocoll.synth.ten.cutbound.pair_forward_bound`); without these two, the
+    *capacity bound* of ``meta["capacity_lower_bound"]``. ``release`` defaults to links of
+    mixed chunk times (on uniform meshes, tori and hypercubes it never raised the bound, and
+    it costs up to 0.2 s on 128 nodes).
     """
-    capacity = _capacity_bound(problem)
     if release is None:
         release = _mixed_costs(problem)
-    if release and problem.topology.num_links and (problem.post & ~problem.pre).any():
-        return release_time_bound(problem.topology, problem.link_cost, problem.pre,
-                                  problem.post, capacity)
-    return capacity
+    capacity = _capacity_bound(problem)
+    return _refined(problem, capacity) if release else capacity
+
+
+def _refined(problem, capacity):
+    """The release-time and pair-forwarding terms of :func:`chunk_lower_bound`, at least
+    ``capacity``."""
+    if not problem.topology.num_links or not (problem.post & ~problem.pre).any():
+        return capacity
+    t, cost, pre, post = problem.topology, problem.link_cost, problem.pre, problem.post
+    bound = pair_forward_bound(t, cost, pre, post, capacity)
+    return release_time_bound(t, cost, pre, post, bound)
 
 
 def _mixed_costs(problem):
@@ -293,10 +302,7 @@ def _mixed_costs(problem):
 def _bounds(problem):
     """``(capacity bound, chunk bound)`` of :func:`chunk_lower_bound`, computed once."""
     capacity = _capacity_bound(problem)
-    if not _mixed_costs(problem) or not (problem.post & ~problem.pre).any():
-        return capacity, capacity
-    return capacity, release_time_bound(problem.topology, problem.link_cost, problem.pre,
-                                        problem.post, capacity)
+    return capacity, _refined(problem, capacity) if _mixed_costs(problem) else capacity
 
 
 def _capacity_bound(problem):
@@ -428,9 +434,12 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
 
 
 def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, workers,
-                   progress, repair):
-    """The greedy's restarts, then on mixed links the repair (:mod:`.repair`) and the coarser
-    discretization; the schedule of least replay time (:func:`~.repair.replay_time`).
+                   progress, repair, symmetric):
+    """On mixed links of a network with a translation symmetry, first the translated all-gather
+    of :mod:`.cayley` (at the slot bound but above the bound in seconds, with the per-link
+    deadline windows of :mod:`.repair`); unless it is within :data:`AT_BOUND` of the chunk
+    bound, the greedy's restarts, then on mixed links the repair (:mod:`.repair`) and the
+    coarser discretization; the schedule of least replay time (:func:`~.repair.replay_time`).
 
     Returns ``(problem, capacity bound, bound, events, makespan, info)``."""
     problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step,
@@ -439,11 +448,52 @@ def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, wo
     if repair is None:
         repair = mixed_links(problem) and \
             problem.num_chunks * problem.link_steps.size <= REPAIR_WORK
+    if symmetric is None:
+        symmetric = mixed_links(problem)
+    sym = None
+    if symmetric and coll.name == "allgather":
+        from .cayley import symmetric_events
+        sym = symmetric_events(problem.topology, problem.link_cost, problem.link_steps, chunks,
+                               bound, seed=seed)
+    if sym is not None:
+        fixed = None
+        sym_time, sym_events, sym_span = _replay(problem, sym.events), sym.events, sym.makespan
+        # only the deadline windows: above the slot bound the slot repair's windows cost as
+        # much as the greedy's (the 6x6 torus with 4:1 links at 10 us: 0.6 s for nothing)
+        if repair and sym_time > bound * (1 + AT_BOUND) and \
+                sym_span <= math.ceil(bound / problem.time_step - 1e-9):
+            sym_time, sym_events, sym_span, solves = _repaired(problem, sym_events, sym_span,
+                                                               bound, seed)
+            fixed = {"solves": solves, "time_steps": [problem.time_step]}
+        tried = {"tries": sym.tries, "time": sym_time, "kept": True}
+        if sym_time <= bound * (1 + AT_BOUND):
+            info = {"restart_makespans": [], "best_restart": None, "best_seed": None,
+                    "best_rule": None, "repair": fixed, "symmetric": tried}
+            return problem, capacity, bound, sym_events, sym_span, info
+    found = _greedy_runs(problem, topo, coll, root, chunks, size, time_step, seed, restarts,
+                         workers, progress, repair, bound)
+    ends, problem_g, events, makespan, info = found
+    if sym is None:
+        return problem_g, capacity, bound, events, makespan, dict(info, symmetric=None)
+    if ends is None:
+        ends = _replay(problem_g, events)
+    if fixed is not None:
+        info = dict(info, repair=dict(info["repair"],
+                                      solves=info["repair"]["solves"] + fixed["solves"]))
+    if ends <= sym_time * (1 + 1e-12):
+        return problem_g, capacity, bound, events, makespan, \
+            dict(info, symmetric=dict(tried, kept=False))
+    return problem, capacity, bound, sym_events, sym_span, dict(info, symmetric=tried)
+
+
+def _greedy_runs(problem, topo, coll, root, chunks, size, time_step, seed, restarts, workers,
+                 progress, repair, bound):
+    """The greedy part of :func:`_greedy_search`: ``(replay time, problem, events, makespan,
+    info)``; the replay time is None without the repair (not computed)."""
     if not repair:
         slots = int(math.ceil(bound / problem.time_step - 1e-9))
         events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress, slots)
-        return problem, capacity, bound, events, makespan, dict(info, repair=None)
-    from .repair import deadline_events, link_deadlines, repair_events, replay_time
+        return None, problem, events, makespan, dict(info, repair=None)
     best, tried, solves = None, [], 0
     for disc in GREEDY_DISCRETIZATIONS if time_step is None else (None,):
         if disc is not GREEDY_DISCRETIZATION and disc is not None:
@@ -452,34 +502,48 @@ def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, wo
         if problem.time_step in tried:
             continue
         tried.append(problem.time_step)
-        arrays = problem.arrays()
         slots = int(math.ceil(bound / problem.time_step - 1e-9))
         events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress, slots)
-        failed = -1                      # a horizon the slot repair could not reach
-        if makespan > slots:
-            fixed = repair_events(*arrays, events, slots, seed=seed)
-            events, makespan, solves = fixed.events, fixed.makespan, solves + fixed.solves
-            if makespan > slots:
-                failed = makespan - 1
-        ends = replay_time(problem.topology.src, problem.topology.dst, problem.link_cost,
-                           problem.pre, events)
-        # per-link deadlines no later than a horizon the slot repair failed at ask for more
-        if ends > bound * (1 + AT_BOUND) and \
-                link_deadlines(problem.link_cost, problem.link_steps, bound).max() > failed:
-            timed = deadline_events(*arrays, events, problem.link_cost, problem.time_step,
-                                    bound, seed=seed)
-            solves += timed.solves
-            ends_timed = replay_time(problem.topology.src, problem.topology.dst,
-                                     problem.link_cost, problem.pre, timed.events)
-            if ends_timed < ends:
-                events, makespan, ends = timed.events, timed.makespan, ends_timed
+        ends, events, makespan, done = _repaired(problem, events, makespan, bound, seed)
+        solves += done
         if best is None or ends < best[0] * (1 - 1e-12):
             best = (ends, problem, events, makespan, info)
         if best[0] <= bound * (1 + AT_BOUND):
             break
-    _, problem, events, makespan, info = best
+    ends, problem, events, makespan, info = best
     info = dict(info, repair={"solves": solves, "time_steps": tried})
-    return problem, capacity, bound, events, makespan, info
+    return ends, problem, events, makespan, info
+
+
+def _repaired(problem, events, makespan, bound, seed):
+    """A schedule's repair (:mod:`.repair`): its last slots re-solved toward the slot bound,
+    then, if its replay is still above the bound, per-link deadlines no later than a horizon
+    the slot repair failed at; ``(replay time, events, makespan, window solves)``."""
+    from .repair import deadline_events, link_deadlines, repair_events
+    arrays = problem.arrays()
+    slots = int(math.ceil(bound / problem.time_step - 1e-9))
+    solves, failed = 0, -1               # a horizon the slot repair could not reach
+    if makespan > slots:
+        fixed = repair_events(*arrays, events, slots, seed=seed)
+        events, makespan, solves = fixed.events, fixed.makespan, fixed.solves
+        if makespan > slots:
+            failed = makespan - 1
+    ends = _replay(problem, events)
+    if ends > bound * (1 + AT_BOUND) and \
+            link_deadlines(problem.link_cost, problem.link_steps, bound).max() > failed:
+        timed = deadline_events(*arrays, events, problem.link_cost, problem.time_step, bound,
+                                seed=seed)
+        solves += timed.solves
+        ends_timed = _replay(problem, timed.events)
+        if ends_timed < ends:
+            events, makespan, ends = timed.events, timed.makespan, ends_timed
+    return ends, events, makespan, solves
+
+
+def _replay(problem, events):
+    from .repair import replay_time
+    return replay_time(problem.topology.src, problem.topology.dst, problem.link_cost,
+                       problem.pre, events)
 
 
 def _run_ilp(problem, seed, limits, window, progress):
@@ -525,7 +589,8 @@ _clock = time.monotonic
 def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
                root=None, seed=0, restarts=None, workers=None, unwind_degree=None,
                fail_links=None, fail_nodes=None, time_step=None, time_limit=None,
-               node_limit=None, max_solves=None, window=None, repair=None, progress=None):
+               node_limit=None, max_solves=None, window=None, repair=None, symmetric=None,
+               progress=None):
     """Synthesize a schedule of any collective on any topology through the TEN.
 
     Parameters
@@ -575,6 +640,12 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         :data:`GREEDY_DISCRETIZATIONS`. Default: on mixed links, up to :data:`REPAIR_WORK`
         chunks x links. The repair's work is bounded by counts, so the result is the same on
         any machine.
+    symmetric : bool, optional
+        Greedy, all-gather (and so reduce-scatter and all-reduce): on a network with a
+        translation symmetry (a torus, also with one bandwidth per dimension), first try the
+        translation of one node's schedule to every node (:mod:`.cayley`), kept if within
+        :data:`AT_BOUND` of the chunk bound, else the faster of it and the greedy's. Default:
+        on mixed links.
     progress : callable, optional
         ``progress(done, total)``.
 
@@ -586,7 +657,10 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         ``capacity_lower_bound`` (the bound without its release-time term) and, for
         the greedy, ``restarts`` (as given, None for automatic), ``restart_makespans`` (the
         runs made, of the discretization kept), ``best_seed``, ``best_rule`` and ``repair``
-        (None when off, else the ILP window solves made and the time steps tried).
+        (None when off, else the ILP window solves made and the time steps tried), and
+        ``symmetric`` (None if not tried, else its ``tries``, replayed ``time`` and whether it
+        was ``kept``; when kept at the bound no greedy run is made and ``restart_makespans``
+        is empty).
 
     Examples
     --------
@@ -603,10 +677,13 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         if given:
             raise UnsupportedError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
                                    "to method='ilp' only")
-    elif repair is not None:
-        raise UnsupportedError("repair applies to method='greedy' only")
-    if repair is not None and not isinstance(repair, (bool, np.bool_)):
-        raise UnsupportedError(f"repair must be True, False or None, got {repair!r}")
+    else:
+        for name, value in (("repair", repair), ("symmetric", symmetric)):
+            if value is not None:
+                raise UnsupportedError(f"{name} applies to method='greedy' only")
+    for name, value in (("repair", repair), ("symmetric", symmetric)):
+        if value is not None and not isinstance(value, (bool, np.bool_)):
+            raise UnsupportedError(f"{name} must be True, False or None, got {value!r}")
     if restarts is not None and (isinstance(restarts, bool) or
                                  not isinstance(restarts, (int, np.integer)) or restarts < 1):
         raise UnsupportedError(f"restarts must be a whole number >= 1, got {restarts!r}")
@@ -629,7 +706,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     size = parse_size(size)
     opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
                 workers=workers, time_step=time_step, window=window, progress=progress,
-                repair=repair,
+                repair=repair, symmetric=symmetric,
                 limits=dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves))
     if coll.name == "allreduce":
         # one time limit for the whole call: half for the first phase, what is left for the second
@@ -662,19 +739,21 @@ def _phase(meta):
 
 
 def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
-               limits, window, progress, repair):
+               limits, window, progress, repair, symmetric):
     if coll.name in _REVERSED:
         base = _collective(_REVERSED[coll.name])
         fwd = _synth_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
                          seed=seed, restarts=restarts, workers=workers, time_step=time_step,
-                         limits=limits, window=window, progress=progress, repair=repair)
+                         limits=limits, window=window, progress=progress, repair=repair,
+                         symmetric=symmetric)
         out = reverse(fwd, coll, topo)
         meta = dict(fwd.meta)
         meta["reversed_from"] = base.name
         return out.replace(meta=meta)
     if method == "greedy":
         problem, capacity, bound, events, makespan, info = _greedy_search(
-            topo, coll, root, chunks, size, time_step, seed, restarts, workers, progress, repair)
+            topo, coll, root, chunks, size, time_step, seed, restarts, workers, progress, repair,
+            symmetric)
     else:
         problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root,
                               time_step=time_step)
