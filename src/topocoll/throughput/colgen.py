@@ -46,7 +46,7 @@ from . import lp as _lp
 from .dual import _positive, link_ids, tree_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .lp import solve_lp
-from .mwu import DEFAULT_STEPS, mwu_lengths, whole_number
+from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths, whole_number
 from .pathlp import _reorder
 from .result import AlltoallResult, PathSet
 
@@ -54,6 +54,12 @@ __all__ = ["colgen_throughput", "DEFAULT_TOLERANCE"]
 
 #: Relative gap at which :func:`colgen_throughput` stops unless asked for less.
 DEFAULT_TOLERANCE = 1e-4
+#: Alternatives of a pair at most this much longer than its shortest path under the best
+#: lengths (at 1024 nodes of degree 4: 18% of the pairs free, the first master 2.7e-4 from
+#: the optimum; 0.001 left 9% free but 0.3 from it).
+DEFAULT_SLACK = 0.01
+#: Pairs that gain a path in one round at most.
+DEFAULT_MAX_NEW = 30_000
 #: ``vertex=True``: the crossover re-solve may take this many times the last master's solve.
 VERTEX_SECONDS_FACTOR = 3.0
 
@@ -74,12 +80,13 @@ def _tree_sums(pred, eid, weights, dtype):
     return out
 
 
-def _candidates(run, eid, xs, ys):
+def _candidates(run, eid, xs, ys, slack):
     """Every pair's path in the best lengths' tree, and the distinct paths of the other kept
-    trees: ``(pair, ptr, edges)``. (Keeping only paths nearly as short as the first under the
-    best lengths halves the free pairs but misses routes the optimum needs: the best lengths
-    can be many steps old, and measured at 512 nodes the first master's gap grew from 4e-5 to
-    0.24, and the run from 20 s to 380 s.)"""
+    trees that are at most ``1 + slack`` times as long under the best lengths:
+    ``(pair, ptr, edges)``. (The main phase's trees are diverse, the refining phase's settled;
+    the filter keeps only routes that can still be optimal. It needs settled lengths: with the
+    main phase's best lengths, which can be many steps old, it cut routes the optimum needs,
+    and at 512 nodes the first master's gap grew from 4e-5 to 0.24.)"""
     rng = np.random.default_rng(0)
     tag = rng.integers(1, np.iinfo(np.int64).max, size=eid.max() + 1, dtype=np.int64)
     tag = tag.astype(np.uint64)
@@ -88,9 +95,10 @@ def _candidates(run, eid, xs, ys):
     ptr, edges = tree_paths(first, eid, xs, ys)
     pair_parts, hop_parts, edge_parts = [np.arange(xs.size)], [np.diff(ptr)], [edges]
     seen = [_tree_sums(first, eid, tag, np.uint64)[xs, ys]]
+    limit = _tree_sums(first, eid, run.lengths, np.float64)[xs, ys] * (1.0 + slack)
     for pred in trees[1:]:
         h = _tree_sums(pred, eid, tag, np.uint64)[xs, ys]
-        new = np.ones(h.size, dtype=bool)
+        new = _tree_sums(pred, eid, run.lengths, np.float64)[xs, ys] <= limit
         for old in seen:
             new &= h != old
         seen.append(h)
@@ -127,6 +135,25 @@ def _master(num_e, cap_s, pair, ptr, edges, num_pairs):
     return cost, matrix, lower, upper, free
 
 
+def _sweep(psrc, pdst, n, lengths):
+    """All-sources Dijkstra under ``lengths``: distances and predecessors."""
+    graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
+    return csgraph.dijkstra(graph, directed=True, return_predecessors=True)
+
+
+def _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, most):
+    """Pairs whose shortest path under ``lengths`` beats all of their paths, at most ``most``
+    of them (those that gain most)."""
+    plen = np.add.reduceat(lengths[edges], ptr[:-1]) if edges.size else np.zeros(0)
+    have = np.full(num_pairs, np.inf)
+    np.minimum.at(have, pair, plen)
+    gain = have - dist[xs, ys]
+    pick = np.flatnonzero(gain > have * 1e-9)
+    if pick.size <= most:
+        return pick
+    return np.sort(pick[np.argpartition(-gain[pick], most - 1)[:most]])
+
+
 def _shares(pair, free, x, num_pairs):
     """Per path, its share of its pair (fixed pairs' single paths: 1)."""
     share = np.ones(pair.size)
@@ -137,7 +164,8 @@ def _shares(pair, free, x, num_pairs):
 
 
 def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAULT_STEPS,
-                      keep=8, max_rounds=50, solver="ipm", time_limit=None,
+                      mwu_refine=DEFAULT_REFINE, keep=8, slack=DEFAULT_SLACK,
+                      max_new=DEFAULT_MAX_NEW, max_rounds=50, solver="ipm", time_limit=None,
                       bounds=True, threads=None, vertex=False, progress=None):
     """Uniform all-to-all ``lambda`` by path column generation seeded by multiplicative weights.
 
@@ -151,8 +179,16 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         (default ``1e-4``).
     mwu_steps : int
         Multiplicative-weights steps before the first master LP.
+    mwu_refine : int
+        Refining steps after them, at smaller step sizes (0: none; see
+        :func:`~topocoll.throughput.mwu.mwu_lengths`).
     keep : int
-        Trees of the last steps whose paths seed the free pairs.
+        Trees of the last steps of each phase whose paths seed the free pairs.
+    slack : float
+        Of those paths, only the ones at most ``1 + slack`` times as long as the pair's
+        shortest path under the best lengths become alternatives.
+    max_new : int
+        Pairs that gain a path in one round at most (those that gain most).
     vertex : bool
         Re-solve the last master LP with crossover to a vertex: the interior point spreads
         pairs thinly over many paths (tiny shares become tiny transfers, each paying a link
@@ -181,13 +217,19 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     _check(topology)
     mwu_steps = whole_number("mwu_steps", mwu_steps)
     keep = whole_number("keep", keep)
+    max_new = whole_number("max_new", max_new)
+    if isinstance(mwu_refine, bool) or not isinstance(mwu_refine, (int, np.integer)) \
+            or mwu_refine < 0:
+        raise InputTypeError(f"mwu_refine must be a whole number >= 0, got {mwu_refine!r}")
+    if not 0 <= float(slack) < np.inf:
+        raise InputTypeError(f"slack must be a finite number >= 0, got {slack!r}")
     max_rounds = whole_number("max_rounds", max_rounds)
     n = topology.num_nodes
     psrc, pdst, cap, _ = topology.pairs
     num_e = psrc.size
     degree = max(2, int(topology.out_degree().max()))
     hops_est = 1 + math.ceil(math.log(max(n, 2)) / math.log(degree))
-    require_memory(n * n * (40 + 4 * (keep + 1) + 16 * (2 + hops_est)),
+    require_memory(n * n * (48 + 4 * (2 * keep + 1) + 16 * (2 + hops_est)),
                    f"the all-to-all column generation on {topology.name} ({n} nodes: "
                    f"{n * (n - 1)} pairs with their paths)")
     bnd = throughput_bounds(topology) if bounds else {}
@@ -199,10 +241,10 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     eid = link_ids(topology)
     xs, ys = np.nonzero(~np.eye(n, dtype=bool))
     num_pairs = xs.size
-    total = mwu_steps + max_rounds
+    total = mwu_steps + mwu_refine + max_rounds
     report = (lambda done, _: progress(done, total)) if progress else None
-    run = mwu_lengths(topology, steps=mwu_steps, keep=keep, progress=report)
-    pair, ptr, edges = _candidates(run, eid, xs, ys)
+    run = mwu_lengths(topology, steps=mwu_steps, refine=mwu_refine, keep=keep, progress=report)
+    pair, ptr, edges = _candidates(run, eid, xs, ys, float(slack))
     best_bound, best_lengths = run.bound / scale, run.lengths
     deadline = None if time_limit is None else _lp.clock() + float(time_limit)
     build = time.perf_counter() - began
@@ -232,19 +274,30 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         master = (cost, matrix, lower, upper, free)
         last_seconds = sol.seconds
         lengths = _positive(np.abs(sol.row_dual[:num_e]))
-        graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
-        dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
-        bound = float(cap_s @ lengths) / float(dist.sum())
+        lengths /= float(cap_s @ lengths)
+        dist, pred = _sweep(psrc, pdst, n, lengths)
+        bound = 1.0 / float(dist.sum())
         if bound < best_bound:
             best_bound, best_lengths = bound, lengths
         if progress:
-            progress(mwu_steps + rounds, total)
+            progress(mwu_steps + mwu_refine + rounds, total)
         if best_bound <= lam * (1.0 + tolerance):
             break
-        plen = np.add.reduceat(lengths[edges], ptr[:-1]) if edges.size else np.zeros(0)
-        have = np.full(num_pairs, np.inf)
-        np.minimum.at(have, pair, plen)
-        gain = np.flatnonzero(dist[xs, ys] < have * (1.0 - 1e-9))
+        # price at the midpoint of the best lengths and the master's: a restricted master's
+        # duals overshoot (priced alone, at 512 nodes they freed 190k of 262k pairs in one
+        # round, and the next master took minutes)
+        center = best_lengths / float(cap_s @ best_lengths)
+        smooth = 0.5 * (center + lengths)
+        sdist, spred = _sweep(psrc, pdst, n, smooth)
+        if 1.0 / float(sdist.sum()) < best_bound:
+            best_bound, best_lengths = 1.0 / float(sdist.sum()), smooth
+            if best_bound <= lam * (1.0 + tolerance):
+                break
+        gain = _gains(smooth, sdist, pair, ptr, edges, xs, ys, num_pairs, max_new)
+        if gain.size:
+            dist, pred = sdist, spred
+        else:
+            gain = _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, max_new)
         if gain.size == 0:
             # interior-point duals can stall short of the bound: retry once at a vertex
             if crossover or solver not in ("ipm", "auto"):
