@@ -54,10 +54,12 @@ __all__ = ["colgen_throughput", "DEFAULT_TOLERANCE"]
 
 #: Relative gap at which :func:`colgen_throughput` stops unless asked for less.
 DEFAULT_TOLERANCE = 1e-4
-#: Alternatives of a pair at most this much longer than its shortest path under the best
-#: lengths (at 1024 nodes of degree 4: 18% of the pairs free, the first master 2.7e-4 from
-#: the optimum; 0.001 left 9% free but 0.3 from it).
+#: A pair is free if a tree routes it at most this much longer than its shortest path under
+#: the best lengths, on another path (at 1024 nodes of degree 4: 18% of the pairs free, the
+#: first master 9e-5 from the optimum; 0.001 left 9% free but 0.3 from it).
 DEFAULT_SLACK = 0.01
+#: Paths a pair starts with at most.
+DEFAULT_MAX_PATHS = 9
 #: Pairs that gain a path in one round at most.
 DEFAULT_MAX_NEW = 30_000
 #: ``vertex=True``: the crossover re-solve may take this many times the last master's solve.
@@ -80,31 +82,43 @@ def _tree_sums(pred, eid, weights, dtype):
     return out
 
 
-def _candidates(run, eid, xs, ys, slack):
-    """Every pair's path in the best lengths' tree, and the distinct paths of the other kept
-    trees that are at most ``1 + slack`` times as long under the best lengths:
-    ``(pair, ptr, edges)``. (The main phase's trees are diverse, the refining phase's settled;
-    the filter keeps only routes that can still be optimal. It needs settled lengths: with the
-    main phase's best lengths, which can be many steps old, it cut routes the optimum needs,
-    and at 512 nodes the first master's gap grew from 4e-5 to 0.24.)"""
+def _candidates(run, eid, xs, ys, slack, most):
+    """Every pair's path in the best lengths' tree and, for the pairs that some other kept
+    tree routes differently on a path at most ``1 + slack`` times as long under the best
+    lengths, the distinct paths of all kept trees, at most ``most`` a pair (newest trees
+    first): ``(pair, ptr, edges)``.
+
+    The filter picks pairs, not paths. Pairs whose other routes are all much longer stay
+    fixed (at 1024 nodes of degree 4 this halves the free pairs); a free pair keeps its long
+    routes too: on hypercubes and tori, where every shortest route ties, a master of shortest
+    routes alone has every link saturated in every optimum, and the interior point took over
+    10 minutes on ``hypercube:8`` instead of 15 s. The filter needs settled lengths: with the
+    main phase's best lengths, which can be many steps old, it cut pairs the optimum needs,
+    and at 512 nodes the first master's gap grew from 4e-5 to 0.24."""
     rng = np.random.default_rng(0)
     tag = rng.integers(1, np.iinfo(np.int64).max, size=eid.max() + 1, dtype=np.int64)
     tag = tag.astype(np.uint64)
     trees = run.trees[::-1]              # best lengths' tree first
     first = trees[0]
-    ptr, edges = tree_paths(first, eid, xs, ys)
-    pair_parts, hop_parts, edge_parts = [np.arange(xs.size)], [np.diff(ptr)], [edges]
-    seen = [_tree_sums(first, eid, tag, np.uint64)[xs, ys]]
     limit = _tree_sums(first, eid, run.lengths, np.float64)[xs, ys] * (1.0 + slack)
+    hashes = [_tree_sums(first, eid, tag, np.uint64)[xs, ys]]
+    free = np.zeros(xs.size, dtype=bool)
     for pred in trees[1:]:
         h = _tree_sums(pred, eid, tag, np.uint64)[xs, ys]
-        new = _tree_sums(pred, eid, run.lengths, np.float64)[xs, ys] <= limit
-        for old in seen:
-            new &= h != old
-        seen.append(h)
+        near = _tree_sums(pred, eid, run.lengths, np.float64)[xs, ys] <= limit
+        free |= near & (h != hashes[0])
+        hashes.append(h)
+    ptr, edges = tree_paths(first, eid, xs, ys)
+    pair_parts, hop_parts, edge_parts = [np.arange(xs.size)], [np.diff(ptr)], [edges]
+    count = np.ones(xs.size, dtype=np.int64)
+    for i in range(1, len(trees)):
+        new = free & (count < most)
+        for old in hashes[:i]:
+            new &= hashes[i] != old
+        count += new
         sel = np.flatnonzero(new)
         if sel.size:
-            p, e = tree_paths(pred, eid, xs[sel], ys[sel])
+            p, e = tree_paths(trees[i], eid, xs[sel], ys[sel])
             pair_parts.append(sel)
             hop_parts.append(np.diff(p))
             edge_parts.append(e)
@@ -165,7 +179,7 @@ def _shares(pair, free, x, num_pairs):
 
 def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAULT_STEPS,
                       mwu_refine=DEFAULT_REFINE, keep=8, slack=DEFAULT_SLACK,
-                      max_new=DEFAULT_MAX_NEW, max_rounds=50, solver="ipm", time_limit=None,
+                      max_paths=DEFAULT_MAX_PATHS, max_new=DEFAULT_MAX_NEW, max_rounds=50, solver="ipm", time_limit=None,
                       bounds=True, threads=None, vertex=False, progress=None):
     """Uniform all-to-all ``lambda`` by path column generation seeded by multiplicative weights.
 
@@ -185,8 +199,10 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     keep : int
         Trees of the last steps of each phase whose paths seed the free pairs.
     slack : float
-        Of those paths, only the ones at most ``1 + slack`` times as long as the pair's
-        shortest path under the best lengths become alternatives.
+        A pair keeps the trees' other paths as alternatives only if one of them is at most
+        ``1 + slack`` times as long as its shortest path under the best lengths.
+    max_paths : int
+        Paths a pair starts with at most (its first and the alternatives of the newest trees).
     max_new : int
         Pairs that gain a path in one round at most (those that gain most).
     vertex : bool
@@ -218,6 +234,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     mwu_steps = whole_number("mwu_steps", mwu_steps)
     keep = whole_number("keep", keep)
     max_new = whole_number("max_new", max_new)
+    max_paths = whole_number("max_paths", max_paths)
     if isinstance(mwu_refine, bool) or not isinstance(mwu_refine, (int, np.integer)) \
             or mwu_refine < 0:
         raise InputTypeError(f"mwu_refine must be a whole number >= 0, got {mwu_refine!r}")
@@ -244,7 +261,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     total = mwu_steps + mwu_refine + max_rounds
     report = (lambda done, _: progress(done, total)) if progress else None
     run = mwu_lengths(topology, steps=mwu_steps, refine=mwu_refine, keep=keep, progress=report)
-    pair, ptr, edges = _candidates(run, eid, xs, ys, float(slack))
+    pair, ptr, edges = _candidates(run, eid, xs, ys, float(slack), max_paths)
     best_bound, best_lengths = run.bound / scale, run.lengths
     deadline = None if time_limit is None else _lp.clock() + float(time_limit)
     build = time.perf_counter() - began
