@@ -8,21 +8,25 @@ capacity row in the basis), so almost every pair travels on a single path, and t
 hold the few pairs whose route is in doubt:
 
 1. :func:`~topocoll.throughput.mwu.mwu_lengths` finds near-optimal dual lengths in a hundred
-   all-sources Dijkstra sweeps, and the trees of its last steps.
-2. Every pair starts on its shortest path under the best lengths. A pair whose path differs in
-   the last trees keeps those paths as alternatives: it is *free*. All other pairs are *fixed*: their load is a constant.
+   all-sources Dijkstra sweeps and ninety refining ones at smaller steps, and the trees of the
+   last steps of both phases.
+2. Every pair starts on its shortest path under the best lengths. A pair that another kept
+   tree routes differently, on a path at most ``1 + slack`` times as long under the best
+   lengths, keeps the trees' paths as alternatives: it is *free*. All other pairs are
+   *fixed*: their load is a constant.
 3. The master LP (``minimise z``: per link, free paths' load ``<= z c_e -`` fixed load; per
    free pair, its shares sum to 1) has ``|E|`` rows plus one per free pair.
-4. Its capacity duals are link lengths; one all-sources Dijkstra gives every pair's shortest
-   path under them and the weak-duality bound ``sum_e c_e l_e / sum dist_l``. A pair whose
-   shortest path is shorter than all of its own paths gains that path (and becomes free); the
-   loop stops when the best bound seen (the multiplicative weights' included) is within
-   ``tolerance`` of the routes' ``lambda``.
+4. Its capacity duals are link lengths; one all-sources Dijkstra gives the weak-duality bound
+   ``sum_e c_e l_e / sum dist_l``. Pricing is at the midpoint of these lengths and the best
+   so far: a pair whose shortest path there is shorter than all of its own paths gains that
+   path (and becomes free), at most ``max_new`` pairs a round; the loop stops when the best
+   bound seen (the multiplicative weights' included) is within ``tolerance`` of the routes'
+   ``lambda``.
 
 ``lambda`` is recomputed from the routes (``min_e c_e / load_e``), so it is exactly feasible,
 and the bound is recomputed from lengths, not read from a solver. Measured on random regular
-graphs: 512 nodes of degree 4 in about 30 s against 35 min for the whole link LP
-(``benchmarks/alltoall.py``).
+graphs (``benchmarks/alltoall.py``): 512 nodes of degree 4 in about 15 s against 35 min for
+the whole link LP, 1024 nodes in about 4 minutes.
 
 >>> from topocoll.topology import topology
 >>> r = colgen_throughput(topology("ring:8", bandwidth=1.0), bounds=False)
