@@ -2,7 +2,9 @@
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", max_examples=40, deadline=None,
+# derandomize: the same examples on every run, so a run cannot draw a case the others never
+# met (one draw of the exact-optimum ILP test ran for over ten minutes on one CI-like run)
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 

@@ -5,7 +5,7 @@ deterministic, and what brings the cases below to the bound)."""
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from topocoll.cli.main import cli
 from topocoll.errors import UnsupportedError
@@ -23,6 +23,8 @@ from topocoll.topology.families.lattice import with_dimension_bandwidth
 from tests.helpers import random_cables, strongly_connected_digraphs
 
 GIB = 2**30
+#: Branch-and-bound nodes per ILP model when a test needs a proven optimum of a drawn case.
+EXACT_NODE_LIMIT = 200
 
 
 def dims(spec, gib_per_s, latency="0.5us"):
@@ -49,12 +51,15 @@ def test_release_bound_is_tight_where_capacity_is_not(spec, speeds):
        st.integers(1, 2), st.integers(0, 2**32 - 1))
 def test_release_and_forward_bounds_never_exceed_the_exact_optimum(topo, coll, chunks, seed):
     # integer chunk times: slot schedules with one slot a second are exact, so the ILP's
-    # proven optimum is the least makespan of any schedule in the link model
+    # proven optimum is the least makespan of any schedule in the link model. A few drawn
+    # cases are hard to prove (a gather of 10 chunks on 5 nodes took 117 s): the ILP gets a
+    # node budget (a count, the same on any machine) and only proven optima are compared.
     cost = np.random.default_rng(seed).integers(1, 5, topo.num_links).astype(float)
     pre, post = chunk_conditions(coll, topo.num_nodes, chunks,
                                  root=0 if coll != "allgather" else None)
-    res = ilp_events(topo.num_nodes, topo.src, topo.dst, cost.astype(np.int64), pre, post)
-    assert res.optimal
+    res = ilp_events(topo.num_nodes, topo.src, topo.dst, cost.astype(np.int64), pre, post,
+                     node_limit=EXACT_NODE_LIMIT)
+    assume(res.optimal)
     for term in (release_time_bound, pair_forward_bound):
         assert term(topo, cost, pre, post) <= res.makespan + 1e-9, term.__name__
 
