@@ -39,7 +39,6 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from ..errors import InputTypeError
 from ..limits import require_memory
@@ -47,7 +46,7 @@ from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
 from . import lp as _lp
-from .dual import _positive, link_ids, tree_paths
+from .dual import _positive, link_ids, shortest_path_trees, tree_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .lp import solve_lp
 from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths, whole_number
@@ -153,12 +152,6 @@ def _master(num_e, cap_s, pair, ptr, edges, num_pairs):
     return cost, matrix, lower, upper, free
 
 
-def _sweep(psrc, pdst, n, lengths):
-    """All-sources Dijkstra under ``lengths``: distances and predecessors."""
-    graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
-    return csgraph.dijkstra(graph, directed=True, return_predecessors=True)
-
-
 def _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, most):
     """Pairs whose shortest path under ``lengths`` beats all of their paths, at most ``most``
     of them (those that gain most)."""
@@ -183,8 +176,9 @@ def _shares(pair, free, x, num_pairs):
 
 def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAULT_STEPS,
                       mwu_refine=DEFAULT_REFINE, keep=8, slack=DEFAULT_SLACK,
-                      max_paths=DEFAULT_MAX_PATHS, max_new=DEFAULT_MAX_NEW, max_rounds=50, solver="ipm", time_limit=None,
-                      bounds=True, threads=None, vertex=False, progress=None):
+                      max_paths=DEFAULT_MAX_PATHS, max_new=DEFAULT_MAX_NEW, max_rounds=50,
+                      solver="ipm", time_limit=None, bounds=True, threads=None, vertex=False,
+                      progress=None):
     """Uniform all-to-all ``lambda`` by path column generation seeded by multiplicative weights.
 
     Parameters
@@ -239,9 +233,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     keep = whole_number("keep", keep)
     max_new = whole_number("max_new", max_new)
     max_paths = whole_number("max_paths", max_paths)
-    if isinstance(mwu_refine, bool) or not isinstance(mwu_refine, (int, np.integer)) \
-            or mwu_refine < 0:
-        raise InputTypeError(f"mwu_refine must be a whole number >= 0, got {mwu_refine!r}")
+    mwu_refine = whole_number("mwu_refine", mwu_refine, least=0)
     if not 0 <= float(slack) < np.inf:
         raise InputTypeError(f"slack must be a finite number >= 0, got {slack!r}")
     max_rounds = whole_number("max_rounds", max_rounds)
@@ -296,7 +288,7 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         last_seconds = sol.seconds
         lengths = _positive(np.abs(sol.row_dual[:num_e]))
         lengths /= float(cap_s @ lengths)
-        dist, pred = _sweep(psrc, pdst, n, lengths)
+        dist, pred = shortest_path_trees(psrc, pdst, n, lengths)
         bound = 1.0 / float(dist.sum())
         if bound < best_bound:
             best_bound, best_lengths = bound, lengths
@@ -309,9 +301,10 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         # round, and the next master took minutes)
         center = best_lengths / float(cap_s @ best_lengths)
         smooth = 0.5 * (center + lengths)
-        sdist, spred = _sweep(psrc, pdst, n, smooth)
-        if 1.0 / float(sdist.sum()) < best_bound:
-            best_bound, best_lengths = 1.0 / float(sdist.sum()), smooth
+        sdist, spred = shortest_path_trees(psrc, pdst, n, smooth)
+        bound = 1.0 / float(sdist.sum())
+        if bound < best_bound:
+            best_bound, best_lengths = bound, smooth
             if best_bound <= lam * (1.0 + tolerance):
                 break
         gain = _gains(smooth, sdist, pair, ptr, edges, xs, ys, num_pairs, max_new)

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 __all__ = ["certificate", "pair_distances", "hop_shortest_paths", "tree_paths",
-           "link_ids"]
+           "link_ids", "shortest_path_trees"]
 
 
 def _positive(lengths):
@@ -28,6 +28,13 @@ def _positive(lengths):
     lengths = np.maximum(np.asarray(lengths, dtype=np.float64), 0.0)
     top = float(lengths.max()) if lengths.size else 0.0
     return lengths + (1e-12 * top if top > 0 else 1.0)
+
+
+def shortest_path_trees(psrc, pdst, n, lengths):
+    """All-sources Dijkstra under ``lengths`` (positive, one per pair-link ``psrc -> pdst``
+    of ``n`` nodes): distances and predecessors, N x N each."""
+    graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
+    return csgraph.dijkstra(graph, directed=True, return_predecessors=True)
 
 
 def pair_distances(topology, lengths, hop_limit=None):

@@ -26,11 +26,9 @@ optimum.
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from ..errors import InputTypeError
-from .dual import link_ids
+from .dual import link_ids, shortest_path_trees
 
 __all__ = ["MwuRun", "mwu_lengths", "tree_loads", "DEFAULT_STEPS", "DEFAULT_REFINE"]
 
@@ -87,11 +85,11 @@ def tree_loads(pred, eid, num_links):
                        minlength=num_links)
 
 
-def whole_number(name, value):
-    """``value`` as an int if it is a whole number >= 1, else an :class:`InputTypeError`
-    naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputTypeError(f"{name} must be a whole number >= 1, got {value!r}")
+def whole_number(name, value, least=1):
+    """``value`` as an int if it is a whole number >= ``least``, else an
+    :class:`InputTypeError` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise InputTypeError(f"{name} must be a whole number >= {least}, got {value!r}")
     return int(value)
 
 
@@ -121,8 +119,7 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, refine=0, pro
     MwuRun
     """
     steps, keep = whole_number("steps", steps), whole_number("keep", keep)
-    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 0:
-        raise InputTypeError(f"refine must be a whole number >= 0, got {refine!r}")
+    refine = whole_number("refine", refine, least=0)
     if not 0 < float(eps) <= 1:
         raise InputTypeError(f"eps must be in (0, 1], got {eps!r}")
     psrc, pdst, cap, _ = topology.pairs
@@ -131,7 +128,7 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, refine=0, pro
     eid = link_ids(topology)
     lengths = 1.0 / c
     best, best_lengths = np.inf, lengths
-    total = steps + int(refine)
+    total = steps + refine
     sizes = np.full(total, float(eps))
     if refine:
         parts = np.array_split(np.arange(steps, total), len(REFINE_FRACTIONS))
@@ -139,8 +136,7 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, refine=0, pro
             sizes[part] = eps * fraction
     main, trees = [], []
     for step in range(total):
-        graph = sp.csr_matrix((lengths, (psrc, pdst)), shape=(n, n))
-        dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
+        dist, pred = shortest_path_trees(psrc, pdst, n, lengths)
         bound = float(c @ lengths) / float(dist.sum())
         if bound < best:
             best, best_lengths = bound, lengths.copy()
@@ -154,8 +150,7 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, refine=0, pro
         lengths /= float(lengths.max())           # the bound is scale-free; keep numbers tame
         if progress:
             progress(step + 1, total)
-    graph = sp.csr_matrix((best_lengths, (psrc, pdst)), shape=(n, n))
-    _, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
+    _, pred = shortest_path_trees(psrc, pdst, n, best_lengths)
     trees = main + trees + [pred.astype(np.int32)]
     return MwuRun(lengths=best_lengths, bound=best * float(cap.max()), steps=total,
                   trees=trees)

@@ -36,21 +36,27 @@ def pair_cut_bound(topology, cost, pre, post, stream_bound):
     ``ends == i`` carry ``demand[i]`` chunks, maxed over ``i`` (the single-node bound's
     helper, shared so that both terms snap alike).
     """
-    t = topology
-    n = t.num_nodes
-    a, b = np.minimum(t.src, t.dst), np.maximum(t.src, t.dst)
-    key = np.unique((a * n + b)[a != b])
-    if key.size == 0:
+    t, n = topology, topology.num_nodes
+    pu, pv = _adjacent_pairs(t)
+    if pu.size == 0:
         return 0.0
-    pu, pv = key // n, key % n
     recv, send = _demands(pu, pv, pre, post)
     best = 0.0
     for ends, links, demand in ((t.dst, _crossing(t.dst, t.src, pu, pv, n), recv),
                                 (t.src, _crossing(t.src, t.dst, pu, pv, n), send)):
         entry_pair, entry_link = links
         if entry_link.size and np.any(demand > 0):
-            best = max(best, stream_bound(entry_pair, cost[entry_link], demand, key.size))
+            best = max(best, stream_bound(entry_pair, cost[entry_link], demand, pu.size))
     return float(best)
+
+
+def _adjacent_pairs(topology):
+    """The pairs ``u < v`` joined by a link (either way): arrays ``(pu, pv)``."""
+    n = topology.num_nodes
+    a = np.minimum(topology.src, topology.dst).astype(np.int64)
+    b = np.maximum(topology.src, topology.dst).astype(np.int64)
+    key = np.unique((a * n + b)[a != b])
+    return key // n, key % n
 
 
 def _crossing(inside, outside, pu, pv, n):
@@ -110,14 +116,11 @@ def pair_forward_bound(topology, cost, pre, post, floor=0.0):
     ends ``m * cost`` and ``m * cost + a`` is searched upward from ``floor``.
     """
     t = topology
-    n = t.num_nodes
     src, dst = t.src.astype(np.int64), t.dst.astype(np.int64)
     cost = np.asarray(cost, dtype=float)
-    a, b = np.minimum(src, dst), np.maximum(src, dst)
-    key = np.unique((a * n + b)[a != b])
     need = post & ~pre
     best = float(floor)
-    for u, v in zip((key // n).tolist(), (key % n).tolist()):
+    for u, v in zip(*(side.tolist() for side in _adjacent_pairs(t))):
         into = need[:, u] | need[:, v]
         fresh = into & ~pre[:, u] & ~pre[:, v]
         both = int((fresh & need[:, u] & need[:, v]).sum())
