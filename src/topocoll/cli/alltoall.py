@@ -21,11 +21,12 @@ __all__ = ["alltoall"]
 @click.argument("topo")
 @click.option("--max-hops", type=click.IntRange(0), help="Path LP: every pair uses paths of at "
               "most its shortest distance + L links (0: shortest paths only).")
-@click.option("--method", type=click.Choice(["symmetric", "link", "path", "colgen"]),
+@click.option("--method", type=click.Choice(["symmetric", "link", "path", "colgen", "balance"]),
               help="LP formulation [default: symmetric on tori, rings, circulants, hypercubes "
-              "and other translation-symmetric topologies; otherwise link, or colgen (path "
-              "column generation seeded by multiplicative weights) from 60000 link-LP "
-              "columns (N x links) on; path with --max-hops; with -o, path or colgen].")
+              "and other translation-symmetric topologies; otherwise link, or from 60000 "
+              "link-LP columns (N x links) on balance (shortest paths balanced to the distance "
+              "bound, where it is tight) and then colgen (path column generation seeded by "
+              "multiplicative weights); path with --max-hops; with -o, path or colgen].")
 @click.option("--tolerance", type=click.FloatRange(0, min_open=True), help="Relative gap to "
               "the certificate at which the solver may stop [default: 1e-4 for colgen, 1e-6 "
               "otherwise].")
@@ -62,7 +63,7 @@ def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandw
         method = "colgen" if t.num_nodes * t.pairs[0].size >= COLGEN_COLUMNS else "path"
     if method is None and max_hops is not None:
         method = "path"
-    if method in ("link", "symmetric", "colgen") and max_hops is not None:
+    if method in ("link", "symmetric", "colgen", "balance") and max_hops is not None:
         raise _Fail("--max-hops needs the path LP (--method path)")
     if method in ("link", "symmetric") and output:
         raise _Fail("-o needs routes: use the path LP or the column generation (--method path "
@@ -108,7 +109,8 @@ def _rate(value):
 
 def _print_text(res, doc, size, points, err):
     echo = (lambda s: click.echo(s, err=True)) if err else (lambda s: _out.print(s, markup=False))
-    hops = ("any path" if res.method in ("link", "symmetric", "colgen") or res.max_hops is None
+    hops = ("any path" if res.method in ("link", "symmetric", "colgen", "balance")
+            or res.max_hops is None
             else f"paths of at most dist + {res.max_hops} links")
     echo(f"all-to-all on {doc['topology']}: {doc['nodes']} nodes, {doc['links']} links; "
          f"{res.method} LP ({hops}), {res.status_name}")

@@ -1,6 +1,7 @@
 """All-to-all: throughput LPs (one source's flow under a translation group, link-based,
-hop-bounded path-based, and path column generation seeded by multiplicative weights), bounds,
-and hop-by-hop schedules (docs/math.md section 6).
+hop-bounded path-based, shortest paths balanced to the distance bound, and path column
+generation seeded by multiplicative weights), bounds, and hop-by-hop schedules (docs/math.md
+section 6).
 
 ``lambda`` is the rate in bytes/s that every ordered pair ``(x, y)``, ``x != y``, sustains at
 once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then takes
@@ -17,6 +18,7 @@ once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then ta
 ('path', 1.0, 1)
 """
 
+from .balance import balanced_throughput, shortest_path_sample
 from .colgen import colgen_throughput
 from .dual import certificate, hop_shortest_paths, pair_distances
 from .linklp import link_lp, link_throughput
@@ -30,7 +32,7 @@ from .solve import METHODS, alltoall_routes, throughput
 from .symmetric import symmetric_certificate, symmetric_throughput
 
 __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_throughput",
-           "path_throughput", "colgen_throughput", "mwu_lengths", "MwuRun",
+           "path_throughput", "colgen_throughput", "balanced_throughput", "shortest_path_sample", "mwu_lengths", "MwuRun",
            "symmetric_throughput", "symmetric_certificate",
            "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
            "Quantized", "rational_chunks", "certificate", "pair_distances",

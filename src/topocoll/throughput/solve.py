@@ -1,8 +1,12 @@
-"""The entry point of the throughput LPs: :func:`throughput` picks the symmetric, link, path or
-column-generation solver."""
+"""The entry point of the throughput LPs: :func:`throughput` picks the symmetric, link, path,
+balancing or column-generation solver."""
+
+import time
 
 from ..errors import UnsupportedError
+from ..results import Status
 from ..topology import Topology, topology as _topology
+from .balance import balanced_throughput
 from .colgen import DEFAULT_TOLERANCE as COLGEN_TOLERANCE, colgen_throughput
 from .linklp import link_throughput
 from .pathlp import path_throughput
@@ -11,7 +15,7 @@ from .symmetric import symmetric_throughput
 __all__ = ["throughput", "alltoall_routes", "METHODS", "COLGEN_COLUMNS"]
 
 #: The LP formulations.
-METHODS = ("symmetric", "link", "path", "colgen")
+METHODS = ("symmetric", "link", "path", "colgen", "balance")
 #: Without a symmetry, the default is the column generation from this many link-LP columns
 #: (N x links) on: 128-node 4-regular random graphs (65k columns) take 6 s by column
 #: generation against about 20 s for the whole link LP, while on 64 nodes (16-32k) the whole
@@ -31,15 +35,21 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
     max_hops : int, optional
         Hop bound of the path LP: every pair uses paths of at most ``dist(x, y) + max_hops``
         links (0: shortest paths only). Implies ``method="path"``.
-    method : {"symmetric", "link", "path", "colgen"}, optional
+    method : {"symmetric", "link", "path", "colgen", "balance"}, optional
         ``"symmetric"`` (the default without ``max_hops`` on topologies with a translation
         symmetry: tori, rings, circulants, hypercubes, Hamming and complete graphs): one
         source's flow under the group, exact and certified like the others, in seconds at
         thousands of nodes. ``"link"`` (the default otherwise below :data:`COLGEN_COLUMNS`
         link-LP columns): link-based multicommodity flow grouped by source. ``"colgen"`` (the
-        default from there on): path column generation seeded by multiplicative weights, with
-        routes (:func:`~topocoll.throughput.colgen.colgen_throughput`). ``"path"``: the path LP
-        with a hop bound (gives routes for schedules).
+        default from there on, after ``"balance"``): path column generation seeded by
+        multiplicative weights, with routes
+        (:func:`~topocoll.throughput.colgen.colgen_throughput`). ``"balance"``: shortest paths
+        balanced to the distance bound
+        (:func:`~topocoll.throughput.balance.balanced_throughput`), optimal in seconds where
+        that bound is tight (random regular graphs of degree 8) and status 2
+        (``NOT_PROVEN``) elsewhere; by default it is tried first wherever the column
+        generation would run, which takes over when it does not reach the bound. ``"path"``:
+        the path LP with a hop bound (gives routes for schedules).
     bandwidth : float or str, optional
         Replace every link's bandwidth (``1`` for link units).
     solver : str
@@ -49,7 +59,7 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         Compute the topology bounds into ``result.bounds`` (skip them in tight loops).
     tolerance : float, optional
         Relative gap to the dual certificate under which ``status`` is 0 (``SUCCESS``); the
-        column generation stops there. Default ``1e-4`` for ``colgen``, ``1e-6`` for the
+        column generation stops there. Default ``1e-4`` for ``colgen`` and ``balance``, ``1e-6`` for the
         others (which reach about 1e-9 anyway).
     time_limit : float, optional
         Seconds for the solver.
@@ -73,6 +83,7 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
 
         topology = topology.with_links(bandwidth=parse_bandwidth(bandwidth))
     group = None
+    auto = method is None
     if method is None:
         if max_hops is None:
             from ..topology.symmetry import translation_group
@@ -91,11 +102,22 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         raise UnsupportedError(f"the {method} LP has no hop bound; use method='path' with "
                                "max_hops")
     if tolerance is None:
-        tolerance = COLGEN_TOLERANCE if method == "colgen" else 1e-6
+        tolerance = COLGEN_TOLERANCE if method in ("colgen", "balance") else 1e-6
     if method == "symmetric":
         return symmetric_throughput(topology, group, solver=solver, time_limit=time_limit,
                                     bounds=bounds, tolerance=tolerance, threads=threads,
                                     progress=progress)
+    if method == "balance":
+        return balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
+                                   bounds=bounds, seed=seed, progress=progress)
+    if method == "colgen" and auto:
+        began = time.perf_counter()
+        res = balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
+                                  bounds=bounds, seed=seed, progress=progress)
+        if res.status in (Status.SUCCESS, Status.INFEASIBLE):
+            return res
+        if time_limit is not None:
+            time_limit = max(float(time_limit) - (time.perf_counter() - began), 1e-3)
     if method == "colgen":
         return colgen_throughput(topology, tolerance=tolerance, solver="ipm" if solver == "auto"
                                  else solver, time_limit=time_limit, bounds=bounds,
