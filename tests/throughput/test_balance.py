@@ -156,3 +156,14 @@ def test_cli_method_balance_json():
     assert doc["method"] == "balance" and doc["status"] == 0 and doc["gap"] <= 1e-4
     bad = runner.invoke(cli, ["alltoall", "ring:6", "--method", "balance", "--max-hops", "1"])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+def test_a_balance_that_does_not_fit_leaves_it_to_the_column_generation(monkeypatch):
+    t = unit("randomregular:128,8:1")
+    monkeypatch.setenv("TOPOCOLL_MEMORY_LIMIT", "40MB")
+    from topocoll.errors import ResourceLimitError
+
+    with pytest.raises(ResourceLimitError, match="balanced shortest paths"):
+        balanced_throughput(t, bounds=False)
+    res = throughput(t, bounds=False)
+    assert res.method == "colgen" and res.status == 0

@@ -32,7 +32,8 @@ from .solve import METHODS, alltoall_routes, throughput
 from .symmetric import symmetric_certificate, symmetric_throughput
 
 __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_throughput",
-           "path_throughput", "colgen_throughput", "balanced_throughput", "shortest_path_sample", "mwu_lengths", "MwuRun",
+           "path_throughput", "colgen_throughput", "balanced_throughput",
+           "shortest_path_sample", "mwu_lengths", "MwuRun",
            "symmetric_throughput", "symmetric_certificate",
            "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
            "Quantized", "rational_chunks", "certificate", "pair_distances",

@@ -49,10 +49,10 @@ from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
 from .dual import certificate, link_ids
-from .linklp import _check, disconnected_result, link_utilization
+from .linklp import _check, disconnected_result
 from .mwu import whole_number
-from .pathlp import _reorder
-from .result import AlltoallResult, PathSet
+from .pathlp import route_summary, routes
+from .result import AlltoallResult
 
 __all__ = ["balanced_throughput", "shortest_path_sample", "default_samples"]
 
@@ -296,31 +296,18 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
                                          float(tolerance) / 100, max_steps, deadline,
                                          progress)
     share[free] = np.maximum(f, 0.0)
-    share /= np.bincount(pair, weights=share, minlength=num_pairs)[pair]
-    keep = share > 1e-12
     xs, ys = np.nonzero(~np.eye(n, dtype=bool))
-    paths = PathSet(src=xs[pair[keep]], dst=ys[pair[keep]],
-                    ptr=np.concatenate([[0], np.cumsum(hops[keep])]),
-                    edges=edges[np.repeat(keep, hops)], share=share[keep])
-    paths.share /= np.bincount(pair[keep], weights=paths.share,
-                               minlength=num_pairs)[pair[keep]]
-    paths = _reorder(paths, np.lexsort((paths.dst, paths.src)))
-    load = np.bincount(paths.edges, weights=np.repeat(paths.share, paths.hops),
-                       minlength=num_e)
-    lam = float(np.min(cap[load > 0] / load[load > 0]))
+    paths, load, lam = routes(xs, ys, pair, ptr, edges, share, cap)
     lengths = np.ones(num_e)
     dual_bound = certificate(topology, lengths)
-    util, link_load = link_utilization(topology, load * lam)
-    gap = dual_bound / lam - 1.0
     out_of_time = deadline is not None and time.perf_counter() >= deadline
-    status = (Status.SUCCESS if gap <= tolerance else
-              Status.LIMIT if out_of_time else Status.NOT_PROVEN)
-    split = int(np.count_nonzero(np.bincount(pair[keep], minlength=num_pairs) > 1))
+    util, link_load, gap, status, split = route_summary(topology, paths, load, lam, dual_bound,
+                                                        tolerance, out_of_time)
     why = "" if status == Status.SUCCESS else f"; not at the distance bound: {reason}"
     message = (f"lambda {lam:.6g} B/s per pair, within {max(gap, 0.0):.2g} of the distance "
                f"bound {dual_bound:.6g}; {steps} balancing step{'s' if steps != 1 else ''} "
-               f"({iterations} conjugate-gradient iterations), {split} of {num_pairs} pairs split over {len(paths)} "
-               f"shortest paths{why}")
+               f"({iterations} conjugate-gradient iterations), {split} of {num_pairs} pairs "
+               f"split over {len(paths)} shortest paths{why}")
     return AlltoallResult(
         lam=lam, status=status, message=message, method="balance", max_hops=None, num_nodes=n,
         topology=topology.name, dual_bound=dual_bound, utilization=util, link_load=link_load,

@@ -47,11 +47,11 @@ from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
 from . import lp as _lp
 from .dual import _positive, link_ids, shortest_path_trees, tree_paths
-from .linklp import _check, disconnected_result, link_utilization
+from .linklp import _check, disconnected_result
 from .lp import solve_lp
 from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths, whole_number
-from .pathlp import _reorder
-from .result import AlltoallResult, PathSet
+from .pathlp import route_summary, routes
+from .result import AlltoallResult
 
 __all__ = ["colgen_throughput", "DEFAULT_TOLERANCE"]
 
@@ -347,22 +347,10 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         solve_seconds += again.seconds
         if again.ok:
             share = _shares(pair, free, again.x, num_pairs)
-    keep_path = share > 1e-12
-    hops = np.diff(ptr)
-    paths = PathSet(src=xs[pair[keep_path]], dst=ys[pair[keep_path]],
-                    ptr=np.concatenate([[0], np.cumsum(hops[keep_path])]),
-                    edges=edges[np.repeat(keep_path, hops)], share=share[keep_path])
-    paths.share /= np.bincount(pair[keep_path], weights=paths.share,
-                               minlength=num_pairs)[pair[keep_path]]
-    paths = _reorder(paths, np.lexsort((paths.dst, paths.src)))
-    load = np.bincount(paths.edges, weights=np.repeat(paths.share, paths.hops), minlength=num_e)
-    lam = float(np.min(cap[load > 0] / load[load > 0]))
+    paths, load, lam = routes(xs, ys, pair, ptr, edges, share, cap)
     dual_bound = best_bound * scale
-    util, link_load = link_utilization(topology, load * lam)
-    gap = dual_bound / lam - 1.0
-    status = (Status.SUCCESS if gap <= tolerance else
-              Status.LIMIT if out_of_time else Status.NOT_PROVEN)
-    split = int(np.count_nonzero(np.bincount(pair[keep_path], minlength=num_pairs) > 1))
+    util, link_load, gap, status, split = route_summary(topology, paths, load, lam, dual_bound,
+                                                        tolerance, out_of_time)
     stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
     message = (f"{stopped}lambda {lam:.6g} B/s per pair, certified within {max(gap, 0.0):.2g} "
                f"(dual bound {dual_bound:.6g}); {run.steps} multiplicative-weights steps, "

@@ -232,28 +232,11 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
             solver=solver, iterations=iterations, rounds=rounds, build_seconds=build,
             solve_seconds=solve_seconds, tolerance=tolerance)
     g = np.maximum(sol.x[:-1], 0.0)
-    # shares per pair, renormalised; drop paths that carry nothing
     total = np.bincount(pair, weights=g, minlength=num_pairs)
-    share = g / total[pair]
-    keep = share > 1e-9
-    share = share[keep]
-    share /= np.bincount(pair[keep], weights=share, minlength=num_pairs)[pair[keep]]
-    hops = np.diff(ptr)
-    seg_keep = np.repeat(keep, hops)
-    paths = PathSet(src=xs[pair[keep]], dst=ys[pair[keep]],
-                    ptr=np.concatenate([[0], np.cumsum(hops[keep])]), edges=edges[seg_keep],
-                    share=share)
-    order = np.lexsort((paths.dst, paths.src))
-    paths = _reorder(paths, order)
-    load = np.bincount(paths.edges, weights=np.repeat(paths.share, paths.hops),
-                       minlength=num_e)     # in units of one pair's demand
-    used = load > 0
-    lam = float(np.min(cap[used] / load[used]))
+    paths, load, lam = routes(xs, ys, pair, ptr, edges, g / total[pair], cap, least=1e-9)
     dual_bound = best_bound * scale
-    util, link_load = link_utilization(topology, load * lam)
-    gap = dual_bound / lam - 1
-    status = Status.SUCCESS if gap <= tolerance else \
-        Status.LIMIT if out_of_time else Status.NOT_PROVEN
+    util, link_load, gap, status, _ = route_summary(topology, paths, load, lam, dual_bound,
+                                                    tolerance, out_of_time)
     hop_text = "any path" if max_hops is None else f"paths of at most dist + {max_hops} links"
     stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
     message = (f"{stopped}lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
@@ -265,6 +248,38 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
         link_load=link_load, bounds=bnd, lengths=best_lengths, paths=paths, solver=solver,
         iterations=iterations, rounds=rounds, build_seconds=build, solve_seconds=solve_seconds,
         tolerance=tolerance)
+
+
+def routes(xs, ys, pair, ptr, edges, share, cap, *, least=1e-12):
+    """Paths ``edges[ptr[p]:ptr[p+1]]`` of pairs ``(xs[pair[p]], ys[pair[p]])`` with their shares
+    as a :class:`PathSet`: the paths above ``least`` kept, shares renormalised per pair, sorted
+    by source then destination; also the load per pair-link (in units of one pair's demand)
+    and ``lambda = min_e c_e / load_e`` (so exactly feasible for the routes)."""
+    keep = share > least
+    hops = np.diff(ptr)
+    num_pairs = xs.size
+    kept = share[keep] / np.bincount(pair[keep], weights=share[keep],
+                                     minlength=num_pairs)[pair[keep]]
+    paths = PathSet(src=xs[pair[keep]], dst=ys[pair[keep]],
+                    ptr=np.concatenate([[0], np.cumsum(hops[keep])]),
+                    edges=edges[np.repeat(keep, hops)], share=kept)
+    paths = _reorder(paths, np.lexsort((paths.dst, paths.src)))
+    load = np.bincount(paths.edges, weights=np.repeat(paths.share, paths.hops),
+                       minlength=cap.size)
+    used = load > 0
+    return paths, load, float(np.min(cap[used] / load[used]))
+
+
+def route_summary(topology, paths, load, lam, dual_bound, tolerance, out_of_time):
+    """What a result of routes reports: per-link utilization and load (B/s), the certified gap,
+    the status (``SUCCESS`` within ``tolerance``, else ``LIMIT`` or ``NOT_PROVEN``) and how many
+    pairs are split over more than one path."""
+    util, link_load = link_utilization(topology, load * lam)
+    gap = dual_bound / lam - 1.0
+    status = (Status.SUCCESS if gap <= tolerance else
+              Status.LIMIT if out_of_time else Status.NOT_PROVEN)
+    split = int(np.count_nonzero(np.bincount(paths.src * topology.num_nodes + paths.dst) > 1))
+    return util, link_load, gap, status, split
 
 
 def _reorder(paths, order):

@@ -3,7 +3,7 @@ balancing or column-generation solver."""
 
 import time
 
-from ..errors import UnsupportedError
+from ..errors import ResourceLimitError, UnsupportedError
 from ..results import Status
 from ..topology import Topology, topology as _topology
 from .balance import balanced_throughput
@@ -59,8 +59,8 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         Compute the topology bounds into ``result.bounds`` (skip them in tight loops).
     tolerance : float, optional
         Relative gap to the dual certificate under which ``status`` is 0 (``SUCCESS``); the
-        column generation stops there. Default ``1e-4`` for ``colgen`` and ``balance``, ``1e-6`` for the
-        others (which reach about 1e-9 anyway).
+        column generation stops there. Default ``1e-4`` for ``colgen`` and ``balance``,
+        ``1e-6`` for the others (which reach about 1e-9 anyway).
     time_limit : float, optional
         Seconds for the solver.
     seed : int
@@ -112,9 +112,12 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
                                    bounds=bounds, seed=seed, progress=progress)
     if method == "colgen" and auto:
         began = time.perf_counter()
-        res = balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
-                                  bounds=bounds, seed=seed, progress=progress)
-        if res.status in (Status.SUCCESS, Status.INFEASIBLE):
+        try:
+            res = balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
+                                      bounds=bounds, seed=seed, progress=progress)
+        except ResourceLimitError:      # its sampled paths need more than the column generation
+            res = None
+        if res is not None and res.status in (Status.SUCCESS, Status.INFEASIBLE):
             return res
         if time_limit is not None:
             time_limit = max(float(time_limit) - (time.perf_counter() - began), 1e-3)
