@@ -362,3 +362,14 @@ def test_cli_rewire_errors_are_one_line(tmp_path, capsys, monkeypatch):
                              cwd=tmp_path)
         assert code == 2 and err.count("\n") == 1 and err.startswith("error:")
         assert needle in err
+
+
+def test_alltoall_objective_skips_the_balance_once_it_fell_back():
+    tight, loose = alltoall_objective("1MiB"), alltoall_objective("1MiB")
+    tight(topology("randomregular:128,8:1"))
+    assert "method" not in tight.options           # balanced: it keeps trying that first
+    loose(topology("randomregular:128,4:1"))
+    assert loose.options["method"] == "colgen"
+    pinned = alltoall_objective("1MiB", method="link")
+    pinned(topology("ring:6"))
+    assert pinned.options["method"] == "link"
