@@ -174,7 +174,7 @@ def _balance(matrix, fixed_load, target, pair_of, f, tolerance, max_steps, deadl
     if np.any(off):
         return 0, 0, (f"{int(off.sum())} links carry only pairs with one shortest path and "
                       f"are loaded off their share")
-    bound_gap = None
+    last_gap = None
     stalls = steps = iterations = 0
     for steps in range(max_steps + 1):
         load = fixed_load + matrix @ f
@@ -188,12 +188,12 @@ def _balance(matrix, fixed_load, target, pair_of, f, tolerance, max_steps, deadl
             break
         if deadline is not None and time.perf_counter() >= deadline:
             return steps, iterations, "the time limit ran out"
-        if bound_gap is not None:
-            stalls = stalls + 1 if gap > STALL * bound_gap else 0
+        if last_gap is not None:
+            stalls = stalls + 1 if gap > STALL * last_gap else 0
             if stalls >= 2:
                 return steps, iterations, (f"the shortest paths do not balance: the gap stalls "
                                            f"at {gap:.2g}")
-        bound_gap = gap
+        last_gap = gap
         w = f * f
         wsum = np.bincount(pair_of, weights=w, minlength=num_groups)
         wsum[wsum <= 0] = 1.0
