@@ -15,6 +15,8 @@ from topocoll.errors import InputTypeError
 from topocoll.results import Status
 from topocoll.throughput import (balanced_throughput, link_throughput, shortest_path_sample,
                                  throughput)
+from topocoll.throughput import balance as balance_module
+from topocoll.throughput.balance import worth_balancing
 from topocoll.throughput.solve import COLGEN_COLUMNS
 from topocoll.topology import topology
 from topocoll.topology.metrics import distance_matrix
@@ -91,6 +93,31 @@ def test_never_claims_the_bound_below_the_optimum(t):
         assert res.lam == pytest.approx(link.lam, rel=1e-4)
     if link.dual_bound < res.dual_bound * (1 - 1e-3):
         assert res.status == Status.NOT_PROVEN
+    if not worth_balancing(t):            # its probe's lengths prove the bound is not reached
+        assert link.lam < res.dual_bound / (1 + 1e-4)
+
+
+@pytest.mark.parametrize(("spec", "expected"), CLOSED_FORMS + [
+    ("randomregular:64,6:1", None), ("randomregular:96,8:2", None), ("hamming:3,4", None)])
+def test_the_probe_never_rules_out_a_tight_bound(spec, expected):
+    assert worth_balancing(unit(spec))
+
+
+@pytest.mark.parametrize("spec", ["mesh:6x6", "kautz:2,3", "debruijn:2,5",
+                                  "randomregular:128,4:1"])
+def test_the_probe_rules_out_graphs_below_the_bound(spec):
+    t = unit(spec)
+    assert not worth_balancing(t)
+    assert link_throughput(t, bounds=False).lam < balanced_throughput(
+        t, bounds=False).dual_bound * (1 - 1e-4)
+
+
+def test_the_probe_does_not_try_paths_that_would_not_fit(monkeypatch):
+    t = unit("randomregular:128,8:1")
+    assert worth_balancing(t)
+    monkeypatch.setattr(balance_module, "MAX_AUTO_PATH_LINKS", 1000)
+    assert not worth_balancing(t)
+    assert throughput(t, bounds=False).method == "colgen"
 
 
 @pytest.mark.parametrize("spec", ["randomregular:64,6:1", "randomregular:96,8:2",

@@ -6,7 +6,8 @@ import time
 from ..errors import ResourceLimitError, UnsupportedError
 from ..results import Status
 from ..topology import Topology, topology as _topology
-from .balance import balanced_throughput
+from ..topology.metrics import unreachable_pair
+from .balance import balanced_throughput, worth_balancing
 from .colgen import DEFAULT_TOLERANCE as COLGEN_TOLERANCE, colgen_throughput
 from .linklp import link_throughput
 from .pathlp import path_throughput
@@ -48,7 +49,9 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         (:func:`~topocoll.throughput.balance.balanced_throughput`), optimal in seconds where
         that bound is tight (random regular graphs of degree 8) and status 2
         (``NOT_PROVEN``) elsewhere; by default it is tried first wherever the column
-        generation would run, which takes over when it does not reach the bound. ``"path"``:
+        generation would run and :func:`~topocoll.throughput.balance.worth_balancing` does
+        not rule it out, and the column generation takes over when it does not reach the
+        bound. ``"path"``:
         the path LP with a hop bound (gives routes for schedules).
     bandwidth : float or str, optional
         Replace every link's bandwidth (``1`` for link units).
@@ -110,14 +113,16 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
     if method == "balance":
         return balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
                                    bounds=bounds, seed=seed, progress=progress)
-    if method == "colgen" and auto:
+    if method == "colgen" and auto and unreachable_pair(topology) is None:
         began = time.perf_counter()
+        res = None
         try:
-            res = balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
-                                      bounds=bounds, seed=seed, progress=progress)
+            if worth_balancing(topology, tolerance):
+                res = balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
+                                          bounds=bounds, seed=seed, progress=progress)
         except ResourceLimitError:      # its sampled paths need more than the column generation
-            res = None
-        if res is not None and res.status in (Status.SUCCESS, Status.INFEASIBLE):
+            pass
+        if res is not None and res.status == Status.SUCCESS:
             return res
         if time_limit is not None:
             time_limit = max(float(time_limit) - (time.perf_counter() - began), 1e-3)
