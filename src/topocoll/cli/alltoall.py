@@ -28,8 +28,8 @@ __all__ = ["alltoall"]
               "bound, where it is tight) and then colgen (path column generation seeded by "
               "multiplicative weights); path with --max-hops; with -o, path or colgen].")
 @click.option("--tolerance", type=click.FloatRange(0, min_open=True), help="Relative gap to "
-              "the certificate at which the solver may stop [default: 1e-4 for colgen, 1e-6 "
-              "otherwise].")
+              "the certificate at which the solver may stop [default: 1e-4 for colgen and "
+              "balance, 1e-6 otherwise].")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Per-node buffer M; each pair "
               "moves M/N bytes.")

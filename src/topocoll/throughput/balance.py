@@ -46,12 +46,12 @@ from scipy.sparse.linalg import LinearOperator, cg
 from ..errors import InputTypeError
 from ..limits import require_memory
 from ..results import Status
-from ..topology.cuts import throughput_bounds
+from ..topology.cuts import distance_bound, throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
-from .dual import certificate, link_ids
+from .dual import in_links
 from .linklp import _check, disconnected_result
 from .mwu import mwu_lengths, whole_number
-from .pathlp import route_summary, routes
+from .pathlp import route_summary, routes, take_paths
 from .result import AlltoallResult
 
 __all__ = ["balanced_throughput", "shortest_path_sample", "default_samples", "worth_balancing"]
@@ -85,8 +85,8 @@ def worth_balancing(topology, tolerance=1e-4):
     * the sampled paths would hold at most :data:`MAX_AUTO_PATH_LINKS` links in all (graphs
       of large diameter, such as a 32x32 mesh with 176 million, are not tried: there an
       attempt took 10 minutes and 7 GB before it failed);
-    * :data:`PROBE_STEPS` multiplicative-weights steps (:func:`~topocoll.throughput.mwu.
-      mwu_lengths`, step size 1) do not find lengths whose certificate is below the distance
+    * :data:`PROBE_STEPS` multiplicative-weights steps
+      (:func:`~topocoll.throughput.mwu.mwu_lengths`, step size 1) do not find lengths whose certificate is below the distance
       bound by more than ``tolerance``: such lengths prove the bound is not the optimum (on a
       24x24 mesh 6% below it, on Slim Fly 1.6%, in about a second).
 
@@ -98,8 +98,7 @@ def worth_balancing(topology, tolerance=1e-4):
     if int(dist.sum()) * default_samples(topology) > MAX_AUTO_PATH_LINKS:
         return False
     probe = mwu_lengths(topology, steps=PROBE_STEPS, eps=1.0, keep=1)
-    distance_bound = certificate(topology, np.ones(topology.pairs[0].size))
-    return probe.bound * (1.0 + float(tolerance)) >= distance_bound
+    return probe.bound * (1.0 + float(tolerance)) >= distance_bound(topology)
 
 
 def default_samples(topology):
@@ -146,48 +145,44 @@ def shortest_path_sample(topology, samples=MIN_SAMPLES, *, seed=0):
     psrc, pdst, _, _ = topology.pairs
     n = topology.num_nodes
     dist = distance_matrix(topology)
-    eid = link_ids(topology)
-    indeg = np.bincount(pdst, minlength=n)
-    order = np.argsort(pdst, kind="stable")
-    slot = np.arange(psrc.size) - np.repeat(np.cumsum(indeg) - indeg, indeg)
-    into = np.full((n, max(int(indeg.max()), 1)), -1, dtype=np.int64)
-    into[pdst[order], slot] = psrc[order]
+    into = in_links(pdst, n)
+    src_of = np.append(psrc, 0)[into]                  # the padding (-1) reads a dummy node
     xs, ys = np.nonzero(~np.eye(n, dtype=bool))
     hops = dist[xs, ys].astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum(hops)])
     rng = np.random.default_rng(seed)
     tag = rng.integers(1, np.iinfo(np.int64).max, size=psrc.size, dtype=np.int64).astype(np.uint64)
     hashes = np.empty((xs.size, samples), dtype=np.uint64)
-    kept_pairs, kept_edges = [], []
+    kept_pairs, kept_ptrs, kept_edges = [], [], []
     for k in range(samples):
         edges = np.empty(int(ptr[-1]), dtype=np.int64)
         cur, left = ys.copy(), hops.copy()
         active = np.arange(xs.size)
         while active.size:
-            cand = into[cur[active]]
-            ok = (cand >= 0) & (dist[xs[active, None], np.maximum(cand, 0)]
+            link = into[cur[active]]
+            ok = (link >= 0) & (dist[xs[active, None], src_of[cur[active]]]
                                 == (left[active] - 1)[:, None])
-            pick = np.argmax(np.where(ok, rng.random(cand.shape), -1.0), axis=1)
-            prev = cand[np.arange(active.size), pick]
+            pick = link[np.arange(active.size),
+                        np.argmax(np.where(ok, rng.random(link.shape), -1.0), axis=1)]
             left[active] -= 1
-            edges[ptr[active] + left[active]] = eid[prev, cur[active]]
-            cur[active] = prev
+            edges[ptr[active] + left[active]] = pick
+            cur[active] = psrc[pick]
             active = active[left[active] > 0]
         hashes[:, k] = np.add.reduceat(tag[edges], ptr[:-1]) if edges.size else 0
         # only paths this pair has not drawn before are kept (peak memory: one draw)
-        fresh = np.all(hashes[:, :k] != hashes[:, k:k + 1], axis=1)
-        kept_pairs.append(np.flatnonzero(fresh))
-        kept_edges.append(edges[np.repeat(fresh, hops)])
+        fresh = np.flatnonzero(np.all(hashes[:, :k] != hashes[:, k:k + 1], axis=1))
+        kept_pairs.append(fresh)
+        fresh_ptr, fresh_edges = take_paths(ptr, edges, fresh)
+        kept_ptrs.append(fresh_ptr)
+        kept_edges.append(fresh_edges)
+    # all draws' paths in one CSR, then sorted by pair (stable: by draw within a pair)
     pair = np.concatenate(kept_pairs)
-    order = np.argsort(pair, kind="stable")            # by pair, then draw
-    pair = pair[order]
-    out_hops = hops[pair]
-    out_ptr = np.concatenate([[0], np.cumsum(out_hops)])
-    starts = np.concatenate([[0], np.cumsum([e.size for e in kept_edges])])[:-1]
-    draw_ptr = np.concatenate([np.concatenate([[0], np.cumsum(hops[q])])[:-1] + s0
-                               for q, s0 in zip(kept_pairs, starts)])
-    at = np.repeat(draw_ptr[order] - out_ptr[:-1], out_hops) + np.arange(int(out_ptr[-1]))
-    return pair, out_ptr, np.concatenate(kept_edges)[at]
+    offsets = np.cumsum([0] + [e.size for e in kept_edges[:-1]])
+    all_ptr = np.concatenate([p[:-1] + o for p, o in zip(kept_ptrs, offsets)]
+                             + [[sum(e.size for e in kept_edges)]])
+    order = np.argsort(pair, kind="stable")
+    out_ptr, out_edges = take_paths(all_ptr, np.concatenate(kept_edges), order)
+    return pair[order], out_ptr, out_edges
 
 
 def _balance(matrix, fixed_load, target, pair_of, f, tolerance, max_steps, deadline,
@@ -327,7 +322,7 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
     xs, ys = np.nonzero(~np.eye(n, dtype=bool))
     paths, load, lam = routes(xs, ys, pair, ptr, edges, share, cap)
     lengths = np.ones(num_e)
-    dual_bound = certificate(topology, lengths)
+    dual_bound = distance_bound(topology)   # the certificate of unit lengths
     out_of_time = deadline is not None and time.perf_counter() >= deadline
     util, link_load, gap, status, split = route_summary(topology, paths, load, lam, dual_bound,
                                                         tolerance, out_of_time)

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 __all__ = ["certificate", "pair_distances", "hop_shortest_paths", "tree_paths",
-           "link_ids", "shortest_path_trees"]
+           "link_ids", "shortest_path_trees", "in_links"]
 
 
 def _positive(lengths):
@@ -90,13 +90,7 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
     lengths = _positive(lengths)
     hop_limit = np.asarray(hop_limit, dtype=np.int64)
     top = int(hop_limit.max()) if hop_limit.size else 0
-    # in-edge table padded with a dummy edge of infinite length
-    indeg = np.bincount(pdst, minlength=n)
-    width = max(int(indeg.max()), 1)
-    order = np.argsort(pdst, kind="stable")
-    slot = np.arange(num_e) - np.repeat(np.cumsum(indeg) - indeg, indeg)
-    table = np.full((n, width), num_e, dtype=np.int64)
-    table[pdst[order], slot] = order
+    table = in_links(pdst, n, fill=num_e)   # padded with a dummy edge of infinite length
     src_ext = np.append(psrc, 0)
     len_ext = np.append(lengths, np.inf)
     table_src, table_len = src_ext[table], len_ext[table]
@@ -150,6 +144,17 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
     counts = np.bincount(rp, minlength=xs.size)
     ptr = np.concatenate([[0], np.cumsum(counts)])
     return out, ptr, re[order].astype(np.int64)
+
+
+def in_links(pdst, n, fill=-1):
+    """``table[v]``: the pair-links into node ``v`` (their indices into ``pdst``), padded with
+    ``fill`` to the largest in-degree (an ``n x max_indegree`` int64 array)."""
+    indeg = np.bincount(pdst, minlength=n)
+    order = np.argsort(pdst, kind="stable")
+    slot = np.arange(pdst.size) - np.repeat(np.cumsum(indeg) - indeg, indeg)
+    table = np.full((n, max(int(indeg.max()), 1)), fill, dtype=np.int64)
+    table[pdst[order], slot] = order
+    return table
 
 
 def _preds_at(preds, levels, xs, nodes):

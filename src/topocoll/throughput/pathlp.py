@@ -282,14 +282,18 @@ def route_summary(topology, paths, load, lam, dual_bound, tolerance, out_of_time
     return util, link_load, gap, status, split
 
 
+def take_paths(ptr, edges, order):
+    """The CSR paths ``edges[ptr[p]:ptr[p+1]]`` for ``p`` in ``order``, as a new ``(ptr,
+    edges)``."""
+    hops = np.diff(ptr)[order]
+    new_ptr = np.concatenate([[0], np.cumsum(hops)])
+    pos = np.repeat(ptr[:-1][order] - new_ptr[:-1], hops) + np.arange(int(new_ptr[-1]))
+    return new_ptr, edges[pos]
+
+
 def _reorder(paths, order):
-    hops = paths.hops
-    starts = paths.ptr[:-1][order]
-    new_hops = hops[order]
-    pos = np.repeat(starts, new_hops) + (np.arange(int(new_hops.sum()))
-                                         - np.repeat(np.cumsum(new_hops) - new_hops, new_hops))
-    return PathSet(src=paths.src[order], dst=paths.dst[order],
-                   ptr=np.concatenate([[0], np.cumsum(new_hops)]), edges=paths.edges[pos],
+    ptr, edges = take_paths(paths.ptr, paths.edges, order)
+    return PathSet(src=paths.src[order], dst=paths.dst[order], ptr=ptr, edges=edges,
                    share=paths.share[order])
 
 

@@ -6,6 +6,7 @@ import time
 from ..errors import ResourceLimitError, UnsupportedError
 from ..results import Status
 from ..topology import Topology, topology as _topology
+from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
 from .balance import balanced_throughput, worth_balancing
 from .colgen import DEFAULT_TOLERANCE as COLGEN_TOLERANCE, colgen_throughput
@@ -51,8 +52,7 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         (``NOT_PROVEN``) elsewhere; by default it is tried first wherever the column
         generation would run and :func:`~topocoll.throughput.balance.worth_balancing` does
         not rule it out, and the column generation takes over when it does not reach the
-        bound. ``"path"``:
-        the path LP with a hop bound (gives routes for schedules).
+        bound. ``"path"``: the path LP with a hop bound (gives routes for schedules).
     bandwidth : float or str, optional
         Replace every link's bandwidth (``1`` for link units).
     solver : str
@@ -118,11 +118,14 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         res = None
         try:
             if worth_balancing(topology, tolerance):
+                # the bounds once, for whichever answers (the column generation computes its own)
                 res = balanced_throughput(topology, tolerance=tolerance, time_limit=time_limit,
-                                          bounds=bounds, seed=seed, progress=progress)
+                                          bounds=False, seed=seed, progress=progress)
         except ResourceLimitError:      # its sampled paths need more than the column generation
             pass
         if res is not None and res.status == Status.SUCCESS:
+            if bounds:
+                res.bounds = throughput_bounds(topology)
             return res
         if time_limit is not None:
             time_limit = max(float(time_limit) - (time.perf_counter() - began), 1e-3)
