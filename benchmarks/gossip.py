@@ -4,13 +4,14 @@ Part 1 times one iteration of ``topocoll.runtime.neighbor_allreduce`` for a few 
 topologies against ``torch.distributed.all_reduce`` (followed by the division by n, so both
 compute the same kind of average) on 4 and 8 local processes (gloo over loopback), for a few
 tensor sizes. One iteration's time is the slowest rank's (every iteration starts after a
-barrier); the table shows the median over ``--iters`` iterations, after warm-up. The anchor is
+barrier); the table shows the median over ``--iters`` iterations, after warm-up, with
+all_reduce and the topologies alternating iteration by iteration. The anchor is
 the alpha-beta model of the papers (decent_dp, Bluefog): a rank of a topology with d in-
 neighbours receives d * M bytes, a ring all_reduce 2 (n-1)/n * M, so the bandwidth-bound time
 ratio is ``d n / (2 (n-1))``; "measured / model" compares the two. Loopback processes share
-two cores here, so the numbers are about message counts and copies, not a network. Before
-receive buffers were reused, one-peer-exp at 64 MiB took 1.40x (4 processes) and 1.07x (8) of
-all_reduce's time, where the model says 0.67x and 0.57x; with the pool, 0.86x and 0.77x.
+two cores here, so the numbers are about message counts and copies, not a network. Target:
+one-peer-exp at 64 MiB at most 0.75x of all_reduce's time (model 0.67x on 4 processes); "<"
+in the target column marks a miss. docs/runtime.md has the measured tables.
 
 Part 2 prints ``rho`` (of the period product; per iteration = rho^(1/period)) and the iterations to
 the exact average for every built-in gossip topology at n = 4, 8, ..., 256 (from
@@ -32,7 +33,10 @@ TIMED_TOPOLOGIES = [("one-peer-exp", {}), ("ring-graph", {}), ("exponential-grap
                     ("alternating-exp-ring", {"local_size": 2})]
 
 
-def _timing_worker(rank, n, sizes, iters, warmup):
+TARGET = ("one-peer-exp", 64 << 20, 0.75)
+
+
+def _timing_worker(rank, n, sizes, iters, warmup, slice_bytes=None):
     import torch
     import torch.distributed as dist
 
@@ -43,18 +47,20 @@ def _timing_worker(rank, n, sizes, iters, warmup):
     out = {}
     for nbytes in sizes:
         x = torch.randn(nbytes // 4, generator=torch.Generator().manual_seed(rank))
-        for label, topo in [("all_reduce", None)] + topos:
-            times = []
-            for i in range(warmup + iters):
+        cases = [("all_reduce", None)] + topos
+        times = {label: [] for label, _ in cases}
+        for i in range(warmup + iters):
+            for label, topo in (cases if i % 2 == 0 else cases[::-1]):
                 dist.barrier()
                 t0 = time.perf_counter()
                 if topo is None:
                     dist.all_reduce(x)
                     x.div_(n)
                 else:
-                    neighbor_allreduce(x, topo, i, out=x)
-                times.append(time.perf_counter() - t0)
-            out[(nbytes, label)] = times[warmup:]
+                    neighbor_allreduce(x, topo, i, out=x, slice_bytes=slice_bytes)
+                times[label].append(time.perf_counter() - t0)
+        for label, samples in times.items():
+            out[(nbytes, label)] = samples[warmup:]
     return out
 
 
@@ -66,18 +72,21 @@ def in_degree(name, params, n):
     return max(int(((topo.matrix(k) != 0).sum(axis=1) - 1).max()) for k in range(topo.period))
 
 
-def timing(worlds, sizes, iters, warmup):
+def timing(worlds, sizes, iters, warmup, slice_bytes=None):
     from topocoll.runtime import run_local
     from topocoll.units import format_size, format_time
 
+    import os
+    import platform
+
     print("Part 1: time per iteration, median of the slowest rank over "
-          f"{iters} iterations (gloo, loopback, loaded 2-core machine)")
+          f"{iters} iterations (gloo, loopback; {platform.machine()}, {os.cpu_count()} cores)")
     for n in worlds:
-        results = run_local(_timing_worker, n, (sizes, iters, warmup), start_method="fork",
-                            timeout=1800)
+        results = run_local(_timing_worker, n, (sizes, iters, warmup, slice_bytes),
+                            start_method="fork", timeout=1800)
         print(f"\n{n} processes")
         head = (f"{'size':>9} {'operation':<22} {'in-deg':>6} {'time':>10} "
-                f"{'vs all_reduce':>13} {'model':>7} {'measured/model':>14}")
+                f"{'vs all_reduce':>13} {'model':>7} {'measured/model':>14} {'target':>7}")
         print(head)
         print("-" * len(head))
         for nbytes in sizes:
@@ -95,8 +104,11 @@ def timing(worlds, sizes, iters, warmup):
                 d = in_degree(label, params, n)
                 model = d * n / (2 * (n - 1))
                 ratio = med[label] / med["all_reduce"]
+                goal = ""
+                if (label, nbytes) == TARGET[:2]:
+                    goal = f"{TARGET[2]:.2f}" + ("<" if ratio > TARGET[2] else "")
                 print(f"{format_size(nbytes):>9} {label:<22} {d:>6} {format_time(med[label]):>10} "
-                      f"{ratio:>13.2f} {model:>7.2f} {ratio / model:>14.2f}")
+                      f"{ratio:>13.2f} {model:>7.2f} {ratio / model:>14.2f} {goal:>7}")
 
 
 def closed_form(name, n):
@@ -148,6 +160,7 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 262144, 4194304, 67108864],
                         help="tensor sizes in bytes (float32)")
     parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--slice-bytes", type=int, help="neighbor_allreduce slice_bytes")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--rho-sizes", type=int, nargs="+",
                         default=[4, 8, 16, 32, 64, 128, 256])
@@ -155,7 +168,7 @@ def main():
     parser.add_argument("--no-rho", action="store_true")
     args = parser.parse_args()
     if not args.no_timing:
-        timing(args.worlds, args.sizes, args.iters, args.warmup)
+        timing(args.worlds, args.sizes, args.iters, args.warmup, args.slice_bytes)
     if not args.no_rho:
         rho_part(args.rho_sizes)
 

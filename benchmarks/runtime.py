@@ -1,18 +1,25 @@
 """Schedules run on torch.distributed against torch's own collectives.
 
-For 4 and 8 local processes (gloo) and buffers of 1, 16, 64 and 256 MiB: the ring allreduce
-and allgather (a unidirectional ring), and BFB allreduce and allgather on the topology
-``topocoll find`` picks for that many nodes of degree 2, each against torch's
-``all_reduce`` / ``all_gather_into_tensor`` on the same group and data. The table gives the
-median time per call, the bus bandwidth as nccl-tests define it, and our bus bandwidth over
-torch's (target: the ring allreduce at 64 MiB and above at least 0.9x). Every case is checked
-against torch's result first.
+For each world size (local processes, gloo over loopback) and buffer size: the ring allreduce
+(a unidirectional ring), BFB allreduce and allgather on the topology ``topocoll find`` picks
+for that many nodes of degree 2, and the ring allgather, each against torch's ``all_reduce`` /
+``all_gather_into_tensor`` on the same group and data. Every case is checked against torch's
+result first. Times are medians over ``--iters`` calls of the slowest rank's time per call,
+ours and torch's alternating in the same run (``topocoll.runtime.measure``); the table gives
+the bus bandwidth as nccl-tests define it and our bus bandwidth over torch's.
 
-    python benchmarks/runtime.py
-    python benchmarks/runtime.py --quick          # 4 processes, 1 and 16 MiB
+Targets (docs/runtime.md): ring allreduce >= 1.0x at 16 and 64 MiB, BFB allreduce >= 0.95x,
+BFB allgather >= 1.2x; ``<`` marks a miss. Say which machine gave the numbers: processes that
+share few cores measure oversubscription as much as the schedules.
+
+    python benchmarks/runtime.py                                  # 4 processes, 16 and 64 MiB
+    python benchmarks/runtime.py --worlds 4 8 16 --sizes 16 64 256
+    python benchmarks/runtime.py --engine steps                   # the lock-step executor
 """
 
 import argparse
+import os
+import platform
 
 from topocoll.finder import find
 from topocoll.runtime import run_local
@@ -20,50 +27,76 @@ from topocoll.runtime.measure import measure_schedule
 from topocoll.synth import generate
 
 MIB = 1 << 20
-TARGET = 0.9
+#: (case, sizes it applies to in MiB or None for all, least ratio)
+TARGETS = {"ring allreduce": ((16, 64), 1.0), "bfb allreduce": (None, 0.95),
+           "bfb allgather": (None, 1.2)}
 
 
-def _schedules(n):
+def _schedules(n, cases):
     choice = find(n, 2, evaluate=False, cache=False).best.name
-    out = []
-    for name in ("allreduce", "allgather"):
-        out.append((f"ring {name}", generate(f"uniring:{n}", name, "ring")))
-        out.append((f"bfb {name} on {choice}", generate(choice, name, "bfb")))
-    return out
+    made = {"ring allreduce": lambda: generate(f"uniring:{n}", "allreduce", "ring"),
+            "ring allgather": lambda: generate(f"uniring:{n}", "allgather", "ring"),
+            "bfb allreduce": lambda: generate(choice, "allreduce", "bfb"),
+            "bfb allgather": lambda: generate(choice, "allgather", "bfb")}
+    return [(case, choice if case.startswith("bfb") else f"uniring:{n}", made[case]())
+            for case in cases]
 
 
-def _worker(rank, world_size, sizes, iters):
+def _worker(rank, world_size, cases, sizes, iters, options):
     rows = []
-    for label, schedule in _schedules(world_size):
+    for case, topo, schedule in _schedules(world_size, cases):
         for size in sizes:
-            r = measure_schedule(schedule, size, iters=iters, check=True)
-            rows.append((label, size, r))
+            r = measure_schedule(schedule, size, iters=iters, check=True, **options)
+            rows.append((case, topo, size, r))
     return rows
+
+
+def target_of(case, size):
+    """The least ratio the case should reach at ``size`` bytes, or None."""
+    sizes, least = TARGETS.get(case, (None, None))
+    if least is None or (sizes is not None and size // MIB not in sizes):
+        return None
+    return least
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--iters", type=int, default=5, help="timed calls per case (median)")
+    ap.add_argument("--worlds", type=int, nargs="+", default=[4], help="processes per run")
+    ap.add_argument("--sizes", type=float, nargs="+", default=[16, 64], help="buffer MiB")
+    ap.add_argument("--cases", nargs="+", default=["ring allreduce", "bfb allreduce",
+                                                   "bfb allgather", "ring allgather"],
+                    choices=["ring allreduce", "bfb allreduce", "bfb allgather",
+                             "ring allgather"])
+    ap.add_argument("--iters", type=int, default=9, help="timed calls per case (median)")
+    ap.add_argument("--slice-bytes", type=int, help="ScheduleCollective slice_bytes")
+    ap.add_argument("--window", type=int, help="ScheduleCollective window")
+    ap.add_argument("--engine", choices=["dataflow", "steps"], default="dataflow")
     args = ap.parse_args()
-    worlds = (4,) if args.quick else (4, 8)
-    sizes = (MIB, 16 * MIB) if args.quick else (MIB, 16 * MIB, 64 * MIB, 256 * MIB)
-    header = (f"{'processes':>9} {'schedule':40} {'size':>8} {'ours ms':>9} {'torch ms':>9} "
-              f"{'ours GB/s':>9} {'torch GB/s':>10} {'ratio':>6} {'check':>6}")
+    options = {"engine": args.engine}
+    if args.slice_bytes is not None:
+        options["slice_bytes"] = args.slice_bytes
+    if args.window is not None:
+        options["window"] = args.window
+    sizes = [int(s * MIB) for s in args.sizes]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; gloo over loopback; "
+          f"engine {args.engine}; medians of {args.iters} calls (slowest rank)")
+    header = (f"{'ranks':>5} {'case':15} {'topology':24} {'size':>8} {'ours ms':>9} "
+              f"{'torch ms':>9} {'ours GB/s':>9} {'torch GB/s':>10} {'ratio':>6} "
+              f"{'target':>6} {'check':>6}")
     print(header)
     print("-" * len(header))
-    for n in worlds:
-        rows = run_local(_worker, n, (sizes, args.iters), timeout=3600)[0]
-        for label, size, r in rows:
-            flag = " <" if label.startswith("ring allreduce") and size >= 64 * MIB and \
-                r["ratio"] < TARGET else ""
-            print(f"{n:9d} {label:40} {size // MIB:6d}Mi {1e3 * r['time']:9.2f} "
+    for n in args.worlds:
+        rows = run_local(_worker, n, (args.cases, sizes, args.iters, options),
+                         start_method="fork", timeout=7200)[0]
+        for case, topo, size, r in rows:
+            least = target_of(case, size)
+            mark = "" if least is None else f"{least:.2f}" + ("<" if r["ratio"] < least else "")
+            print(f"{n:5d} {case:15} {topo:24} {size / MIB:6g}Mi {1e3 * r['time']:9.2f} "
                   f"{1e3 * r['baseline_time']:9.2f} {r['busbw'] / 1e9:9.3f} "
-                  f"{r['baseline_busbw'] / 1e9:10.3f} {r['ratio']:6.3f}"
-                  f" {'ok' if r['correct'] else 'WRONG':>6}{flag}")
-    print(f"bus bandwidth as nccl-tests define it; ratio = ours / torch's (gloo); target: ring "
-          f"allreduce >= {TARGET}x at 64 MiB and above (< marks a miss); medians of "
-          f"{args.iters} calls")
+                  f"{r['baseline_busbw'] / 1e9:10.3f} {r['ratio']:6.3f} {mark:>6} "
+                  f"{'ok' if r['correct'] else 'WRONG':>6}", flush=True)
+    print("ratio = our bus bandwidth / torch's (gloo); target: the least ratio wanted, '<' "
+          "marks a miss")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,24 @@ def _neighbor_checks(rank, n):
         x = neighbor_allreduce(x, lambda k: random_w(n, k), k)
         traj.append(x.numpy().copy())
     out["dynamic"] = np.stack(traj)
+    # the same trajectory in slices of 3 elements (13 slices of a 37-element vector): a new
+    # result, in place (each slice written only once it has left), and async in place
+    sliced = {}
+    for label in ("new", "in_place", "async"):
+        v = torch.from_numpy(start_vector(rank, n))
+        traj = [v.numpy().copy()]
+        for k in range(STEPS):
+            w = (lambda k: random_w(n, k))
+            if label == "new":
+                v = neighbor_allreduce(v, w, k, slice_bytes=24)
+            elif label == "in_place":
+                neighbor_allreduce(v, w, k, out=v, slice_bytes=24)
+            else:
+                v = neighbor_allreduce(v, w, k, out=v, slice_bytes=24, async_op=True,
+                                       tag=5).wait()
+            traj.append(v.numpy().copy())
+        sliced[label] = np.stack(traj)
+    out["sliced"] = sliced
     # async, float32, fixed matrix, result written in place; work overlaps the transfer
     y = torch.from_numpy(start_vector(rank, n, dtype=np.float32))
     h = neighbor_allreduce(y, random_w(n, 99), async_op=True, out=y, tag=3)
@@ -111,7 +129,11 @@ def _neighbor_checks(rank, n):
             ("nan", lambda: neighbor_allreduce(torch.ones(2), np.full((n, n), np.nan))),
             ("ddp_size", lambda: DecentralizedDataParallel(torch.nn.Linear(1, 1), np.eye(n + 1),
                                                            lr=0.1)),
-            ("ddp_lr", lambda: DecentralizedDataParallel(torch.nn.Linear(1, 1), np.eye(n)))]:
+            ("ddp_lr", lambda: DecentralizedDataParallel(torch.nn.Linear(1, 1), np.eye(n))),
+            ("tag", lambda: neighbor_allreduce(torch.ones(2), np.eye(n), tag=1 << 18)),
+            ("slice", lambda: neighbor_allreduce(torch.ones(2), np.eye(n), slice_bytes=0)),
+            ("ddp_slice", lambda: DecentralizedDataParallel(torch.nn.Linear(1, 1), np.eye(n),
+                                                            lr=0.1, slice_bytes=-1))]:
         try:
             call()
         except Exception as exc:  # the parent checks the class
@@ -145,7 +167,7 @@ def named_topology(n):
     return ("ring", {}) if n > 1 else ("complete", {})
 
 
-def _ddp_recursion(rank, n, momentum, named=False):
+def _ddp_recursion(rank, n, momentum, named=False, slice_bytes=None):
     a, b, c1, c2 = constant_grad_setup(rank, n)
     model = ConstantGrad(a, b)
     if named:
@@ -159,7 +181,8 @@ def _ddp_recursion(rank, n, momentum, named=False):
             bucket_size_mb=1e-5, broadcast_parameters=False)
     else:
         ddp = DecentralizedDataParallel(model, lambda k: random_w(n, k), lr=LR,
-                                        bucket_size_mb=1e-5, broadcast_parameters=False)
+                                        bucket_size_mb=1e-5, broadcast_parameters=False,
+                                        slice_bytes=slice_bytes)
     c1, c2 = torch.from_numpy(c1), torch.from_numpy(c2).reshape(3, 4)
     traj = [np.concatenate([model.a.detach().numpy(), model.b.detach().numpy().ravel()])]
     for _ in range(STEPS):
@@ -235,6 +258,7 @@ def _all_checks(rank, n):
            "recursion": _ddp_recursion(rank, n, momentum=0.0),
            "recursion_momentum": _ddp_recursion(rank, n, momentum=0.5),
            "recursion_named": _ddp_recursion(rank, n, momentum=0.0, named=True),
+           "recursion_sliced": _ddp_recursion(rank, n, momentum=0.0, slice_bytes=16),
            "state_dict": _state_dict_roundtrip(rank, n)}
     if n == 4:
         out["regression"] = {name: _train_regression(rank, n, topo, steps=100, lr=0.02)
@@ -278,6 +302,31 @@ def test_neighbor_averaging_equals_w_x_exactly(world):
         x = got
     if n > 1:  # the check can fail: a different W_k or the pre-mix x is not accepted
         assert not np.allclose(x, random_w(n, STEPS) @ x)
+
+
+def test_sliced_averaging_gives_the_same_bits(world):
+    n, res = world
+    whole = np.stack([res[r]["neighbor"]["dynamic"] for r in range(n)])
+    for label in ("new", "in_place", "async"):
+        got = np.stack([res[r]["neighbor"]["sliced"][label] for r in range(n)])
+        assert np.array_equal(got, whole), label
+
+
+def test_sliced_ddp_follows_the_same_recursion(world):
+    n, res = world
+    for r in range(n):
+        assert np.array_equal(res[r]["recursion_sliced"][0], res[r]["recursion"][0])
+        assert np.array_equal(res[r]["recursion_sliced"][1], res[r]["recursion"][1])
+
+
+def test_slices_cover_the_tensor_in_near_equal_parts():
+    from topocoll.runtime.neighbor import MAX_SLICES, slice_bounds
+
+    assert slice_bounds(37, 8, 24) == [0, 2, 5, 8, 11, 14, 17, 19, 22, 25, 28, 31, 34, 37]
+    assert slice_bounds(5, 4, 1 << 20) == [0, 5]
+    bounds = slice_bounds(10 ** 6, 1, 1)
+    assert len(bounds) == MAX_SLICES + 1 and bounds[-1] == 10 ** 6
+    assert max(np.diff(bounds)) - min(np.diff(bounds)) <= 1
 
 
 def test_builtin_topologies_average_exactly(world):
@@ -332,7 +381,8 @@ def test_misuse_raises_topocoll_errors(world):
     errors = res[0]["neighbor"]["errors"]
     assert errors == {"size": ProcessGroupError.__name__, "dtype": InputTypeError.__name__,
                       "nan": TopologyError.__name__, "ddp_size": ProcessGroupError.__name__,
-                      "ddp_lr": InputTypeError.__name__}
+                      "ddp_lr": InputTypeError.__name__, "tag": InputTypeError.__name__,
+                      "slice": InputTypeError.__name__, "ddp_slice": InputTypeError.__name__}
 
 
 @pytest.mark.parametrize("key", ["recursion", "recursion_momentum", "recursion_named"])

@@ -1,5 +1,5 @@
-"""``topocoll run``: run a schedule file on torch.distributed, check it against torch's own
-collective and time both."""
+"""``topocoll run``: run a schedule file or an MSCCL XML program on torch.distributed, check it
+against torch's own collective and time both."""
 
 import os
 
@@ -33,16 +33,28 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), default=600.0,
               show_default=True, help="Seconds before a local run gives up, naming the ranks "
               "that did not finish.")
+@click.option("--slice-bytes", callback=_unit(units.parse_size, "--slice-bytes"),
+              help="Most bytes of one packet of the dataflow engine [default: 1MiB].")
+@click.option("--window", type=click.IntRange(1), help="Staging buffers per peer of the "
+              "dataflow engine [default: 4].")
+@click.option("--engine", type=click.Choice(["auto", "dataflow", "steps"]), default="auto",
+              show_default=True, help="dataflow: packets leave as soon as their data is final; "
+              "steps: one batch of whole messages per step (what NCCL needs); auto: steps on "
+              "nccl, else dataflow.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, as_json):
+def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
+        window, engine, as_json):
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
     Prints the time per call and the bus bandwidth, ours and torch's; --check compares the
-    results. FILE may be gzip-compressed, and '-' (standard input) when the command starts the
-    processes itself.
+    results. FILE is a topocoll schedule (JSON) or an MSCCL XML program (msccl-tools, TACCL,
+    ForestColl, topocoll export), told apart by its content; an XML program runs only if
+    'topocoll lint' passes it. FILE may be gzip-compressed, and '-' (standard input) when the
+    command starts the processes itself.
 
     \\b
     topocoll run s.json --nproc 4 --check      # starts 4 local processes itself
+    topocoll run algo.xml --check              # an MSCCL XML program, on CPUs (gloo)
     torchrun --standalone --nproc-per-node 4 -m topocoll.cli.main run s.json
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
@@ -50,16 +62,25 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
     from ..fileio import is_special
     from ..runtime.launch import run_local
     from ..runtime.measure import measure_file, measure_schedule
-    from ..schedule.io import load_schedule
+    from ..runtime.sources import loads_runnable, read_runnable, runnable_format
     from ..schedule.verify import verify
 
+    options = {"engine": engine}
+    if slice_bytes is not None:
+        options["slice_bytes"] = int(slice_bytes)
+    if window is not None:
+        options["window"] = window
     torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     # standard input or a FIFO can be read once, by one process: not by every torchrun rank
     once = file == "-" or is_special(file)
     if torchrun and once:
         raise _Fail(f"{file}: under torchrun every rank reads FILE itself; give a regular "
                     "file, not standard input or a pipe")
-    schedule = load_schedule(file)
+    # read once (standard input and pipes cannot be read twice), told apart by the content
+    data = read_runnable(file)
+    kind = runnable_format(data)
+    schedule = loads_runnable(data, source="<stdin>" if file == "-" else file)
+    del data
     verify(schedule).raise_if_invalid()      # before any process starts
     n = schedule.topology.num_nodes
     if torchrun:
@@ -74,7 +95,7 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
         dist.init_process_group(backend)
         try:
             result = measure_schedule(schedule, size, dtype=dtype, iters=iters, check=check,
-                                      baseline=not no_baseline)
+                                      baseline=not no_baseline, **options)
         finally:
             dist.destroy_process_group()
         if int(os.environ["RANK"]) != 0:
@@ -91,11 +112,12 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
         worker, source = ((_measure_loaded, schedule) if once
                           else (measure_file, os.path.abspath(file)))
         try:
-            result = run_local(worker, n, (source, size, dtype, iters, check, not no_baseline),
-                               timeout=timeout)[0]
+            result = run_local(worker, n, (source, size, dtype, iters, check, not no_baseline,
+                                           options), timeout=timeout)[0]
         except ProcessGroupError as exc:
             raise _Fail(str(exc).splitlines()[0]) from None
     result["size"] = size
+    result["format"] = kind
     if as_json:
         _print_json(result)
     else:
@@ -105,20 +127,24 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, a
                     f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
 
 
-def _measure_loaded(rank, world_size, schedule, size, dtype, iters, check, baseline):
+def _measure_loaded(rank, world_size, schedule, size, dtype, iters, check, baseline,
+                    options=None):
     """:func:`~topocoll.runtime.measure.measure_schedule` of a schedule read by the parent
     (from standard input or a pipe): the worker of each local process, importable so that
     spawned processes find it."""
     from ..runtime.measure import measure_schedule
 
     return measure_schedule(schedule, size, dtype=dtype, iters=iters, check=check,
-                            baseline=baseline)
+                            baseline=baseline, **(options or {}))
 
 
 def _print_table(r):
+    from ..runtime.sources import MSCCL_XML
+
     fmt_t = units.format_time
-    table = Table(title=f"{r['algorithm']} {r['collective']} on {r['topology']}: {r['ranks']} "
-                        f"ranks, {units.format_size(r['size'])} of {r['dtype']}")
+    source = " (MSCCL XML)" if r.get("format") == MSCCL_XML else ""
+    table = Table(title=f"{r['algorithm']} {r['collective']}{source} on {r['topology']}: "
+                        f"{r['ranks']} ranks, {units.format_size(r['size'])} of {r['dtype']}")
     for col in ("", "time per call", "bus bandwidth"):
         table.add_column(col, justify="right")
     table.add_row("topocoll", fmt_t(r["time"]), units.format_bandwidth(r["busbw"]))

@@ -124,6 +124,9 @@ class DecentralizedDataParallel:
         ``x^0``.
     topology_options : dict, optional
         Keyword arguments for the built-in topology named by ``topology`` (e.g. ``local_size``).
+    slice_bytes : int, optional
+        Bytes of one slice of a bucket's messages (default 1 MiB; see
+        :func:`~topocoll.runtime.neighbor_allreduce`).
 
     Attributes
     ----------
@@ -140,7 +143,7 @@ class DecentralizedDataParallel:
     """
 
     def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
-                 group=None, broadcast_parameters=True, topology_options=None):
+                 group=None, broadcast_parameters=True, topology_options=None, slice_bytes=None):
         import torch
         import torch.distributed as dist
 
@@ -168,6 +171,11 @@ class DecentralizedDataParallel:
         elif topology_options:
             raise InputTypeError("topology_options only apply to a topology given by name")
         self.mixing = as_mixing(topology, self.world_size)
+        if slice_bytes is not None:
+            from .program import slice_elements
+
+            slice_elements(slice_bytes, 1)   # checks it
+        self.slice_bytes = slice_bytes
         self.module = module
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -240,7 +248,8 @@ class DecentralizedDataParallel:
         for tag, b in enumerate(self._buckets):
             b.send.copy_(b.flat)  # the snapshot x^k; the parameters stay usable meanwhile
             handles.append(_launch(b.send, plan, b.recv_buffers(len(plan.sources)), self.group,
-                                   TAG_BASE + tag, out=b.flat, iteration=self.iteration))
+                                   TAG_BASE + tag, out=b.flat, iteration=self.iteration,
+                                   slice_bytes=self.slice_bytes))
         self._pending = handles
 
     def _drain(self):

@@ -1,8 +1,14 @@
-"""Run any schedule on torch.distributed: each step of a rank's plan is one
-``batch_isend_irecv`` of the step's messages (one per peer and direction), then the received
-pieces are copied or reduced into place. The buffer layout of each collective is in
-:mod:`topocoll.runtime.plan`; a test runs every collective against torch's own on local
-processes (``tests/runtime/test_executor.py``).
+"""Run any schedule on torch.distributed with the dataflow engine.
+
+Each rank compiles its part of the schedule once per tensor size into a program of sliced
+sends, receives, copies and reductions with explicit dependencies
+(:mod:`topocoll.runtime.program`), and runs it with :mod:`topocoll.runtime.engine`: a packet
+leaves as soon as the data it carries is final, the reduction of one slice overlaps the
+transfer of the next, and both ends of every link post its packets in the same order. On NCCL
+(CUDA tensors, GPU streams) each step is instead one ``batch_isend_irecv`` of whole messages
+(``engine="steps"``), the lock-step execution NCCL's stream semantics need. The buffer layout
+of each collective is in :mod:`topocoll.runtime.plan`; a test runs every collective against
+torch's own on local processes (``tests/runtime/test_executor.py``).
 
 Inside a program that torchrun started (or any initialized process group of N ranks)::
 
@@ -13,8 +19,9 @@ Inside a program that torchrun started (or any initialized process group of N ra
 
 import threading
 
+import numpy as np
+
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
-from ..schedule.model import as_schedule
 from .launch import report_iteration
 from .plan import (apply, finish, in_place_shards, initial_state, pack, rank_plan,
                    receives_in_place)
@@ -76,14 +83,75 @@ class ScheduleHandle:
         return self._result
 
 
+#: Message tags of schedule packets start here: clear of the tags of a user's own
+#: point-to-point calls and of the gossip runtime's (below 2^30, see ``neighbor.TAG_LIMIT``).
+TAG_OFFSET = 1 << 30
+ENGINES = ("auto", "dataflow", "steps")
+
+
+class _TorchLinks:
+    """The engine's links over a torch.distributed process group (see
+    :mod:`topocoll.runtime.engine`)."""
+
+    def __init__(self, group, rank_map, timeout):
+        import torch.distributed as dist
+
+        self.pg = group if group is not None else dist.group.WORLD
+        self.rank_map = rank_map
+        self.timeout = None if timeout is None else _timedelta(timeout)
+        self.seconds = timeout
+
+    def isend(self, buf, peer, tag, op):
+        try:
+            return self.pg.send([buf], self.rank_map[peer], TAG_OFFSET + tag)
+        except RuntimeError as exc:   # a peer gone before the message could start
+            raise self._failed(op, exc) from None
+
+    def irecv(self, buf, peer, tag, op):
+        try:
+            return self.pg.recv([buf], self.rank_map[peer], TAG_OFFSET + tag)
+        except RuntimeError as exc:
+            raise self._failed(op, exc) from None
+
+    def test(self, request):
+        return request.is_completed()
+
+    def wait(self, request, op):
+        try:
+            done = request.wait() if self.timeout is None else request.wait(self.timeout)
+        except RuntimeError as exc:   # gloo says "connection closed" or "timed out": say who
+            raise self._failed(op, exc) from None
+        if done is False:
+            raise self._late(op, "")
+
+    def _failed(self, op, exc):
+        text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        if self.seconds is not None and "imed out" in text:
+            return self._late(op, f" ({text[:120]})")
+        return ProcessGroupError(f"step {op.step}: the exchange with rank "
+                                 f"{self.rank_map[op.peer]} (node {op.peer}) failed: {text}")
+
+    def _late(self, op, why):
+        return ProcessGroupError(f"step {op.step}: rank {self.rank_map[op.peer]} (node "
+                                 f"{op.peer}) did not exchange its message within "
+                                 f"{self.seconds:g} s{why}")
+
+
+def _timedelta(seconds):
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
 class ScheduleCollective:
-    """A schedule prepared for one process group: plans are built once per tensor size and
-    buffers kept for reuse, so that calling it many times costs only the messages.
+    """A schedule prepared for one process group: programs are compiled once per tensor size
+    and buffers kept for reuse, so that calling it many times costs only the messages.
 
     Parameters
     ----------
     schedule : Schedule or path
-        A schedule for N nodes; the group must have N ranks.
+        A schedule for N nodes (a schedule file or an MSCCL XML file, through the importer);
+        the group must have N ranks.
     group : ProcessGroup, optional
         Default: the world.
     rank_map : sequence of int, optional
@@ -94,21 +162,42 @@ class ScheduleCollective:
         Verify the schedule first (default); an invalid one raises
         :class:`~topocoll.errors.InvalidScheduleError`.
     timeout : float, optional
-        Seconds to wait for each step's messages; a peer that does not deliver in time raises
+        Seconds to wait for any one packet; a peer that does not deliver in time raises
         :class:`~topocoll.errors.ProcessGroupError` naming the rank and the step (default: the
         process group's own timeout). Under :func:`~topocoll.runtime.run_local` each step is
         also reported, so that a run that times out says which step each rank was at.
+    slice_bytes : int
+        Most bytes of one packet (default 1 MiB): messages are cut into slices of about this
+        size, so that the reduction of one overlaps the transfer of the next.
+    window : int
+        Staging buffers per peer (default 4): packets that are reduced (or gathered from
+        several ranges) land in one of these; this many per peer may be in flight at once.
+    engine : {"auto", "dataflow", "steps"}
+        ``dataflow`` (the default on gloo and other CPU backends) or ``steps``: each step one
+        ``batch_isend_irecv`` of whole messages, then its copies and reductions (the default on
+        NCCL, whose GPU streams need it).
     """
 
     def __init__(self, schedule, *, group=None, rank_map=None, op=None, check=True,
-                 timeout=None):
+                 timeout=None, slice_bytes=None, window=None, engine="auto"):
         import torch.distributed as dist
 
         from ..schedule.verify import verify
+        from .program import DEFAULT_SLICE_BYTES, DEFAULT_WINDOW, slice_elements
+        from .sources import load_runnable
 
-        self.schedule = as_schedule(schedule)
+        self.schedule = load_runnable(schedule)
         if check:
             verify(self.schedule).raise_if_invalid()
+        if engine not in ENGINES:
+            raise InputTypeError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        self.slice_bytes = DEFAULT_SLICE_BYTES if slice_bytes is None else slice_bytes
+        slice_elements(self.slice_bytes, 1)     # checks it
+        window = DEFAULT_WINDOW if window is None else window
+        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+            raise InputTypeError(f"window must be a positive integer, got {window!r}")
+        self.window = int(window)
+        self.slice_bytes = int(self.slice_bytes)
         if not dist.is_initialized():
             raise ProcessGroupError("torch.distributed is not initialized; call "
                                     "init_process_group first (or use topocoll.runtime.run_local)")
@@ -129,14 +218,31 @@ class ScheduleCollective:
         if timeout is not None and not timeout > 0:
             raise InputTypeError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = timeout
+        if engine == "auto":
+            engine = "steps" if dist.get_backend(group) == "nccl" else "dataflow"
+        self.engine = engine
         self._plans = {}
+        self._programs = {}
         self._buffers = {}
+        self._lock = threading.Lock()   # one call at a time: calls share buffers and tags
 
     def plan(self, numel):
-        """The plan of this rank for tensors of ``numel`` elements (built once)."""
+        """The lock-step plan of this rank for tensors of ``numel`` elements (built once)."""
         if numel not in self._plans:
             self._plans[numel] = rank_plan(self.schedule, self.node, numel)
         return self._plans[numel]
+
+    def program(self, numel, itemsize=4):
+        """The dataflow program of this rank for tensors of ``numel`` elements of
+        ``itemsize`` bytes (compiled once)."""
+        from .program import compile_program, slice_elements
+
+        key = (numel, itemsize)
+        if key not in self._programs:
+            self._programs[key] = compile_program(
+                self.schedule, self.node, numel,
+                slice_numel=slice_elements(self.slice_bytes, itemsize), window=self.window)
+        return self._programs[key]
 
     def __call__(self, tensor, output=None, *, async_op=False):
         """Run the collective on ``tensor`` (and ``output`` where the layout has one); returns
@@ -153,7 +259,8 @@ class ScheduleCollective:
             raise InputTypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
         if not tensor.is_contiguous():
             raise InputTypeError("the tensor must be contiguous")
-        plan = self.plan(tensor.numel())
+        plan = (self.program(tensor.numel(), tensor.element_size()) if self.engine == "dataflow"
+                else self.plan(tensor.numel()))
         lay = plan.layout
         if not lay.in_place:
             needed = lay.output_numel
@@ -168,89 +275,94 @@ class ScheduleCollective:
 
     def _run(self, plan, tensor, output):
         import torch
+
+        with self._lock:
+            flat = tensor.view(-1)
+            out = None if output is None else output.view(-1)
+            key = (flat.numel(), flat.dtype, flat.device)
+            cached = self._buffers.get(key)
+
+            def zeros(k):
+                return torch.zeros(k, dtype=flat.dtype, device=flat.device)
+
+            views = in_place_shards(plan, flat, out)
+            state = initial_state(plan, flat, zeros, state=None if cached is None else cached[0],
+                                  views=views)
+            if self.engine == "dataflow":
+                from .engine import allocate, execute
+
+                extra = allocate(plan, lambda k: torch.empty(k, dtype=flat.dtype,
+                                                             device=flat.device)) \
+                    if cached is None else cached[1]
+                links = _TorchLinks(self.group, self.rank_map, self.timeout)
+                execute(plan, state, links, _combine(self.op), extra, report_iteration)
+            else:
+                extra = {} if cached is None else cached[1]
+                self._run_steps(plan, state, extra, flat)
+            self._buffers[key] = ({s: b for s, b in state.items() if s not in views}, extra)
+            result = finish(plan, state, flat, out, views)
+            if self.op == "avg" and plan.layout.collective in ("allreduce", "reduce_scatter",
+                                                               "reduce"):
+                result.div_(plan.layout.nodes)
+            return tensor if plan.layout.in_place else output
+
+    def _run_steps(self, plan, state, received, flat):
+        """Lock-step execution: each step one ``batch_isend_irecv`` of whole messages."""
+        import torch
         import torch.distributed as dist
 
-        flat = tensor.view(-1)
-        out = None if output is None else output.view(-1)
-        key = (flat.numel(), flat.dtype, flat.device)
-        cached = self._buffers.get(key)
-        views = in_place_shards(plan, flat, out)
-        state = initial_state(plan, flat, lambda k: torch.zeros(k, dtype=flat.dtype,
-                                                                device=flat.device),
-                              state=None if cached is None else cached[0], views=views)
-        received = {} if cached is None else cached[1]
-        self._buffers[key] = ({s: b for s, b in state.items() if s not in views}, received)
         combine = _combine(self.op)
+        links = _TorchLinks(self.group, self.rank_map, self.timeout)
         for index, step in enumerate(plan.steps):
-            ops = []
+            ops, inbox = [], {}
             for peer in sorted(step.sends):
-                message = pack(step, peer, state, torch.cat)
-                ops.append(dist.P2POp(dist.isend, message, group=self.group,
-                                      group_peer=self.rank_map[peer], tag=step.step))
-            inbox = {}
+                ops.append(dist.P2POp(dist.isend, pack(step, peer, state, torch.cat),
+                                      group=self.group, group_peer=self.rank_map[peer],
+                                      tag=step.step))
             for peer in sorted(step.recvs):
                 if receives_in_place(step, peer):
                     s, a, b, _ = step.recvs[peer][0]
-                    ops.append(dist.P2POp(dist.irecv, state[s][a:b], group=self.group,
-                                          group_peer=self.rank_map[peer], tag=step.step))
-                    continue
-                buf = received.get((index, peer))
-                if buf is None:
-                    buf = torch.empty(step.recv_numel(peer), dtype=flat.dtype,
-                                      device=flat.device)
-                    received[(index, peer)] = buf
-                inbox[peer] = buf
+                    buf = state[s][a:b]
+                else:
+                    buf = received.get((index, peer))
+                    if buf is None:
+                        buf = torch.empty(step.recv_numel(peer), dtype=flat.dtype,
+                                          device=flat.device)
+                        received[(index, peer)] = buf
+                    inbox[peer] = buf
                 ops.append(dist.P2POp(dist.irecv, buf, group=self.group,
                                       group_peer=self.rank_map[peer], tag=step.step))
             if ops:
                 report_iteration(step.step, entering=True)
                 peers = sorted(step.sends) + sorted(step.recvs)
+                where = [_Where(step.step, p) for p in peers]
                 try:
                     requests = dist.batch_isend_irecv(ops)
                 except RuntimeError as exc:   # a peer gone before the messages could start
-                    ranks = sorted({self.rank_map[p] for p in peers})
-                    raise ProcessGroupError(
-                        f"step {step.step}: the exchange with rank(s) "
-                        f"{', '.join(map(str, ranks))} failed: "
-                        f"{str(exc).splitlines()[0][:160]}") from None
-                for peer, request in zip(peers, requests):
-                    self._wait(request, peer, step.step)
+                    raise links._failed(where[0], exc) from None
+                for w, request in zip(where, requests):
+                    links.wait(request, w)
                 report_iteration(step.step)
             for peer, buf in inbox.items():
                 apply(step, peer, buf, state, combine)
-        result = finish(plan, state, flat, out, views)
-        if self.op == "avg" and plan.layout.collective in ("allreduce", "reduce_scatter",
-                                                           "reduce"):
-            result.div_(plan.layout.nodes)
-        return tensor if plan.layout.in_place else output
 
 
-    def _wait(self, request, peer, step):
-        if self.timeout is None:
-            try:
-                request.wait()
-            except RuntimeError as exc:   # gloo/NCCL say "connection closed": say with whom
-                raise ProcessGroupError(
-                    f"step {step}: the exchange with rank {self.rank_map[peer]} (node {peer}) "
-                    f"failed: {str(exc).splitlines()[0][:160]}") from None
-            return
-        from datetime import timedelta
+class _Where:
+    """The step and peer of a message, for error messages."""
 
-        try:
-            done = request.wait(timedelta(seconds=self.timeout))
-        except RuntimeError as exc:
-            raise ProcessGroupError(
-                f"step {step}: rank {self.rank_map[peer]} (node {peer}) did not exchange its "
-                f"message within {self.timeout:g} s ({str(exc).splitlines()[0][:120]})") from None
-        if done is False:
-            raise ProcessGroupError(f"step {step}: rank {self.rank_map[peer]} (node {peer}) "
-                                    f"did not exchange its message within {self.timeout:g} s")
+    __slots__ = ("step", "peer")
+
+    def __init__(self, step, peer):
+        self.step, self.peer = step, peer
 
 
 def run_schedule(schedule, tensor, *, output=None, group=None, rank_map=None, op=None,
-                 check=True, timeout=None, async_op=False):
-    """Run ``schedule`` once on ``tensor`` on this process group (see
-    :class:`ScheduleCollective`, which prepares once for many calls)."""
+                 check=True, timeout=None, async_op=False, slice_bytes=None, window=None,
+                 engine="auto"):
+    """Run ``schedule`` (a Schedule, a schedule file or an MSCCL XML file) once on ``tensor``
+    on this process group (see :class:`ScheduleCollective`, which prepares once for many
+    calls)."""
     collective = ScheduleCollective(schedule, group=group, rank_map=rank_map, op=op,
-                                    check=check, timeout=timeout)
+                                    check=check, timeout=timeout, slice_bytes=slice_bytes,
+                                    window=window, engine=engine)
     return collective(tensor, output, async_op=async_op)

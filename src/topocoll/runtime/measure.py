@@ -105,28 +105,41 @@ def _torch_collective(name, n, rank, root):
     return locals()[name]
 
 
-def _time(fn, base, iters, warmup):
-    """Median seconds per call of ``fn`` on a fresh copy of ``base`` (copied untimed)."""
+def _time(fns, base, iters, warmup, device):
+    """Median seconds per call of each of ``fns`` on a fresh copy of ``base`` (copied
+    untimed): the calls alternate (``a b b a a b ...``), so that both see the same machine,
+    and each sample is the slowest rank's time of that call (every call starts after a
+    barrier)."""
+    import torch
     import torch.distributed as dist
 
     for _ in range(warmup):
-        fn(base.clone())
-    samples = []
-    for _ in range(iters):
-        x = base.clone()
-        dist.barrier()
-        start = time.perf_counter()
-        fn(x)
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
+        for fn in fns:
+            fn(base.clone())
+    samples = [[] for _ in fns]
+    for i in range(iters):
+        order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
+        for j in order:
+            x = base.clone()
+            dist.barrier()
+            start = time.perf_counter()
+            fns[j](x)
+            samples[j].append(time.perf_counter() - start)
+    slowest = torch.tensor(samples, dtype=torch.float64, device=device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return [float(np.median(row)) for row in slowest.cpu().numpy()]
 
 
 def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup=3,
-                     check=True, baseline=True, seed=0, group=None):
+                     check=True, baseline=True, seed=0, group=None, **options):
     """Run ``schedule`` on this process group: its check against torch's collective, its time
     per call and bus bandwidth, and torch's. Every rank calls it; every rank gets the same
     dictionary (``correct``, ``time``, ``busbw``, ``baseline_time``, ``baseline_busbw``,
-    ``ratio``, and what was run)."""
+    ``ratio``, and what was run).
+
+    Times are medians over ``iters`` calls of the slowest rank's time per call; our calls and
+    torch's alternate. ``options`` go to :class:`~topocoll.runtime.ScheduleCollective`
+    (``slice_bytes``, ``window``, ``engine``)."""
     import torch
     import torch.distributed as dist
 
@@ -136,7 +149,7 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     # NCCL moves CUDA tensors only: the data goes to this process's current GPU
     device = (torch.device("cuda", torch.cuda.current_device())
               if dist.get_backend(group) == "nccl" else torch.device("cpu"))
-    collective = ScheduleCollective(schedule, group=group)
+    collective = ScheduleCollective(schedule, group=group, **options)
     name = schedule.collective.name
     n = schedule.topology.num_nodes
     rank = dist.get_rank(group)
@@ -164,13 +177,15 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     if name in ("allgather", "gather"):
         total_bytes *= n
     base = _data(numel, torch_dtype, rank, seed, device)
-    t = _time(ours, base, iters, warmup)
     factor = bus_factor(name, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        times = _time([ours] + ([theirs] if theirs is not None else []), base, iters, warmup,
+                      device)
+    t = times[0]
     out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor)
     if theirs is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            tb = _time(theirs, base, iters, warmup)
+        tb = times[1]
         out.update(baseline_time=tb, baseline_busbw=total_bytes / tb * factor,
                    ratio=(total_bytes / t) / (total_bytes / tb))
     else:
@@ -178,10 +193,12 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     return out
 
 
-def measure_file(rank, world_size, path, size, dtype, iters, check, baseline):
-    """:func:`measure_schedule` of a schedule file: the worker ``topocoll run`` starts on each
-    local process (importable, so that spawned processes find it)."""
-    from ..schedule.io import load_schedule
+def measure_file(rank, world_size, path, size, dtype, iters, check, baseline, options=None):
+    """:func:`measure_schedule` of a schedule file or MSCCL XML file
+    (:func:`~topocoll.runtime.sources.load_runnable`): the worker ``topocoll run`` starts on
+    each local process (importable, so that spawned processes find it); ``options`` go to
+    :class:`~topocoll.runtime.ScheduleCollective`."""
+    from .sources import load_runnable
 
-    return measure_schedule(load_schedule(path), size, dtype=dtype, iters=iters, check=check,
-                            baseline=baseline)
+    return measure_schedule(load_runnable(path), size, dtype=dtype, iters=iters, check=check,
+                            baseline=baseline, **(options or {}))

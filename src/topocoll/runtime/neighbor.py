@@ -1,9 +1,15 @@
 """Neighbor averaging on torch.distributed: ``x_i <- sum_j W_k[i, j] x_j``.
 
 Every rank sends its tensor to the ranks ``j`` whose row of ``W_k`` weighs it (``W_k[j, i] != 0``)
-and receives from the ranks it weighs (``W_k[i, j] != 0``), with point-to-point ``isend`` /
-``irecv``; nothing else crosses the network, and no rank waits for ranks it does not talk to.
-The result is combined in a fixed order, so it is reproducible bit for bit::
+and receives from the ranks it weighs (``W_k[i, j] != 0``), with point-to-point sends and
+receives; nothing else crosses the network, and no rank waits for ranks it does not talk to.
+
+The tensor travels in slices of about ``slice_bytes`` (1 MiB by default): every slice's sends
+and receives to and from every neighbour are posted at once, in slice order on every link, and
+the weighted sum is applied slice by slice as the slices arrive, so that the combining of one
+slice overlaps the transfer of the next. Where the result overwrites the tensor being sent
+(``out=tensor``), a slice is written only once it has left. The result is combined in a fixed
+order, so it is reproducible bit for bit (and the same bits whatever the slicing)::
 
     out = W[i, i] * x_i                       (skipped if W[i, i] == 0)
     for j in ascending order, j != i, W[i, j] != 0:
@@ -75,33 +81,62 @@ class NeighborHandle:
     (the result is discarded).
     """
 
-    def __init__(self, works, send, recvs, plan, out, iteration=None, pooled=False):
-        self._works = works
+    def __init__(self, works, send, recvs, plan, out, bounds, aliased, iteration=None,
+                 pooled=False):
+        self._works = works           # per slice: ([receives, by source], [sends])
         self._send = send
         self._recvs = recvs
         self._plan = plan
         self._out = out
+        self._bounds = bounds
+        self._aliased = aliased
         self._result = None
         self._iteration = iteration
         self._pooled = pooled
 
     def is_completed(self):
         """True when every message of this rank has been sent and received."""
-        return self._result is not None or all(w.is_completed() for w in self._works)
+        return self._result is not None or all(w.is_completed() for recvs, sends in self._works
+                                               for w in recvs + sends)
 
     def _wait_transfers(self):
         """Finish the messages without combining (the result is dropped)."""
         works, self._works = self._works, []
-        for w in works:
-            w.wait()
+        for recvs, sends in works:
+            for w in recvs + sends:
+                w.wait()
         if self._iteration is not None:
             report_iteration(self._iteration)
 
     def wait(self):
-        """Block until the messages are through, combine, and return the result (idempotent)."""
+        """Block until the messages are through, combining slice by slice as they arrive, and
+        return the result (idempotent)."""
         if self._result is None:
-            self._wait_transfers()
-            self._result = _combine(self._plan, self._send, self._recvs, self._out)
+            import torch
+
+            works, self._works = self._works, []
+            out = self._out if self._out is not None else torch.empty_like(self._send)
+            # a strided out is filled through a contiguous result, copied at the end
+            target = out if out.is_contiguous() else torch.empty_like(self._send)
+            flat_out, flat_send = target.view(-1), self._send.view(-1)
+            flat_recvs = [r.view(-1) for r in self._recvs]
+            for (lo, hi), (recvs, sends) in zip(zip(self._bounds, self._bounds[1:]), works):
+                for w in recvs:
+                    w.wait()
+                if self._aliased:         # out is what is being sent: let the slice leave
+                    for w in sends:
+                        w.wait()
+                _combine(self._plan, flat_send[lo:hi], [r[lo:hi] for r in flat_recvs],
+                         flat_out[lo:hi])
+            if not self._aliased:        # (a gloo request must not be waited for twice)
+                for _, sends in works:
+                    for w in sends:
+                        w.wait()
+            if target is not out:
+                out.copy_(target)
+            if self._iteration is not None:
+                report_iteration(self._iteration)
+            self._result = out
             self._release()
         return self._result
 
@@ -122,14 +157,10 @@ class NeighborHandle:
 
 
 def _combine(plan, x, recvs, out):
-    """``out = W[i,i] x + sum_j W[i,j] x_j`` in the documented order (see the module).
-
-    ``recvs`` are scratch buffers: they are scaled in place.
-    """
+    """``out = W[i,i] x + sum_j W[i,j] x_j`` in the documented order (see the module), for
+    one slice; ``recvs`` are scratch: they are scaled in place."""
     import torch
 
-    if out is None:
-        out = torch.empty_like(x)
     first = True
     if plan.self_weight != 0.0:
         torch.mul(x, plan.self_weight, out=out)
@@ -145,13 +176,6 @@ def _combine(plan, x, recvs, out):
     return out.zero_() if first else out
 
 
-def _peer(group, rank):
-    import torch.distributed as dist
-
-    return rank if group is None or group is dist.group.WORLD else dist.get_global_rank(group,
-                                                                                        rank)
-
-
 def _check_tensor(tensor, what="tensor"):
     import torch
 
@@ -164,21 +188,65 @@ def _check_tensor(tensor, what="tensor"):
         raise InputTypeError(f"{what} must be a dense (strided) tensor, got {tensor.layout}")
 
 
-def _launch(send, plan, recvs, group, tag, out=None, iteration=None, pooled=False):
-    """Post the receives and sends of ``plan`` for the snapshot ``send`` (not copied)."""
+#: Slices of one message at most (each has a tag of its own: ``tag * MAX_SLICES + slice``).
+MAX_SLICES = 1 << 12
+#: User tags are below this, so that every slice tag is below 2^30, clear of the schedule
+#: executor's tags (2^30 and up).
+TAG_LIMIT = 1 << 18
+
+
+def slice_bounds(numel, itemsize, slice_bytes):
+    """Element bounds ``[0, ..., numel]`` of the slices of a tensor: ``ceil(bytes /
+    slice_bytes)`` near-equal slices, at most :data:`MAX_SLICES` (larger ones beyond that).
+
+    >>> slice_bounds(10, 4, 16)
+    [0, 3, 6, 10]
+    """
+    from .program import slice_elements
+
+    per = slice_elements(slice_bytes, itemsize)
+    k = min(MAX_SLICES, max(1, -(-numel // per)))
+    return [j * numel // k for j in range(k + 1)]
+
+
+def _check_tag(tag):
+    if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < TAG_LIMIT:
+        raise InputTypeError(f"tag must be an integer in [0, {TAG_LIMIT}), got {tag!r}")
+
+
+def _shares_memory(a, b):
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _launch(send, plan, recvs, group, tag, out=None, iteration=None, pooled=False,
+            slice_bytes=None):
+    """Post the receives and sends of ``plan`` for the snapshot ``send`` (not copied), slice
+    by slice (see the module)."""
     import torch.distributed as dist
+
+    from .program import DEFAULT_SLICE_BYTES
 
     if iteration is not None:
         report_iteration(iteration, entering=True)
-    works = [dist.irecv(buf, src=_peer(group, j), group=group, tag=tag)
-             for j, buf in zip(plan.sources, recvs)]
-    works += [dist.isend(send, dst=_peer(group, j), group=group, tag=tag)
-              for j in plan.destinations]
-    return NeighborHandle(works, send, recvs, plan, out, iteration, pooled)
+    pg = group if group is not None else dist.group.WORLD   # ranks in W are its ranks
+    flat = send.view(-1)
+    flat_recvs = [r.view(-1) for r in recvs]
+    bounds = slice_bounds(flat.numel(), flat.element_size(),
+                          DEFAULT_SLICE_BYTES if slice_bytes is None else slice_bytes)
+    works = []
+    # one tag per slice: gloo matches a receive by (peer, tag), and several pending receives
+    # with one tag from one peer do not match in order
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        t = tag * MAX_SLICES + k
+        rw = [pg.recv([buf[lo:hi]], j, t) for j, buf in zip(plan.sources, flat_recvs)]
+        sw = [pg.send([flat[lo:hi]], j, t) for j in plan.destinations]
+        works.append((rw, sw))
+    aliased = out is not None and _shares_memory(out, send)
+    return NeighborHandle(works, send, recvs, plan, out, bounds, aliased, iteration, pooled)
 
 
 def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=None, tag=0,
-                       out=None):
+                       out=None, slice_bytes=None):
     """Weighted neighbor averaging: rank ``i`` gets ``sum_j W_k[i, j] x_j``.
 
     Parameters
@@ -198,9 +266,12 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     group : ProcessGroup, optional
         The group (default: the world); ranks in ``W`` are ranks of this group.
     tag : int
-        Message tag; concurrent calls between the same ranks need distinct tags.
+        Message tag in ``[0, 2^18)``; concurrent calls between the same ranks need distinct
+        tags (slice ``k`` travels with tag ``tag * 4096 + k``).
     out : torch.Tensor, optional
         Where to write the result (may be ``tensor`` itself); default a new tensor.
+    slice_bytes : int, optional
+        Bytes of one slice (default 1 MiB; see the module). Every rank must use the same.
 
     Returns
     -------
@@ -226,6 +297,11 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     import torch
 
     _check_tensor(tensor)
+    _check_tag(tag)
+    if slice_bytes is not None:
+        from .program import slice_elements
+
+        slice_elements(slice_bytes, 1)   # checks it before any buffer is taken
     if out is not None:
         _check_tensor(out, "out")
         if out.shape != tensor.shape or out.dtype != tensor.dtype:
@@ -239,5 +315,6 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
             # the caller may change tensor before wait(): send a snapshot
             send = send.clone(memory_format=torch.contiguous_format)
         recvs = _POOL.take(send, len(plan.sources))
-        handle = _launch(send, plan, recvs, group, tag, out, iteration, pooled=True)
+        handle = _launch(send, plan, recvs, group, tag, out, iteration, pooled=True,
+                         slice_bytes=slice_bytes)
         return handle if async_op else handle.wait()

@@ -136,10 +136,11 @@ def load_schedule(path):
     return _loads(data, "<stdin>" if path == "-" else os.fspath(path))
 
 
-def loads_schedule(text):
-    """Read and validate a schedule from file text (str or bytes)."""
+def loads_schedule(text, *, source="<schedule>"):
+    """Read and validate a schedule from file text (str or bytes); errors begin with
+    ``source``, the name of where the text came from."""
     data = text.encode() if isinstance(text, str) else bytes(text)
-    return _loads(data, "<schedule>")
+    return _loads(data, source)
 
 
 def _loads(data, where):
