@@ -5,7 +5,6 @@ purpose give wrong results or deadlocks (so the checks can fail), and a deadlock
 within the timeout instead of hanging."""
 
 import random
-import threading
 import time
 from dataclasses import replace
 
@@ -14,10 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from topocoll.errors import ProcessGroupError
-from topocoll.runtime.engine import allocate, execute
-from topocoll.runtime.loopback import LoopbackNetwork, simulate_dataflow
-from topocoll.runtime.plan import _element_ranges, finish, initial_state, layout, simulate_plans
-from topocoll.runtime.program import compile_program
+from topocoll.runtime.loopback import simulate_dataflow
+from topocoll.runtime.plan import simulate_plans
 from topocoll.schedule import verify
 from topocoll.synth import generate
 from topocoll.synth.ten import synthesize
@@ -26,7 +23,8 @@ from topocoll.topology import topology
 
 from tests.runtime.test_plan import ROOTED, expected, numel_for
 from tests.runtime.test_program import (ALL, FIXED, HAND_MADE, MAKERS, chain_allreduce,
-                                        exchange_allreduce, schedules, stale_send_allreduce,
+                                        exchange_allreduce, programs, schedules,
+                                        stale_send_allreduce,
                                         wasted_write_allreduce)
 
 
@@ -72,50 +70,17 @@ def _add(target, piece):
 
 
 def run_programs(schedule, inputs, *, slice_numel, window=2, seed=0, timeout=5.0, mutate=None,
-                 jitter=False):
-    """What :func:`simulate_dataflow` does (its loop, copied), with two hooks: ``mutate(prog)``
-    may change each rank's compiled program before it runs, and ``jitter`` makes waits sleep
-    at random (by ``seed``) so that ranks run at different speeds."""
-    n = schedule.topology.num_nodes
-    inputs = [np.array(x).reshape(-1) for x in inputs]
-    numel = inputs[0].size
-    lay = layout(schedule.collective.name, n, numel, schedule.root)
-    ranges = _element_ranges(schedule, lay)
-    progs = [compile_program(schedule, r, numel, slice_numel=slice_numel, window=window,
-                             element_ranges=ranges) for r in range(n)]
-    if mutate is not None:
-        progs = [mutate(p) for p in progs]
-    net = LoopbackNetwork(n, seed=seed, timeout=timeout)
-    results, errors = [None] * n, [None] * n
+                 jitter=False, in_place_numel=None):
+    """:func:`simulate_dataflow` with ``mutate(prog)`` changing each rank's compiled program
+    before it runs, and ``jitter`` making waits sleep at random (by ``seed``) so that ranks
+    run at different speeds."""
+    def jittered(links, r):
+        return _Jitter(links, random.Random(seed * 1000 + r))
 
-    def rank_main(r):
-        try:
-            prog = progs[r]
-            zeros = lambda k: np.zeros(k, dtype=inputs[r].dtype)   # noqa: E731
-            out = (inputs[r].copy() if lay.in_place
-                   else np.zeros(max(lay.output_numel, 1), dtype=inputs[r].dtype))
-            state = initial_state(prog, inputs[r], zeros)
-            links = net.links(r)
-            if jitter:
-                links = _Jitter(links, random.Random(seed * 1000 + r))
-            execute(prog, state, links, _add, allocate(prog, zeros))
-            results[r] = finish(prog, state, out, out)
-        except BaseException as exc:
-            errors[r] = exc
-            with net._cv:
-                net.failure = net.failure or f"rank {r}: {exc}"
-                net._cv.notify_all()
-
-    threads = [threading.Thread(target=rank_main, args=(r,), daemon=True) for r in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout + 30)
-        assert not t.is_alive(), "a rank hung past the network's timeout"
-    first = [e for e in errors if e is not None and "another rank failed" not in str(e)]
-    if first or any(errors):
-        raise (first or [e for e in errors if e is not None])[0]
-    return results
+    return simulate_dataflow(schedule, inputs, slice_numel=slice_numel, window=window,
+                             seed=seed, timeout=timeout, program_hook=mutate,
+                             links_hook=jittered if jitter else None,
+                             in_place_numel=in_place_numel)
 
 
 def outcome(schedule, inputs, **kwargs):
@@ -134,15 +99,16 @@ def outcome(schedule, inputs, **kwargs):
 @pytest.mark.parametrize("maker, name", MAKERS)
 @settings(max_examples=6, deadline=None)
 @given(data=st.data(), unit=st.integers(1, 17), slice_numel=st.integers(1, 50),
-       window=st.integers(1, 4), seed=st.integers(0, 2**16))
+       window=st.integers(1, 4), seed=st.integers(0, 2**16),
+       in_place=st.one_of(st.none(), st.integers(1, 20)))
 def test_random_schedules_compute_their_collective_exactly(maker, name, data, unit,
-                                                           slice_numel, window, seed):
+                                                           slice_numel, window, seed, in_place):
     schedule = data.draw(schedules(maker, name, max_nodes=7))
     assert verify(schedule).valid
     n = schedule.topology.num_nodes
     inputs = integer_inputs(n, numel_for(name, n, unit), seed)
     got = simulate_dataflow(schedule, inputs, slice_numel=slice_numel, window=window,
-                            seed=seed, timeout=20)
+                            seed=seed, timeout=20, in_place_numel=in_place)
     assert_exact(schedule, inputs, got)
     lock_step = simulate_plans(schedule, inputs)
     for r, (g, p) in enumerate(zip(got, lock_step)):
@@ -160,7 +126,7 @@ def test_random_schedules_with_ranks_at_random_speeds(maker, name, data, unit, s
     n = schedule.topology.num_nodes
     inputs = integer_inputs(n, numel_for(name, n, unit), seed)
     got = run_programs(schedule, inputs, slice_numel=slice_numel, window=window, seed=seed,
-                       timeout=20, jitter=True)
+                       timeout=20, jitter=True, in_place_numel=1 if seed % 2 else None)
     assert_exact(schedule, inputs, got)
 
 
@@ -286,10 +252,13 @@ BROKEN = {
         stale_send_allreduce(), 12, False, _map(recvs=lambda op: replace(
             op, direct=True, slot=-1, release=-1) if not op.direct and len(op.pieces) == 1
             and not op.pieces[0][3] else op), [(4, 2)]),
-    # a copy received in place before an earlier write into the region is done
-    "direct receives wait for no write": (wasted_write_allreduce(), 12, True,
-                                          _map(recvs=lambda op: replace(op, after=0)),
-                                          [(2, 2), (4, 1)]),
+    # a copy received in place, posted at once, although an earlier write or send touches
+    # the region (the compiler stages such copies)
+    "copies in place despite earlier writes": (
+        wasted_write_allreduce(), 12, True, _map(recvs=lambda op: replace(
+            op, direct=True, after=0, wait_sends=(), slot=-1, release=-1)
+            if not op.direct and len(op.pieces) == 1 and not op.pieces[0][3] else op),
+        [(2, 2), (4, 1)]),
 }
 
 
@@ -379,3 +348,27 @@ def test_simulate_dataflow_reports_a_deadlock_too(monkeypatch):
         simulate_dataflow(generate("ring:3", "allgather"), integer_inputs(3, 4, 0),
                           slice_numel=1, timeout=2)
     assert time.monotonic() - start < 10
+
+
+def _direct_after_earlier_work(prog):
+    """Staged single-range copies made direct, posted only once every earlier write is done
+    and the earlier sends of the range have completed: what the engine must honour for any
+    program (the compiler only makes direct receives that wait for nothing)."""
+    prog.recvs = [replace(op, direct=True, after=index, slot=-1, release=-1)
+                  if not op.direct and len(op.pieces) == 1 and not op.pieces[0][3] else op
+                  for index, op in enumerate(prog.recvs)]
+    return _map()(prog)
+
+
+@pytest.mark.parametrize("which", ["ring", "wasted_write", "chain"])
+def test_direct_receives_that_wait_are_honoured(which):
+    schedule, numel = {"ring": (RING, 24), "wasted_write": (wasted_write_allreduce(), 12),
+                       "chain": (chain_allreduce(), 6)}[which]
+    n = schedule.topology.num_nodes
+    changed = [_direct_after_earlier_work(p) for p in programs(schedule, numel, 2, 2)]
+    assert any(op.direct and (op.after or op.wait_sends) for p in changed for op in p.recvs)
+    for seed in range(8):
+        inputs = integer_inputs(n, numel, seed)
+        assert outcome(schedule, inputs, slice_numel=1 + seed % 3, window=1 + seed % 2,
+                       seed=seed, timeout=5, jitter=bool(seed % 2),
+                       mutate=_direct_after_earlier_work) == "right"

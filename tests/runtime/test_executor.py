@@ -2,6 +2,7 @@
 baseline schedules, prime sizes, several dtypes, against the collective's definition and
 against torch's own all_reduce; plus the failures a user must see clearly."""
 
+import os
 import numpy as np
 import pytest
 import torch
@@ -105,26 +106,32 @@ def test_an_invalid_schedule_is_refused_before_running():
     assert out == ["invalid"] * 4
 
 
-def _one_rank_never_comes(rank, world_size, folder):
-    """Rank 2 skips the collective and stays alive until both others have given up (they
-    leave a file each), so their first step can never complete: they must say which rank and
-    which step."""
+def _without_rank_two(rank, folder, body):
+    """Rank 2 stays away from ``body()`` but alive until both others have given up (they
+    leave a file each); the others return what ``body`` raised (or that it finished)."""
     import os
     import time
 
-    schedule = generate("ring:3", "allgather")
     if rank == 2:
         deadline = time.monotonic() + 120
         while len(os.listdir(folder)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         return "skipped"
     try:
-        ScheduleCollective(schedule, timeout=3)(torch.ones(4))
+        body()
         text = "finished"
     except ProcessGroupError as exc:
         text = str(exc)
     open(os.path.join(folder, str(rank)), "w").close()
     return text
+
+
+def _one_rank_never_comes(rank, world_size, folder):
+    """Rank 2 skips the collective, so the others' first step can never complete: they must
+    say which rank and which step (slice_bytes given: no agreement when it is built)."""
+    schedule = generate("ring:3", "allgather")
+    return _without_rank_two(rank, folder, lambda: ScheduleCollective(
+        schedule, timeout=3, slice_bytes=1 << 20)(torch.ones(4)))
 
 
 def test_a_peer_that_never_sends_is_named_with_the_step(tmp_path):
@@ -133,6 +140,21 @@ def test_a_peer_that_never_sends_is_named_with_the_step(tmp_path):
     assert out[2] == "skipped"
     for text in out[:2]:
         assert text.startswith("step 1: rank 2 (node 2) did not exchange its message within 3 s")
+
+
+def _one_rank_never_builds(rank, world_size, folder):
+    """Rank 2 never builds the collective: the others' default slice size cannot be agreed."""
+    return _without_rank_two(rank, folder, lambda: ScheduleCollective(
+        generate("ring:3", "allgather"), timeout=3))
+
+
+def test_a_rank_that_never_builds_the_collective_is_reported(tmp_path):
+    out = run_local(_one_rank_never_builds, 3, (str(tmp_path),), start_method="fork",
+                    timeout=200)
+    assert out[2] == "skipped"
+    for text in out[:2]:
+        assert text.startswith("the ranks did not agree on the slice size: not every rank of "
+                               "the group built this ScheduleCollective within 3 s")
 
 
 def _dies_at_step_one(rank, world_size):
@@ -207,3 +229,52 @@ def test_in_a_users_program_a_lost_peer_is_named_with_the_step():
     with pytest.raises(ProcessGroupError) as err:
         run_local(_peer_leaves, 2, start_method="fork", timeout=120)
     assert str(err.value).startswith("rank 1 exited (status 0) without returning")
+
+
+def _defaults_differ(rank, world_size):
+    """Rank 0 thinks it has a machine to itself (1 MiB slices), the others that they share
+    one (whole messages): they must agree on the least."""
+    import os
+
+    from topocoll.runtime.program import DEFAULT_SLICE_BYTES, WHOLE_MESSAGES, default_slice_bytes
+
+    os.environ["LOCAL_WORLD_SIZE"] = "1" if rank == 0 else str(4 * (os.cpu_count() or 1))
+    mine = default_slice_bytes(cores=2)
+    collective = ScheduleCollective(generate("ring:3", "allreduce"))
+    x = torch.arange(6.0) + rank
+    collective(x)
+    return mine == (DEFAULT_SLICE_BYTES if rank == 0 else WHOLE_MESSAGES), \
+        collective.slice_bytes, x.tolist()
+
+
+def test_ranks_agree_on_the_least_default_slice_size():
+    from topocoll.runtime.program import DEFAULT_SLICE_BYTES
+
+    out = run_local(_defaults_differ, 3, start_method="fork", timeout=120)
+    for differs, agreed, result in out:
+        assert differs and agreed == min(DEFAULT_SLICE_BYTES, agreed)
+        assert agreed == DEFAULT_SLICE_BYTES or (os.cpu_count() or 1) < 2
+        assert result == [3.0 * v + 3.0 for v in range(6)]
+
+
+def _engine_choice(rank, world_size):
+    """engine="auto": dataflow on gloo; steps where the backend is NCCL (asked of
+    torch.distributed, faked here: no machine of the tests has GPUs); both compute alike."""
+    schedule = generate("ring:3", "allreduce")
+    on_gloo = ScheduleCollective(schedule)
+    real = dist.get_backend
+    dist.get_backend = lambda group=None: "nccl"
+    try:
+        on_nccl = ScheduleCollective(schedule)
+    finally:
+        dist.get_backend = real
+    x, y = torch.arange(6.0) + rank, torch.arange(6.0) + rank
+    on_gloo(x)
+    on_nccl(y)
+    return on_gloo.engine, on_nccl.engine, x.tolist() == y.tolist() == [3.0 * v + 3 for v in
+                                                                        range(6)]
+
+
+def test_auto_engine_is_dataflow_on_gloo_and_steps_on_nccl():
+    out = run_local(_engine_choice, 3, start_method="fork", timeout=120)
+    assert out == [("dataflow", "steps", True)] * 3

@@ -104,9 +104,10 @@ def contiguous(pieces):
     return all(q[0] == pieces[0][0] and q[1] == p[2] for p, q in zip(pieces, pieces[1:]))
 
 
-def programs(schedule, numel, slice_numel, window):
+def programs(schedule, numel, slice_numel, window, in_place_numel=None):
     n = schedule.topology.num_nodes
-    return [compile_program(schedule, r, numel, slice_numel=slice_numel, window=window)
+    return [compile_program(schedule, r, numel, slice_numel=slice_numel, window=window,
+                            in_place_numel=in_place_numel)
             for r in range(n)]
 
 
@@ -313,14 +314,17 @@ def check_dependencies(prog):
         clash = any(s.step == op.step and touches(s.pieces, region) for s in sends) or any(
             w.step == op.step and j != index and touches([p[:3] for p in w.pieces], region)
             for j, w in enumerate(recvs))
-        can = contiguous(op.pieces) and not any(p[3] for p in op.pieces) and not clash
+        earlier = [j for j in range(index) if touches([p[:3] for p in recvs[j].pieces], region)]
+        # straight into place where nothing earlier (nor in the same step) touches it, or
+        # where it is large and nothing of its own step does
+        large = prog.in_place_numel is not None and op.numel >= prog.in_place_numel
+        can = (contiguous(op.pieces) and not any(p[3] for p in op.pieces) and not clash
+               and (large or (not readers and not earlier)))
         assert op.direct == can, (index, op)
         if op.direct:
             # a contiguous copy straight into the shard, after every earlier overlapping write
             s0, a0, b0 = op.pieces[0][0], op.pieces[0][1], op.pieces[-1][2]
             assert op.numel == b0 - a0 and all(p[0] == s0 for p in op.pieces)
-            earlier = [j for j in range(index)
-                       if touches([p[:3] for p in recvs[j].pieces], region)]
             assert op.after == (max(earlier) + 1 if earlier else 0), (index, op)
             assert (op.slot, op.release) == (-1, -1)
         else:
@@ -340,13 +344,14 @@ def check_dependencies(prog):
 @pytest.mark.parametrize("maker, name", MAKERS)
 @settings(max_examples=3, deadline=None)
 @given(data=st.data(), unit=st.integers(1, 9), slice_numel=st.integers(1, 12),
-       window=st.integers(1, 4))
+       window=st.integers(1, 4), in_place=st.one_of(st.none(), st.integers(1, 12)))
 def test_every_dependency_is_the_one_the_rules_give(maker, name, data, unit, slice_numel,
-                                                    window):
+                                                    window, in_place):
     schedule = data.draw(schedules(maker, name, max_nodes=5))
     numel = numel_for(schedule.collective.name, schedule.topology.num_nodes, unit)
-    for prog in programs(schedule, numel, slice_numel, window):
+    for prog in programs(schedule, numel, slice_numel, window, in_place):
         assert prog.window == window and prog.slice_numel == slice_numel
+        assert prog.in_place_numel == in_place
         check_dependencies(prog)
 
 
@@ -430,22 +435,23 @@ def test_every_kind_of_dependency_occurs_somewhere():
     received in place all occur."""
     seen = dict.fromkeys(["snapshot", "direct", "staged", "release", "wait_sends",
                           "send after", "direct after", "packed", "staged copy"], False)
-    for schedule, numel, slice_numel in ((exchange_allreduce(), 12, 2),
-                                         (exchange_allreduce(), 12, 12),
-                                         (stale_send_allreduce(), 12, 4),
-                                         (generate("ring:4", "allreduce"), 40, 2),
-                                         (synthesize("torus:3x3", "allgather", chunks=3), 10, 8)):
-        for prog in programs(schedule, numel, slice_numel, 2):
+    for schedule, numel, slice_numel, in_place in (
+            (exchange_allreduce(), 12, 2, None), (exchange_allreduce(), 12, 12, None),
+            (stale_send_allreduce(), 12, 4, None), (generate("ring:4", "allreduce"), 40, 2, None),
+            (generate("ring:4", "allreduce"), 40, 2, 1),
+            (synthesize("torus:3x3", "allgather", chunks=3), 10, 8, None)):
+        for prog in programs(schedule, numel, slice_numel, 2, in_place):
             check_dependencies(prog)
             seen["snapshot"] |= any(op.snapshot for op in prog.sends)
             seen["packed"] |= any(not op.contiguous for op in prog.sends)
             seen["send after"] |= any(op.after for op in prog.sends)
             seen["direct"] |= any(op.direct for op in prog.recvs)
-            seen["direct after"] |= any(op.direct and op.after for op in prog.recvs)
+            seen["direct after"] |= any(op.direct and (op.after or op.wait_sends)
+                                        for op in prog.recvs)
             seen["staged"] |= any(not op.direct for op in prog.recvs)
             seen["release"] |= any(op.release >= 0 for op in prog.recvs)
             seen["wait_sends"] |= any(op.wait_sends for op in prog.recvs)
-            # one contiguous copied range, staged only because a same-step send reads it
+            # one contiguous copied range, staged because something else touches it
             seen["staged copy"] |= any(not op.direct and contiguous(op.pieces)
                                        and not any(p[3] for p in op.pieces)
                                        for op in prog.recvs)
@@ -458,13 +464,18 @@ def test_the_dependency_checker_fails_on_a_wrong_dependency():
     s = next(i for i, op in enumerate(prog.sends) if op.after)
     r = next(i for i, op in enumerate(prog.recvs) if op.release >= 0)
     w = next(i for i, op in enumerate(prog.recvs) if op.wait_sends)
-    d = next(i for i, op in enumerate(prog.recvs) if op.direct)
+    gather = programs(generate("ring:4", "allgather"), 40, 2, 2)[1]
+    check_dependencies(gather)
+    d = next(i for i, op in enumerate(gather.recvs) if op.direct)
+    broken = programs(generate("ring:4", "allgather"), 40, 2, 2)[1]
+    broken.recvs[d] = replace(broken.recvs[d], direct=False)
+    with pytest.raises(AssertionError):
+        check_dependencies(broken)
     for kind, i, change in (("sends", s, dict(after=prog.sends[s].after - 1)),
                             ("sends", s, dict(snapshot=True)),
                             ("recvs", r, dict(release=-1)),
                             ("recvs", r, dict(slot=(prog.recvs[r].slot + 1) % 2)),
-                            ("recvs", w, dict(wait_sends=prog.recvs[w].wait_sends[1:])),
-                            ("recvs", d, dict(direct=False))):
+                            ("recvs", w, dict(wait_sends=prog.recvs[w].wait_sends[1:]))):
         broken = programs(generate("ring:4", "allreduce"), 40, 2, 2)[1]
         ops = getattr(broken, kind)
         ops[i] = replace(ops[i], **change)

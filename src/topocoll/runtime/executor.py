@@ -166,9 +166,13 @@ class ScheduleCollective:
         :class:`~topocoll.errors.ProcessGroupError` naming the rank and the step (default: the
         process group's own timeout). Under :func:`~topocoll.runtime.run_local` each step is
         also reported, so that a run that times out says which step each rank was at.
-    slice_bytes : int
-        Most bytes of one packet (default 1 MiB): messages are cut into slices of about this
-        size, so that the reduction of one overlaps the transfer of the next.
+    slice_bytes : int, optional
+        Most bytes of one packet: messages are cut into slices of about this size, so that the
+        reduction of one overlaps the transfer of the next. Default
+        (:func:`~topocoll.runtime.program.default_slice_bytes`): 1 MiB where this machine has
+        two cores per local rank, else whole messages; the constructor then agrees on the least
+        of the ranks' defaults with an all_reduce (it is collective, as every call is). Given,
+        it must be the same on every rank.
     window : int
         Staging buffers per peer (default 4): packets that are reduced (or gathered from
         several ranges) land in one of these; this many per peer may be in flight at once.
@@ -183,7 +187,7 @@ class ScheduleCollective:
         import torch.distributed as dist
 
         from ..schedule.verify import verify
-        from .program import DEFAULT_SLICE_BYTES, DEFAULT_WINDOW, slice_elements
+        from .program import DEFAULT_WINDOW, default_slice_bytes, slice_elements
         from .sources import load_runnable
 
         self.schedule = load_runnable(schedule)
@@ -191,7 +195,7 @@ class ScheduleCollective:
             verify(self.schedule).raise_if_invalid()
         if engine not in ENGINES:
             raise InputTypeError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-        self.slice_bytes = DEFAULT_SLICE_BYTES if slice_bytes is None else slice_bytes
+        self.slice_bytes = default_slice_bytes() if slice_bytes is None else slice_bytes
         slice_elements(self.slice_bytes, 1)     # checks it
         window = DEFAULT_WINDOW if window is None else window
         if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
@@ -221,6 +225,23 @@ class ScheduleCollective:
         if engine == "auto":
             engine = "steps" if dist.get_backend(group) == "nccl" else "dataflow"
         self.engine = engine
+        if slice_bytes is None and engine == "dataflow" and world > 1:
+            # every rank must cut messages alike: the least of the ranks' defaults
+            import torch
+
+            least = torch.tensor([self.slice_bytes], dtype=torch.int64)
+            work = dist.all_reduce(least, op=dist.ReduceOp.MIN, group=group, async_op=True)
+            try:
+                done = work.wait() if timeout is None else work.wait(_timedelta(timeout))
+            except RuntimeError as exc:
+                done = str(exc).splitlines()[0][:120] if str(exc) else False
+            if done is not True:
+                why = f" ({done})" if isinstance(done, str) else ""
+                raise ProcessGroupError(
+                    "the ranks did not agree on the slice size: not every rank of the group "
+                    f"built this ScheduleCollective{'' if timeout is None else f' within {timeout:g} s'}"
+                    f"{why}; build it on every rank, or give slice_bytes") from None
+            self.slice_bytes = int(least.item())
         self._plans = {}
         self._programs = {}
         self._buffers = {}
@@ -235,13 +256,14 @@ class ScheduleCollective:
     def program(self, numel, itemsize=4):
         """The dataflow program of this rank for tensors of ``numel`` elements of
         ``itemsize`` bytes (compiled once)."""
-        from .program import compile_program, slice_elements
+        from .program import IN_PLACE_BYTES, compile_program, slice_elements
 
         key = (numel, itemsize)
         if key not in self._programs:
             self._programs[key] = compile_program(
                 self.schedule, self.node, numel,
-                slice_numel=slice_elements(self.slice_bytes, itemsize), window=self.window)
+                slice_numel=slice_elements(self.slice_bytes, itemsize), window=self.window,
+                in_place_numel=slice_elements(IN_PLACE_BYTES, itemsize))
         return self._programs[key]
 
     def __call__(self, tensor, output=None, *, async_op=False):

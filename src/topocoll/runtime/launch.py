@@ -16,6 +16,7 @@ False
 
 import contextlib
 import datetime
+import os
 import queue as _queue
 import shutil
 import tempfile
@@ -104,6 +105,10 @@ def _worker(rank, world_size, fn, args, init_method, backend, timeout, num_threa
 
     global _progress
     _progress = (progress, rank)
+    # what torchrun sets too: how many ranks share this machine (the runtime's default slice
+    # size depends on it)
+    os.environ["LOCAL_WORLD_SIZE"] = str(world_size)
+    os.environ["LOCAL_RANK"] = str(rank)
     try:
         if num_threads is not None:
             torch.set_num_threads(num_threads)

@@ -29,9 +29,9 @@ import threading
 
 import numpy as np
 
-from ..errors import ProcessGroupError, UnsupportedError
+from ..errors import ProcessGroupError
 from .engine import allocate, execute
-from .plan import _element_ranges, finish, initial_state, layout
+from .plan import finish, initial_state, simulation_inputs
 from .program import DEFAULT_WINDOW, compile_program
 
 __all__ = ["LoopbackNetwork", "simulate_dataflow"]
@@ -132,34 +132,38 @@ def _add(target, piece):
 
 
 def simulate_dataflow(schedule, inputs, *, slice_numel, window=DEFAULT_WINDOW, seed=0,
-                      timeout=20.0, combine=_add):
+                      timeout=20.0, combine=_add, program_hook=None, links_hook=None,
+                      in_place_numel=None):
     """Run ``schedule`` with the dataflow engine on in-memory ranks (one thread each).
 
     ``inputs[i]`` is rank i's flat input; returns each rank's result (its output, or its
     input updated in place), as :func:`~topocoll.runtime.plan.simulate_plans` does for the
     lock-step plans. ``seed`` draws when each packet's data moves (see the module text).
+    ``program_hook(program)`` may replace each rank's compiled program and
+    ``links_hook(links, rank)`` its links (what the tests use to break rules on purpose and to
+    slow ranks down); ``in_place_numel`` goes to
+    :func:`~topocoll.runtime.program.compile_program`.
     """
-    n = schedule.topology.num_nodes
-    inputs = [np.array(x).reshape(-1) for x in inputs]
-    if len(inputs) != n:
-        raise UnsupportedError(f"the schedule has {n} nodes; got {len(inputs)} inputs")
+    n, inputs, lay, ranges = simulation_inputs(schedule, inputs)
     numel = inputs[0].size
-    lay = layout(schedule.collective.name, n, numel, schedule.root)
-    ranges = _element_ranges(schedule, lay)
     dtype = inputs[0].dtype
+    progs = [compile_program(schedule, r, numel, slice_numel=slice_numel, window=window,
+                             in_place_numel=in_place_numel, element_ranges=ranges)
+             for r in range(n)]
+    if program_hook is not None:
+        progs = [program_hook(p) for p in progs]
     net = LoopbackNetwork(n, seed=seed, timeout=timeout)
     results, errors = [None] * n, [None] * n
 
     def rank_main(r):
         try:
-            prog = compile_program(schedule, r, numel, slice_numel=slice_numel, window=window,
-                                   element_ranges=ranges)
             zeros = lambda k: np.zeros(k, dtype=dtype)   # noqa: E731
             out = (inputs[r].copy() if lay.in_place
                    else np.zeros(max(lay.output_numel, 1), dtype=dtype))
-            state = initial_state(prog, inputs[r], zeros)
-            execute(prog, state, net.links(r), combine, allocate(prog, zeros))
-            results[r] = finish(prog, state, out, out)
+            state = initial_state(progs[r], inputs[r], zeros)
+            links = net.links(r) if links_hook is None else links_hook(net.links(r), r)
+            execute(progs[r], state, links, combine, allocate(progs[r], zeros))
+            results[r] = finish(progs[r], state, out, out)
         except BaseException as exc:   # handed to the caller below
             errors[r] = exc
             with net._cv:
@@ -170,9 +174,11 @@ def simulate_dataflow(schedule, inputs, *, slice_numel, window=DEFAULT_WINDOW, s
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout + 30)
+        if t.is_alive():   # a rank that neither finishes nor waits on the network
+            raise ProcessGroupError(f"a rank ran past the network's timeout ({timeout:g} s) "
+                                    "without waiting on it")
     first = [e for e in errors if e is not None and "another rank failed" not in str(e)]
     if first or any(errors):
         raise (first or [e for e in errors if e is not None])[0]
     return results
-

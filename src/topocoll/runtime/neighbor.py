@@ -271,7 +271,8 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     out : torch.Tensor, optional
         Where to write the result (may be ``tensor`` itself); default a new tensor.
     slice_bytes : int, optional
-        Bytes of one slice (default 1 MiB; see the module). Every rank must use the same.
+        Bytes of one slice (default 1 MiB on every machine, so that every rank cuts the same
+        slices; see the module). Every rank must use the same.
 
     Returns
     -------

@@ -44,7 +44,8 @@ import numpy as np
 from ..collectives import REDUCE
 from ..errors import InputTypeError, UnsupportedError
 
-__all__ = ["Layout", "layout", "RankPlan", "StepPlan", "rank_plan", "simulate_plans"]
+__all__ = ["Layout", "layout", "RankPlan", "StepPlan", "rank_plan", "simulate_plans",
+           "simulation_inputs"]
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,17 @@ def finish(plan, state, inputs, output, views=None):
     return target
 
 
+def simulation_inputs(schedule, inputs):
+    """``(n, flat inputs, layout, element ranges)`` of an in-memory run of ``schedule``: what
+    :func:`simulate_plans` and :func:`~topocoll.runtime.loopback.simulate_dataflow` share."""
+    n = schedule.topology.num_nodes
+    inputs = [np.array(x).reshape(-1) for x in inputs]
+    if len(inputs) != n:
+        raise UnsupportedError(f"the schedule has {n} nodes; got {len(inputs)} inputs")
+    lay = layout(schedule.collective.name, n, inputs[0].size, schedule.root)
+    return n, inputs, lay, _element_ranges(schedule, lay)
+
+
 def simulate_plans(schedule, inputs):
     """Run a schedule on in-memory ranks with numpy: ``inputs[i]`` is rank i's flat input;
     returns each rank's result (its output, or its input updated in place). The same plans,
@@ -322,13 +334,8 @@ def simulate_plans(schedule, inputs):
     >>> out[0].tolist()
     [0.0, 3.0, 6.0, 9.0]
     """
-    n = schedule.topology.num_nodes
-    inputs = [np.array(x).reshape(-1) for x in inputs]
-    if len(inputs) != n:
-        raise UnsupportedError(f"the schedule has {n} nodes; got {len(inputs)} inputs")
+    n, inputs, lay, ranges = simulation_inputs(schedule, inputs)
     numel = inputs[0].size
-    lay = layout(schedule.collective.name, n, numel, schedule.root)
-    ranges = _element_ranges(schedule, lay)
     plans = [rank_plan(schedule, r, numel, element_ranges=ranges) for r in range(n)]
     dtype = inputs[0].dtype
     states = [initial_state(p, x, lambda k: np.zeros(k, dtype=dtype))
