@@ -11,7 +11,7 @@ neighbours receives d * M bytes, a ring all_reduce 2 (n-1)/n * M, so the bandwid
 ratio is ``d n / (2 (n-1))``; "measured / model" compares the two. Loopback processes share
 two cores here, so the numbers are about message counts and copies, not a network. Target:
 one-peer-exp at 64 MiB at most 0.75x of all_reduce's time (model 0.67x on 4 processes); "<"
-in the target column marks a miss. docs/runtime.md has the measured tables.
+in the target column marks a miss. docs/gossip-runtime.md has the measured tables.
 
 Part 2 prints ``rho`` (of the period product; per iteration = rho^(1/period)) and the iterations to
 the exact average for every built-in gossip topology at n = 4, 8, ..., 256 (from
