@@ -6,7 +6,10 @@ steps with fused receives (``rcs``/``rrcs``, the default) against ``--unfused`` 
 msccl-tools' own fusion pass is what the runtime is tuned for; fewer steps means fewer
 synchronisations per chunk), the channels needed to respect 64 steps per thread block, the
 median export and import+lint seconds over 3 runs, and the round trip: the imported schedule's
-T_B and link-model time over the original's (target: 1.000000 exactly).
+T_B and link-model time over the original's (target: 1.000000 exactly), and the smallest
+connection capacity each export needs to complete (``cap``, in units of one chunk per send step;
+docs/interop.md, "Bounded buffers": the Simple protocol holds 2, LL and LL128 8; ``cap unf``
+for the ``--unfused`` form).
 
     python benchmarks/interop.py
 """
@@ -15,6 +18,8 @@ import statistics
 import time
 
 from topocoll.interop import export_msccl, import_msccl
+from topocoll.interop.export import CAPACITY
+from topocoll.interop.lint import buffer_capacity
 from topocoll.schedule.cost import evaluate
 from topocoll.schedule.linkmodel import simulate
 from topocoll.synth import generate
@@ -44,7 +49,7 @@ def _median(fn, runs=3):
 def main():
     header = (f"{'schedule':34} {'ranks':>5} {'transfers':>9} {'blocks':>7} {'steps':>7} "
               f"{'unfused':>8} {'fused/unf':>9} {'chan':>4} {'export s':>8} {'import s':>8} "
-              f"{'T_B ratio':>9} {'link ratio':>10}")
+              f"{'T_B ratio':>9} {'link ratio':>10} {'cap':>4} {'cap unf':>7}")
     print(header)
     print("-" * len(header))
     for spec, coll, alg, root in CASES:
@@ -58,9 +63,14 @@ def main():
         a, b = evaluate(s, "1MiB"), evaluate(back.schedule, "1MiB")
         tb = b.T_B / a.T_B
         lm = simulate(back.schedule, "1MiB").time / simulate(s, "1MiB").time
+        need = buffer_capacity(res.program)[0]
+        need_plain = buffer_capacity(plain.program)[0]
+        if need is None or need > CAPACITY[res.program.attrs["proto"]]:
+            raise SystemExit(f"{spec} {coll}: the export needs connections of {need} units")
         print(f"{alg + ' ' + coll + ' ' + spec:34} {s.num_nodes:>5} {s.num_transfers:>9} "
               f"{res.blocks:>7} {res.steps:>7} {plain.steps:>8} {res.steps / plain.steps:>9.3f} "
-              f"{res.channels:>4} {t_exp:>8.3f} {t_imp:>8.3f} {tb:>9.6f} {lm:>10.6f}")
+              f"{res.channels:>4} {t_exp:>8.3f} {t_imp:>8.3f} {tb:>9.6f} {lm:>10.6f} "
+              f"{need:>4} {need_plain:>7}")
 
 
 if __name__ == "__main__":

@@ -107,3 +107,15 @@ def test_export_refuses_an_invalid_schedule(run):
     result = run("export", bad, "-o", "s.xml")
     assert result.returncode != 0
     assert_one_line_error(result, "invalid")
+
+
+def test_lint_capacity_names_the_buffers_a_program_needs(run, tmp_path):
+    shutil.copy(DATA / "msccl" / "cap-pair2-allgather-needs2.xml", tmp_path / "c.xml")
+    fits = run("lint", "c.xml")
+    assert fits.returncode == 0, fits
+    assert "needs 2 chunk(s) per connection, the protocol holds 2" in fits.stdout
+    short = run("lint", "c.xml", "--capacity", "1")
+    assert short.returncode == 1 and "[buffers]" in short.stdout, short
+    as_json = run("lint", "c.xml", "--capacity", "1", "--json").json()
+    assert (as_json["min_capacity"], as_json["capacity"]) == (2, 1)
+    assert run("lint", "c.xml", "--capacity", "0").returncode == 2

@@ -141,7 +141,9 @@ def test_hand_written_older_dialect_file_imports_and_is_flagged_for_the_runtime(
     imported = import_msccl(MSCCL / "ring3-allgather-old-dialect.xml")
     report = imported.lint
     assert report.correct is True and not report.valid
-    assert rules(report) == {"attributes", "element"}
+    assert rules(report) == {"attributes"}
+    # the runtime skips <copy> elements: a warning, not a refusal
+    assert {f.rule for f in report.warnings} == {"copy"}
     assert any("outofplace, minBytes, maxBytes" in f.message for f in report.errors)
     s = imported.schedule
     assert s.collective.name == "allgather" and s.num_steps == 2 and verify(s).valid

@@ -107,6 +107,11 @@ def _print_lint(report, file):
                    "file or hang):")
         for f in report.errors:
             click.echo(f"  - [{f.rule}] {file}:{f.line}: <{f.element}>: {f.message}")
+    warnings = getattr(report, "warnings", None) or []
+    if warnings:
+        click.echo(f"  warnings ({len(warnings)}; the runtime accepts the file):")
+        for f in warnings:
+            click.echo(f"  - [{f.rule}] {file}:{f.line}: <{f.element}>: {f.message}")
     if report.problems:
         click.echo("  not a correct collective:")
         for p in report.problems:
@@ -115,15 +120,18 @@ def _print_lint(report, file):
         s = report.schedule
         click.echo(f"  {s.collective.name} on {s.num_nodes} ranks: {s.num_steps} steps, "
                    f"{s.num_transfers} transfers")
+    if getattr(report, "min_capacity", None) is not None:
+        click.echo(f"  connection buffers: needs {report.min_capacity} chunk(s) per "
+                   f"connection, the protocol holds {report.capacity}")
 
 
-def lint_file(file, topology, as_json):
+def lint_file(file, topology, as_json, capacity=None):
     """Lint ``file`` and exit: 0 if valid, 1 if not (shared by ``lint`` and ``verify``)."""
     from ..interop import lint_msccl
 
     topo = _topology_option(topology)
     program = _read_program(file)
-    report = lint_msccl(program, topology=topo)
+    report = lint_msccl(program, topology=topo, capacity=capacity)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -135,14 +143,16 @@ def lint_file(file, topology, as_json):
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--topology", help="The network (spec or file) to check the schedule on "
               "(default: the links the program uses).")
+@click.option("--capacity", type=click.IntRange(1), help="Chunks one connection holds before "
+              "a send blocks [default: the file's protocol's: Simple 2, LL and LL128 8].")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def lint(file, topology, as_json):
+def lint(file, topology, capacity, as_json):
     """Check an MSCCL XML FILE: will the runtime accept it, and is it a correct collective?
 
     Lists every runtime rule the file breaks, naming the element and line, then runs the
     program symbolically: a program that cannot finish hangs; the outputs must hold what the
     collective promises and the schedule it performs must verify. Exit 0 iff both hold."""
-    lint_file(file, topology, as_json)
+    lint_file(file, topology, as_json, capacity)
 
 
 @click.command("import")

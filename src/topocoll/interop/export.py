@@ -39,15 +39,37 @@ from ..schedule.verify import verify
 from .layout import RUNTIME_NAMES, Layout
 from .mscclxml import NO_LIMIT, Gpu, Program, Step, ThreadBlock, format_msccl
 
-__all__ = ["HINT", "SEND_HINT", "export_msccl", "ExportResult", "exact_chunks", "quantize", "PROTOCOLS", "LIMITS"]
+__all__ = ["HINT", "SEND_HINT", "export_msccl", "ExportResult", "exact_chunks", "quantize",
+           "PROTOCOLS", "LIMITS", "WIDTHS", "CAPACITY"]
 
 PROTOCOLS = ("Simple", "LL", "LL128")
+
+#: units a connection (sender, receiver, channel) holds before the sender blocks, where a send
+#: step of ``cnt`` chunks takes ``cnt`` units (docs/interop.md, "Bounded buffers"): NCCL_STEPS =
+#: 8 slots, a Simple call takes MSCCL_CHUNKSTEPS = 4 of them, an LL or LL128 call one.
+CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}
 
 #: the runtime's limits (msccl-executor-nccl): steps per block, channels, blocks per channel and
 #: direction, largest cnt + 1, largest buffer offset + 1, children of one element, elements a
 #: rank's parse may hold
 LIMITS = {"steps": 64, "channels": 32, "blocks_per_channel": 32, "count": 72,
           "offset": 2**15, "subs": 1024, "nodes": 4096}
+
+#: the integer width the runtime stores each attribute in (msccl-executor-nccl's
+#: ``src/include/msccl/msccl_struct.h``): attribute -> (smallest, largest, where it is stored).
+#: The parser (``src/misc/msccl/msccl_parser.cc``) copies the values without range checks, so a
+#: larger value wraps (``depid="191"`` waits for block -65).
+WIDTHS = {
+    "depid": (-2**7, 2**7 - 1, "int8_t mscclThreadBlock::dependentBid[]"),
+    "deps": (-2**15, 2**15 - 1, "int16_t mscclThreadBlock::dependentStep[]"),
+    "srcoff": (-2**15, 2**15 - 1, "int16_t mscclTransmission::srcOffset"),
+    "dstoff": (-2**15, 2**15 - 1, "int16_t mscclTransmission::dstOffset"),
+    "cnt": (0, 2**8 - 1, "uint8_t mscclTransmission::count"),
+    "hasdep": (-2**7, 2**7 - 1, "int8_t mscclTransmission::hasDependence"),
+    "send": (-2**15, 2**15 - 1, "int16_t mscclThreadBlock::sendPeer"),
+    "recv": (-2**15, 2**15 - 1, "int16_t mscclThreadBlock::recvPeer"),
+    "chan": (-2**15, 2**15 - 1, "int16_t mscclThreadBlock::channelId"),
+}
 
 _MAX_EXACT_CHUNKS = 4096
 
@@ -323,7 +345,25 @@ def _fusable(send):
     return recv
 
 
-def _fuse(keyed, builder):
+def _held_ok(out, room):
+    """Whether every send of a merged block finds room when it runs, once everything before it
+    in the global order has run (docs/interop.md, "Bounded buffers"): a send runs at its place
+    in the block (a fused one at its receive's), and what its connection still holds then is
+    the earlier sends whose receives come later in the order."""
+    sent = []
+    for op in out:
+        send = op.fused if op.kind in ("r", "rrc") else (op if op.kind == "s" else None)
+        if send is None:
+            continue
+        key = op.index
+        held = sum(o.cnt for o in sent if o.pair.index > key)
+        if held + send.cnt > room:
+            return False
+        sent.append(send)
+    return True
+
+
+def _fuse(keyed, builder, room=None):
     """Merge, per rank and channel, the receive block of one peer with the send block of another
     where receives can forward at once (``rcs``, ``rrcs``), as msccl-tools does.
 
@@ -372,11 +412,23 @@ def _fuse(keyed, builder):
                     if _fusable(cand) is op and all(o.index < op.index or o is cand for o in
                                                      pending[:nxt]):
                         op.fused, cand.via = cand, op
-                        nxt += 1
+                        if room is not None and not _held_ok(out, room):
+                            op.fused = cand.via = None    # it could wait on a later receive
+                        else:
+                            nxt += 1
+            if room is not None and not _held_ok(out, room):
+                # a plain send here could block the receives behind it: keep the blocks apart
+                for op in out:
+                    if op.fused is not None:
+                        op.fused.via = None
+                        op.fused = None
+                keyed[(rank, chan, -1, q)] = recvs
+                keyed[(rank, chan, p, -1)] = sends
+                continue
             keyed[(rank, chan, p, q)] = out
 
 
-def _blocks(builder, cap, fuse):
+def _blocks(builder, cap, fuse, room=None):
     """Group ops into thread blocks (a link's sequence moves to a further channel every ``cap``
     transfers), fuse receives with the sends that forward them, add nops for extra dependencies
     and number the steps. Returns per rank the list of blocks ``(send, recv, chan, ops)``."""
@@ -394,18 +446,41 @@ def _blocks(builder, cap, fuse):
             keyed.setdefault((op.rank, op.chan, op.peer, -1), []).append(op)
             keyed.setdefault((op.pair.rank, op.chan, -1, op.rank), []).append(op.pair)
     if fuse:
-        _fuse(keyed, builder)
+        _fuse(keyed, builder, room)
     for op in builder.copies:
         keyed.setdefault((op.rank, 0, -2, -2), []).append(op)
     per_rank = [[] for _ in range(builder.n)]
     for (rank, chan, send, recv), ops in sorted(keyed.items()):
         per_rank[rank].append([send, recv, chan, ops])
-    for rank, blocks in enumerate(per_rank):
+
+    def number(blocks):
         for bid, blk in enumerate(blocks):
             for pos, op in enumerate(blk[3]):
                 op.block, op.pos = bid, pos
                 if op.fused is not None:
                     op.fused.block, op.fused.pos = bid, pos
+
+    for rank, blocks in enumerate(per_rank):
+        number(blocks)
+        # the runtime keeps the block a step waits for in 8 bits (WIDTHS["depid"]): blocks
+        # that are waited for take the lowest ids (thread block ids themselves may go to 1023)
+        waited = set()
+        for bid, blk in enumerate(blocks):
+            for op in blk[3]:
+                deps = set(op.deps) | (op.fused.deps if op.fused is not None else set())
+                for d in deps:
+                    d = d.via or d
+                    if d.rank == rank and d.block != bid:
+                        waited.add(d.block)
+        if waited and max(waited) > WIDTHS["depid"][1]:
+            order = sorted(range(len(blocks)), key=lambda b: (b not in waited, b))
+            blocks[:] = [blocks[b] for b in order]
+            number(blocks)
+            if len(waited) > WIDTHS["depid"][1] + 1:
+                raise UnsupportedError(
+                    f"rank {rank} has {len(waited)} thread blocks that other blocks wait for; "
+                    f"the runtime stores the block a step waits for (depid) in 8 bits "
+                    f"(0..{WIDTHS['depid'][1]}); use fewer --channels")
     final = [[] for _ in range(builder.n)]
     for rank, blocks in enumerate(per_rank):
         for bid, (send, recv, chan, ops) in enumerate(blocks):
@@ -479,10 +554,45 @@ def _program(builder, blocks, name, proto, hints):
     return Program(attrs, gpus), max_chan + 1
 
 
+def _check_widths(program):
+    """Never write a value the runtime would store wrapped (``WIDTHS``)."""
+    for g in program.gpus:
+        for tb in g.blocks:
+            for el in [tb] + tb.steps:
+                for k, v in el.attrs.items():
+                    if k in WIDTHS and not WIDTHS[k][0] <= int(v) <= WIDTHS[k][1]:
+                        lo, hi, where = WIDTHS[k]
+                        raise UnsupportedError(
+                            f"rank {g.attrs['id']} block {tb.attrs['id']}: {k}={v} does not fit "
+                            f"the runtime's {where} ({lo}..{hi}); use fewer --channels or "
+                            "--chunks")
+
+
 def _offset_message(n, k, channels, needed):
     return (f"{n} ranks x {k} chunk(s) per shard x {channels} channel(s) need buffer offsets up "
             f"to {needed}; the runtime stores offsets in 16 bits (below {LIMITS['offset']}); use "
             "fewer chunks or channels")
+
+
+def _layout(builder, channels, fuse, proto, name, schedule, hints):
+    """Blocks and program: a link's sequence continues on further channels until every block
+    holds at most 64 steps."""
+    cap = LIMITS["steps"]
+    while True:
+        blocks = _blocks(builder, cap, fuse=fuse, room=CAPACITY[proto])
+        longest = max((len(b[3]) for rb in blocks for b in rb), default=0)
+        used = 1 + max((b[2] for rb in blocks for b in rb), default=0)
+        if longest <= LIMITS["steps"] and used <= LIMITS["channels"]:
+            break
+        if used > LIMITS["channels"] or cap <= 1:
+            raise UnsupportedError(
+                f"the schedule does not fit the runtime: a link carries more transfers than "
+                f"{LIMITS['channels']} channels x {LIMITS['steps']} steps per thread block hold "
+                f"(with {channels} channel copies, {used} channels would be needed); use fewer "
+                "--channels, fewer --chunks, or a schedule with fewer transfers per link")
+        cap = max(1, cap * 3 // 4)
+    program, used = _program(builder, blocks, name, proto, hints)
+    return program, used, blocks, cap
 
 
 def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes=0,
@@ -581,24 +691,26 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
         raise UnsupportedError(f"a rank sends to {degree} peers; the runtime allows "
                                f"{LIMITS['blocks_per_channel']} thread blocks per channel and "
                                "direction")
-    cap = LIMITS["steps"]
-    while True:
-        blocks = _blocks(builder, cap, fuse=not (astra or unfused))
-        longest = max((len(b[3]) for rb in blocks for b in rb), default=0)
-        used = 1 + max((b[2] for rb in blocks for b in rb), default=0)
-        if longest <= LIMITS["steps"] and used <= LIMITS["channels"]:
-            break
-        if used > LIMITS["channels"] or cap <= 1:
-            raise UnsupportedError(
-                f"the schedule does not fit the runtime: a link carries more transfers than "
-                f"{LIMITS['channels']} channels x {LIMITS['steps']} steps per thread block hold "
-                f"(with {channels} channel copies, {used} channels would be needed); use fewer "
-                "--channels, fewer --chunks, or a schedule with fewer transfers per link")
-        cap = max(1, cap * 3 // 4)
+    fuse = not (astra or unfused)
     name = name or f"topocoll-{schedule.algorithm}-{schedule.topology.name}"[:200]
-    program, used = _program(builder, blocks, name, proto, step_hints)
+    while True:
+        program, used, blocks, cap = _layout(builder, channels, fuse, proto, name, schedule,
+                                             step_hints)
+        # check it: the bounded-buffer run of lint (docs/interop.md, "Bounded buffers")
+        from .lint import buffer_capacity
+
+        need, _ = buffer_capacity(program)
+        if need is not None and need <= CAPACITY[proto]:
+            break
+        if not fuse:
+            raise UnsupportedError(
+                f"the program needs connections that hold {need} unit(s); proto={proto} holds "
+                f"{CAPACITY[proto]}: it would hang in the runtime (use --chunks to change the "
+                "sizes of the sends)")
+        fuse = False         # never reached for the shapes tested; the unfused form is the anchor
     program.attrs["minBytes"] = str(int(min_bytes))
     program.attrs["maxBytes"] = str(int(max_bytes))
+    _check_widths(program)
     total_blocks = sum(len(g.blocks) for g in program.gpus)
     total_steps = sum(len(tb.steps) for g in program.gpus for tb in g.blocks)
     per_rank_nodes = max(1 + n + len(g.blocks) + sum(len(tb.steps) for tb in g.blocks)

@@ -24,7 +24,18 @@ alltoall          ``N*K``: to ``y`` at yK ``N*K``: from ``x`` at xK   ``N*N``
 >>> g = (2 * 3 + 1) * 2              # chunk 0 of shard 2*N+1, which goes from rank 2 to 1
 >>> lay.input_of(2, g), lay.input_of(1, g), lay.output_of(1, g)
 (2, None, 4)
+
+An allreduce may cut its buffer into any number ``C`` of chunks, a multiple of the ranks or
+not (TACCL writes 3 chunks on 2 ranks, msccl-tools 1 chunk on 3): then ``k = C/N`` is a
+fraction, chunk ``c`` covers ``[c/C, (c+1)/C)`` of the buffer and :meth:`Layout.pieces` says
+which parts of which shards that is (a chunk may span two shards):
+
+>>> lay = Layout("allreduce", 2, Fraction(3, 2), None)
+>>> lay.input_chunks, [[(x, str(lo), str(hi)) for x, lo, hi in lay.pieces(c)] for c in range(3)]
+(3, [[(0, '0', '2/3')], [(0, '2/3', '1'), (1, '0', '1/3')], [(1, '1/3', '1')]])
 """
+
+from fractions import Fraction
 
 from ..collectives import collective as _collective
 from ..errors import UnsupportedError
@@ -57,24 +68,49 @@ class Layout:
 
     Shard-chunk ``g = shard * k + j`` names chunk ``j`` of a shard; ``input_of(rank, g)`` and
     ``output_of(rank, g)`` give its index in that rank's input/output buffer, or ``None``.
+    An allreduce may have a fractional ``k`` (a :class:`~fractions.Fraction` with ``n * k``
+    whole): then ``g`` is simply the buffer's chunk ``g`` (see :meth:`pieces`).
     """
 
     def __init__(self, collective, n, k, root):
         self.collective = _collective(collective)
-        self.n, self.k, self.root = int(n), int(k), root
         name = self.collective.name
+        self.n, self.root = int(n), root
+        k = Fraction(k)
+        if k.denominator != 1 and (name != "allreduce" or (self.n * k).denominator != 1):
+            raise UnsupportedError(f"{name} on {n} ranks needs a whole number of chunks per "
+                                   f"shard, not {k}")
+        self.k = k = int(k) if k.denominator == 1 else k
         self.num_shards = self.collective.num_shards(self.n)
         per_rank = {"allgather": (k, n * k), "reduce_scatter": (n * k, k),
                     "allreduce": (n * k, n * k), "broadcast": (k, k), "reduce": (k, k),
                     "scatter": (n * k, k), "gather": (k, n * k), "alltoall": (n * k, n * k)}
-        self.input_chunks, self.output_chunks = per_rank[name]
+        self.input_chunks, self.output_chunks = (int(c) for c in per_rank[name])
         #: ranks whose input and output may be one buffer (the runtime's in-place call)
         self.inplace = name not in ("alltoall", "gather", "scatter")
 
     @property
     def num_chunks(self):
         """Shard-chunks in all: ``num_shards * k``."""
-        return self.num_shards * self.k
+        return int(self.num_shards * self.k)
+
+    @property
+    def whole(self):
+        """Whether every chunk lies in one shard (``k`` is a whole number)."""
+        return isinstance(self.k, int)
+
+    def pieces(self, g):
+        """``(shard, lo, hi)`` of each part of shard-chunk ``g``: the chunk covers the fraction
+        ``[g/k, (g+1)/k)`` of the shards laid end to end, so with a whole ``k`` one shard's
+        ``[j/k, (j+1)/k)``, with a fractional one up to the ends of two or more shards.
+        ``lo`` and ``hi`` are exact :class:`~fractions.Fraction` values."""
+        a, b = Fraction(g) / self.k, Fraction(g + 1) / self.k
+        out = []
+        x = a.numerator // a.denominator
+        while x < b:
+            out.append((x, max(a, Fraction(x)) - x, min(b, Fraction(x + 1)) - x))
+            x += 1
+        return out
 
     def input_of(self, rank, g):
         """Index of shard-chunk ``g`` in ``rank``'s input buffer at the start, or ``None``."""

@@ -10,10 +10,16 @@ Two kinds of findings, each naming the element and its line:
   nop``, at most 64 steps per block, ``cnt < 72``, offsets inside the buffers, a dependency that
   names an existing step marked ``hasdep="1"``, ``nop`` steps that carry a dependency and are
   followed by a step with one, and sends and receives of each channel and pair of ranks that
-  match in number and size;
+  match in number and size; every number within the integer the runtime stores it in
+  (:data:`~topocoll.interop.export.WIDTHS`: ``depid`` is 8 bits), and no tab character in the
+  markup (the runtime's reader takes only spaces and newlines). ``<copy>`` elements, which the
+  runtime skips, are a warning (``warnings``);
 * **correctness**: the program is run symbolically (:mod:`~topocoll.interop.replay`): a
   program that cannot finish hangs; then the output buffers must hold what the collective
-  promises, and the schedule read off it must pass :func:`~topocoll.schedule.verify`.
+  promises, and the schedule read off it must pass :func:`~topocoll.schedule.verify`. The run
+  is the runtime's: step hints (``tcstep``) are ignored and each transfer's step comes from the
+  thread blocks' order and dependencies (:func:`_runtime_steps`); hints only refine the steps of
+  the schedule returned.
 
 >>> from topocoll.topology import topology
 >>> from topocoll.synth import generate
@@ -23,19 +29,24 @@ Two kinds of findings, each naming the element and its line:
 (True, [])
 """
 
+import math
 import re
 from dataclasses import dataclass, field
 
 from ..errors import TopocollError
 from ..results import Result, Status
 from ..schedule.verify import verify
-from .export import LIMITS, PROTOCOLS
+from .export import CAPACITY, LIMITS, PROTOCOLS, WIDTHS
+from .layout import Layout as _Layout
 from .layout import RUNTIME_SPELLINGS, RUNTIME_NAMES
-from .mscclxml import (ALGO_ATTRS, GPU_ATTRS, READS, RECVS, SENDS, STEP_ATTRS, STEP_TYPES,
-                       TB_ATTRS, WRITES, parse_msccl)
-from .replay import replay
+from .mscclxml import (ALGO_ATTRS, GPU_ATTRS, READS, RECVS, REDUCES, SENDS, STEP_ATTRS,
+                       STEP_TYPES, TB_ATTRS, WRITES, parse_msccl)
+from . import replay as _replay_module
+from .export import HINT, SEND_HINT
+from .mscclxml import Gpu, Program, Step, ThreadBlock
+from .replay import program_layout, program_modes, replay
 
-__all__ = ["lint_msccl", "LintReport", "Finding", "STEP_TYPES"]
+__all__ = ["lint_msccl", "LintReport", "Finding", "STEP_TYPES", "buffer_capacity"]
 
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _INTS = {"algo": ("nchannels", "nchunksperloop", "ngpus", "inplace", "outofplace", "minBytes",
@@ -70,6 +81,8 @@ class LintReport(Result):
     ----------
     errors : list of Finding
         Runtime rules broken (the runtime refuses the file or hangs on it).
+    warnings : list of Finding
+        What the runtime accepts but does not do as written (``<copy>`` elements it skips).
     correct : bool or None
         Whether the program performs its collective (None if it could not be run).
     problems : list of str
@@ -77,14 +90,24 @@ class LintReport(Result):
         verifier's violations of the schedule read off it).
     schedule : Schedule or None
         The schedule read off the program.
+    min_capacity : int or None
+        The fewest units (a step of ``cnt`` chunks is ``cnt``) a connection (sender, receiver,
+        channel) must hold for the program to complete (docs/interop.md, "Bounded buffers");
+        ``None`` if it hangs even with unbounded buffers or could not be run.
+    capacity : int or None
+        The capacity it was checked against (the protocol's, :data:`~topocoll.interop.export.
+        CAPACITY`, unless ``lint_msccl(capacity=...)`` gave one).
     """
 
     errors: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     correct: bool | None = None
     problems: list = field(default_factory=list)
     schedule: object = field(default=None, repr=False)
     collective: str = ""
     ngpus: int = 0
+    min_capacity: int | None = None
+    capacity: int | None = None
 
     @property
     def valid(self):
@@ -94,8 +117,10 @@ class LintReport(Result):
     def to_dict(self):
         d = super().to_dict()
         d.update({"valid": self.valid, "runtime_errors": [f.to_dict() for f in self.errors],
+                  "warnings": [f.to_dict() for f in self.warnings],
                   "correct": self.correct, "problems": list(self.problems),
-                  "collective": self.collective, "ngpus": self.ngpus})
+                  "collective": self.collective, "ngpus": self.ngpus,
+                  "min_capacity": self.min_capacity, "capacity": self.capacity})
         if self.schedule is not None:
             d["steps"] = self.schedule.num_steps
             d["transfers"] = self.schedule.num_transfers
@@ -105,17 +130,61 @@ class LintReport(Result):
 class _Rules:
     def __init__(self, limit):
         self.found = []
+        self.warnings = []
         self.limit = limit
 
     def add(self, rule, element, tag, message):
         if len(self.found) < self.limit:
             self.found.append(Finding(rule, element.line, tag, message))
 
+    def add_at(self, rule, line, tag, message):
+        if len(self.found) < self.limit:
+            self.found.append(Finding(rule, line, tag, message))
+
+    def warn(self, rule, element, tag, message):
+        self.warnings.append(Finding(rule, element.line, tag, message))
+
 
 def _int(attrs, name):
     try:
         return int(attrs[name])
     except (KeyError, ValueError):
+        return None
+
+
+_TAB_TAG = re.compile(rb"<\s*/?\s*([A-Za-z_]+)")
+
+
+def _lexical(text, rules):
+    """The runtime's hand-written reader takes only spaces and newlines between attributes and
+    between elements: a tab anywhere in the markup (indentation included) is refused."""
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    if b"\t" not in data:
+        return
+    body = data.split(b"\n")
+    lines = [i + 1 for i, line in enumerate(body) if b"\t" in line]
+    for n in lines[:5]:
+        m = _TAB_TAG.search(body[n - 1])
+        tag = m.group(1).decode() if m else "algo"
+        rules.add_at("tab", n, tag, "a tab character: the runtime's parser reads only spaces and "
+                     "newlines as whitespace in the markup (indent with spaces)")
+    if len(lines) > 5:
+        rules.add_at("tab", lines[5], "algo", f"{len(lines) - 5} more line(s) with tab characters")
+
+
+def _source_text(program):
+    """The bytes of the file a parsed program came from, if it names one that still exists (the
+    tree keeps no whitespace outside tags, and tabs there are the runtime's concern too)."""
+    import os
+
+    source = getattr(program, "source", None)
+    if not source or source.startswith("<") or not os.path.isfile(source):
+        return None
+    try:
+        from ..fileio import read_input
+
+        return read_input(source, starts=b"<", what="MSCCL XML file")
+    except (OSError, TopocollError):
         return None
 
 
@@ -152,8 +221,21 @@ def _static(program, rules):
                                                  "reads at most 16")
     for g in program.gpus:
         if g.copies:
-            rules.add("element", g.copies[0], "copy", "<copy> elements are an older dialect the "
-                                                      "runtime ignores; use cpy steps")
+            rules.warn("copy", g.copies[0], "copy",
+                       f"rank {g.attrs.get('id', '?')}: {len(g.copies)} <copy> element(s) (an "
+                       "older dialect): the runtime's parser skips elements it does not know, so "
+                       "it does not run them; use cpy steps")
+    for tag, elements in (("tb", [tb for g in program.gpus for tb in g.blocks]),
+                          ("step", [st for g in program.gpus for tb in g.blocks
+                                    for st in tb.steps])):
+        for el in elements:
+            for k, v in el.attrs.items():
+                if k in WIDTHS and _DECIMAL.match(v or ""):
+                    lo, hi, where = WIDTHS[k]
+                    if not lo <= int(v) <= hi:
+                        wrapped = (int(v) - lo) % (hi - lo + 1) + lo
+                        rules.add("width", el, tag, f"{k}={v} does not fit the runtime's {where} "
+                                  f"({lo}..{hi}): it would be stored as {wrapped}")
     if a.get("proto") is not None and a["proto"] not in PROTOCOLS:
         rules.add("proto", program, "algo", f"proto={a['proto']!r} must be one of "
                                             f"{', '.join(PROTOCOLS)}")
@@ -320,7 +402,176 @@ def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
                 rules.add("hasdep", st, "step", "hasdep must be 0 or 1")
 
 
-def lint_msccl(program, *, topology=None, max_errors=50):
+def _runtime_steps(program, inplace, max_passes=200):
+    """Schedule steps for the program's transfers from what the runtime runs, ignoring any step
+    hints: ``{id(step element): (receive step, send step)}``, or ``None`` if the program cannot
+    be run (the replay then says why) or no consistent steps exist.
+
+    Every thread block runs its steps in order, a step waits for its dependency and a receive
+    for its send, as in :func:`~topocoll.interop.replay.replay` (the same interleaving). A
+    transfer's step is the least that respects, on each rank's storage cells in that order:
+    a read after a write comes a step later, a write after a write a step later, a write after a
+    read no earlier (reads before writes in a step); local ``cpy``/``re`` steps sit between
+    steps. Transfers along one thread block never go back. Solved by iterating to the least
+    fixpoint (a send's step is only known once its receive ran)."""
+    try:
+        coll, n, k, _ = program_layout(program)
+        root_of = getattr(_replay_module, "_root_of", None)
+        root = root_of(program, coll, n, None) if (root_of and coll.rooted) else (
+            0 if coll.rooted else None)
+        lay = _Layout(coll, n, k, root)
+        blocks = []
+        for gpu in program.gpus:
+            rank = int(gpu.attrs["id"])
+            if gpu.copies:       # the older dialect's copies run before the thread blocks
+                blocks.append((rank, None, -1, -1, 0,
+                               [_ROp(c, i) for i, c in enumerate(gpu.copies)]))
+            for tb in gpu.blocks:
+                blocks.append((rank, int(tb.attrs["id"]), int(tb.attrs.get("send", -1)),
+                               int(tb.attrs.get("recv", -1)), int(tb.attrs.get("chan", 0)),
+                               [_ROp(st, i) for i, st in enumerate(tb.steps)]))
+    except (KeyError, ValueError, TypeError, TopocollError):
+        return None
+
+    def cells(rank, buf, off, cnt):
+        if inplace:
+            return [(rank,) + lay.alias(rank, buf, off + i) for i in range(cnt)]
+        return [(rank, buf, off + i) for i in range(cnt)]
+
+    steps = {}        # transfer (the send op's key) -> step
+    for _ in range(max_passes):
+        changed = False
+        wrote, read = {}, {}      # cell -> time of the last write / latest read since
+        last = {}                 # (rank, bid, side) -> latest step on that side of the block
+        flags, fifo, head = {}, {}, {}
+        send_min = {}
+        pcs = [0] * len(blocks)
+        progress = True
+        while progress:
+            progress = False
+            for bi, (rank, bid, speer, rpeer, chan, ops) in enumerate(blocks):
+                while pcs[bi] < len(ops):
+                    op = ops[pcs[bi]]
+                    if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps:
+                        break
+                    kind = op.kind
+                    recv_step = None
+                    if kind in RECVS:
+                        key = (rpeer, rank, chan)
+                        q = fifo.get(key, [])
+                        h = head.get(key, 0)
+                        if h >= len(q):
+                            break
+                        head[key] = h + 1
+                        x = q[h]
+                        dst = cells(rank, op.dstbuf, op.dstoff, op.cnt) if kind in WRITES \
+                            else []
+                        src = cells(rank, op.srcbuf, op.srcoff, op.cnt) if kind in REDUCES \
+                            else []
+                        t = max([send_min[x], steps.get(x, 1), last.get((rank, bid, "r"), 1)]
+                                + [math.floor(wrote.get(c, 0)) + 1 for c in dst + src]
+                                + [math.ceil(read.get(c, 0)) for c in dst])
+                        if t != steps.get(x):
+                            steps[x] = t
+                            changed = True
+                        last[(rank, bid, "r")] = t
+                        last[x[:2] + ("s",)] = max(last.get(x[:2] + ("s",), 1), t)
+                        for c in src:
+                            read[c] = max(read.get(c, 0), t)
+                        for c in dst:
+                            wrote[c] = t
+                            read[c] = 0
+                        op.el_steps[0] = t
+                        recv_step = t
+                    elif kind in ("cpy", "re"):
+                        src = cells(rank, op.srcbuf, op.srcoff, op.cnt)
+                        dst = cells(rank, op.dstbuf, op.dstoff, op.cnt)
+                        rd = src + (dst if kind == "re" else [])
+                        tau = max([0.5] + [math.floor(wrote.get(c, 0)) + 0.5 for c in rd + dst]
+                                  + [math.floor(read.get(c, 0)) + 0.5 for c in dst])
+                        for c in rd:
+                            read[c] = max(read.get(c, 0), tau)
+                        for c in dst:
+                            wrote[c] = tau
+                            read[c] = 0
+                    if kind in SENDS and speer >= 0:
+                        x = (rank, bid, pcs[bi])
+                        if kind == "s":
+                            src = cells(rank, op.srcbuf, op.srcoff, op.cnt)
+                            lo = max([1] + [math.floor(wrote.get(c, 0)) + 1 for c in src])
+                        else:
+                            src = dst if kind in WRITES else []
+                            lo = recv_step + 1
+                        lo = max(lo, last.get((rank, bid, "s"), 1))
+                        send_min[x] = lo
+                        t = max(lo, steps.get(x, lo))
+                        last[(rank, bid, "s")] = t
+                        for c in src:
+                            read[c] = max(read.get(c, 0), t)
+                        op.el_steps[1] = t
+                        fifo.setdefault((rank, speer, chan), []).append(x)
+                    if op.hasdep and bid is not None:
+                        flags[(rank, bid)] = max(flags.get((rank, bid), -1), op.s)
+                    pcs[bi] += 1
+                    progress = True
+        if not changed:
+            break
+    else:
+        return None
+    return {id(op.el): tuple(op.el_steps) for b in blocks for op in b[5]}
+
+
+class _ROp:
+    __slots__ = ("el", "kind", "depid", "deps", "cnt", "srcbuf", "srcoff", "dstbuf", "dstoff",
+                 "hasdep", "s", "el_steps")
+
+    def __init__(self, el, index):
+        a = el.attrs
+        self.el = el
+        self.kind = a.get("type", "cpy" if el.tag == "copy" else None)
+        self.depid = int(a.get("depid", -1))
+        self.deps = int(a.get("deps", -1))
+        self.cnt = int(a.get("cnt", 1))
+        self.srcbuf, self.dstbuf = a.get("srcbuf", "i"), a.get("dstbuf", "o")
+        # TACCL and TE-CCL write <copy i_off="" o_off=""/>, as the replay reads them
+        self.srcoff = int(a.get("srcoff", a.get("i_off", 0)))
+        self.dstoff = int(a.get("dstoff", a.get("o_off", 0)))
+        self.hasdep = int(a.get("hasdep", 0)) == 1
+        self.s = int(a.get("s", index))
+        self.el_steps = [None, None]
+        if self.kind not in STEP_TYPES or self.cnt < 0:
+            raise ValueError(self.kind)
+
+
+def _with_steps(program, steps, copies=True):
+    """A copy of ``program`` whose sends and receives carry ``steps`` as their step hints (any
+    hints of its own removed); without ``steps``, just without hints."""
+    def step_of(st):
+        a = {k: v for k, v in st.attrs.items() if k not in (HINT, SEND_HINT)}
+        r, s = (steps or {}).get(id(st), (None, None))
+        kind = a.get("type")
+        if kind in SENDS and kind not in RECVS and s is not None:
+            a[HINT] = str(s)
+        elif kind in RECVS and r is not None:
+            a[HINT] = str(r)
+            if kind in SENDS and s is not None:
+                a[SEND_HINT] = str(s)
+        return Step(a, line=st.line, tag=st.tag)
+
+    gpus = [Gpu(dict(g.attrs), [ThreadBlock(dict(tb.attrs), [step_of(st) for st in tb.steps],
+                                            line=tb.line) for tb in g.blocks],
+                [step_of(c) for c in g.copies] if copies else [], line=g.line)
+            for g in program.gpus]
+    return Program(dict(program.attrs), gpus, line=program.line, preamble=program.preamble,
+                   source=program.source, quirks=list(program.quirks))
+
+
+def _has_hints(program):
+    return any(HINT in st.attrs or SEND_HINT in st.attrs
+               for g in program.gpus for tb in g.blocks for st in tb.steps)
+
+
+def lint_msccl(program, *, topology=None, max_errors=50, capacity=None):
     """Check an MSCCL program against the runtime's rules and for correctness.
 
     Parameters
@@ -329,28 +580,39 @@ def lint_msccl(program, *, topology=None, max_errors=50):
         A parsed program or the XML text.
     topology : Topology, optional
         The network the imported schedule is placed on (default: the links it uses).
+    capacity : int, optional
+        Units a connection holds before its sender blocks (default: the ``proto``'s,
+        :data:`~topocoll.interop.export.CAPACITY`); a program that needs more is a ``buffers``
+        error naming the blocks that wait on each other.
 
     Returns
     -------
     LintReport
         ``status`` 0 when the runtime accepts the file and it is a correct collective, else 3.
     """
+    text = None
     if not hasattr(program, "gpus"):
+        text = program
         program = parse_msccl(program)
+    else:
+        text = getattr(program, "text", None) or getattr(program, "raw", None)
+        if text is None:
+            text = _source_text(program)
     rules = _Rules(max_errors)
+    if text is not None:
+        _lexical(text, rules)
     _static(program, rules)
     problems = []
     correct = None
     schedule = None
     collective = program.attrs.get("coll", "")
     try:
-        modes = []
-        if program.attrs.get("outofplace", "1") != "0":
-            modes.append(False)
-        if program.attrs.get("inplace") == "1":
-            modes.append(True)
+        modes = program_modes(program)
+        hinted = _has_hints(program)
         for inplace in modes or [False]:
-            run = replay(program, inplace=inplace, topology=topology)
+            # judge what the runtime runs: no hints, steps from the blocks' dependencies
+            run = replay(_with_steps(program, _runtime_steps(program, inplace)),
+                         inplace=inplace, topology=topology)
             label = "in-place" if inplace else "out-of-place"
             problems += [f"{label}: {m}" for _, m in run.hang[:10]]
             problems += [f"{label}: {m}" for _, m in run.problems[:10]]
@@ -368,8 +630,44 @@ def lint_msccl(program, *, topology=None, max_errors=50):
                                 "from the rank's running sum), so the imported schedule "
                                 "differs from the program there")
         correct = not problems
+        if correct and hinted:
+            # step hints only refine timing: the schedule keeps them where they are consistent
+            run = replay(program, inplace=(modes or [False])[0], topology=topology)
+            if run.ok and verify(run.schedule).valid:
+                schedule = run.schedule
     except TopocollError as exc:
         problems.append(f"cannot run the program: {exc}")
+    min_capacity = None
+    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)
+                                 or capacity < 1):
+        raise TopocollError(f"capacity must be a positive integer, got {capacity!r}")
+    if capacity is None:
+        capacity = CAPACITY.get(program.attrs.get("proto", "Simple"), CAPACITY["Simple"])
+    if not rules.found:
+        min_capacity, blocked = buffer_capacity(program, capacity=capacity)
+        if blocked:
+            first, pc, _ = blocked[0]
+            ops = first[5]
+            cycle = " -> ".join(f"rank {b[0]} block {b[1]} step {p} ({b[5][p][0]}) {why}"
+                                for b, p, why in blocked[:8])
+            rules.add("buffers", ops[pc][6], "step",
+                      f"with connections that hold {capacity} unit(s) (proto="
+                      f"{program.attrs.get('proto', 'Simple')}: a step of cnt chunks takes cnt) "
+                      f"the program needs {min_capacity}: these thread blocks wait on each "
+                      f"other forever: {cycle}")
+    if correct and rules.warnings and any(g.copies for g in program.gpus):
+        # what the runtime runs: the same program without its <copy> elements
+        bare = _with_steps(program, None, copies=False)
+        try:
+            run = replay(bare, inplace=(modes or [False])[-1], topology=topology)
+            first = (run.hang + run.problems)[:1]
+            why = first[0][1] if first else (run.wrong_outputs[:1] or [None])[0]
+        except TopocollError as exc:
+            why = str(exc)
+        if why:
+            w = rules.warnings[0]
+            rules.warnings[0] = Finding(w.rule, w.line, w.element, w.message + "; without them "
+                                        f"the program is not a correct {collective} ({why})")
     status = Status.SUCCESS if not rules.found and correct else Status.INVALID
     if not rules.found and correct:
         message = "the runtime accepts it and it is a correct " + collective
@@ -384,5 +682,214 @@ def lint_msccl(program, *, topology=None, max_errors=50):
         ngpus = int(program.attrs.get("ngpus", len(program.gpus)))
     except ValueError:
         ngpus = len(program.gpus)
-    return LintReport(status=status, message=message, errors=rules.found, correct=correct,
-                      problems=problems, schedule=schedule, collective=collective, ngpus=ngpus)
+    return LintReport(status=status, message=message, errors=rules.found,
+                      warnings=rules.warnings, correct=correct,
+                      problems=problems, schedule=schedule, collective=collective, ngpus=ngpus,
+                      min_capacity=min_capacity, capacity=capacity)
+
+
+# ---------------------------------------------------------------------------------------------
+# bounded buffers (docs/interop.md, "Bounded buffers")
+
+def _bounded_blocks(program):
+    """The thread blocks as the bounded-buffer run sees them, or ``None`` if the program cannot
+    be read that far (the static rules say why)."""
+    blocks = []
+    try:
+        for gpu in program.gpus:
+            rank = int(gpu.attrs["id"])
+            for tb in gpu.blocks:
+                ops = []
+                for i, st in enumerate(tb.steps):
+                    a = st.attrs
+                    ops.append((a.get("type"), int(a.get("depid", -1)), int(a.get("deps", -1)),
+                                max(1, int(a.get("cnt", 1))), a.get("hasdep") == "1",
+                                int(a.get("s", i)), st))
+                blocks.append((rank, int(tb.attrs["id"]), int(tb.attrs.get("send", -1)),
+                               int(tb.attrs.get("recv", -1)), int(tb.attrs.get("chan", 0)), ops))
+    except (KeyError, ValueError, TypeError):
+        return None
+    return blocks
+
+
+def _run_bounded(blocks, capacity):
+    """Run the thread blocks with connections that hold ``capacity`` units (a step of ``cnt``
+    chunks is ``cnt`` units; ``None``: unbounded). Each block runs its steps in order; a step
+    waits for its dependency, a receive for its matching send, a send for room on its
+    connection (sender, receiver, channel). A send larger than the room left streams: it
+    completes together with its receive once the receiver stands at it with nothing else
+    held. Every wait is on a FIFO that only its own block empties, so what can advance stays
+    able to until it does: advancing any block that can, until none can, reaches the one final
+    state every fair interleaving reaches.
+
+    Returns ``(pcs, held, flags)``: each block's next step (its length when it finished), the
+    units each connection holds at the end and the dependency flags set."""
+    pcs = [0] * len(blocks)
+    flags = {}
+    queue = {}      # connection -> list of units deposited and not yet received (FIFO)
+    held = {}       # connection -> units held
+    receiver = {}
+    for bi, (rank, bid, speer, rpeer, chan, ops) in enumerate(blocks):
+        if rpeer >= 0:
+            receiver.setdefault((rpeer, rank, chan), bi)
+
+    def dep_ok(rank, op):
+        return op[1] < 0 or flags.get((rank, op[1]), -1) >= op[2]
+
+    def recv_ready(bi, op):
+        rank, _, _, rpeer, chan, _ = blocks[bi]
+        return bool(queue.get((rpeer, rank, chan)))
+
+    def room(conn, units):
+        return capacity is None or held.get(conn, 0) + units <= capacity
+
+    def finish(bi, op):
+        rank, bid = blocks[bi][0], blocks[bi][1]
+        if op[4]:
+            flags[(rank, bid)] = max(flags.get((rank, bid), -1), op[5])
+        pcs[bi] += 1
+
+    def take(bi):
+        rank, _, _, rpeer, chan, _ = blocks[bi]
+        conn = (rpeer, rank, chan)
+        units = queue[conn].pop(0)
+        held[conn] -= units
+
+    def put(bi, units):
+        rank, _, speer, _, chan, _ = blocks[bi]
+        conn = (rank, speer, chan)
+        queue.setdefault(conn, []).append(units)
+        held[conn] = held.get(conn, 0) + units
+
+    def step(bi):
+        rank, bid, speer, rpeer, chan, ops = blocks[bi]
+        if pcs[bi] >= len(ops):
+            return False
+        op = ops[pcs[bi]]
+        kind, units = op[0], op[3]
+        if not dep_ok(rank, op):
+            return False
+        if kind in RECVS and not recv_ready(bi, op):
+            return False
+        if kind in SENDS and speer >= 0:
+            conn = (rank, speer, chan)
+            if not room(conn, units):
+                # streaming: the receiver stands at this send's receive, nothing held before
+                ri = receiver.get(conn)
+                if held.get(conn, 0) or ri is None or pcs[ri] >= len(blocks[ri][5]):
+                    return False
+                rop = blocks[ri][5][pcs[ri]]
+                rrank, _, rspeer, _, rchan, _ = blocks[ri]
+                if rop[0] not in RECVS or not dep_ok(rrank, rop):
+                    return False
+                if rop[0] in SENDS and rspeer >= 0 and not room((rrank, rspeer, rchan), rop[3]):
+                    return False
+                if kind in RECVS:
+                    take(bi)
+                finish(bi, op)
+                if rop[0] in SENDS and rspeer >= 0:
+                    put(ri, rop[3])
+                finish(ri, rop)
+                return True
+            if kind in RECVS:
+                take(bi)
+            put(bi, units)
+        elif kind in RECVS:
+            take(bi)
+        finish(bi, op)
+        return True
+
+    progress = True
+    while progress:
+        progress = False
+        for bi in range(len(blocks)):
+            while step(bi):
+                progress = True
+    return pcs, held, flags
+
+
+def _blocked_cycle(blocks, pcs, held, flags, capacity):
+    """What the stuck blocks wait for, as a cycle: a list of ``(block index, reason)``."""
+    where = {}
+    for bi, (rank, bid, *_rest) in enumerate(blocks):
+        where[(rank, bid)] = bi
+    receiver, sender = {}, {}
+    for bi, (rank, bid, speer, rpeer, chan, ops) in enumerate(blocks):
+        if rpeer >= 0:
+            receiver.setdefault((rpeer, rank, chan), bi)
+        if speer >= 0:
+            sender.setdefault((rank, speer, chan), bi)
+
+    def waits(bi):
+        rank, bid, speer, rpeer, chan, ops = blocks[bi]
+        op = ops[pcs[bi]]
+        if op[1] >= 0 and flags.get((rank, op[1]), -1) < op[2]:
+            return where.get((rank, op[1])), f"waits for its rank's block {op[1]} step {op[2]}"
+        if op[0] in RECVS:
+            conn = (rpeer, rank, chan)
+            if conn in sender and not held.get(conn, 0):
+                return sender[conn], f"waits for the send of rank {rpeer} (channel {chan})"
+        if op[0] in SENDS and speer >= 0:
+            conn = (rank, speer, chan)
+            if conn in receiver:
+                return receiver[conn], (f"waits for room to send {op[3]} unit(s) to rank {speer} "
+                                        f"(channel {chan}: {held.get(conn, 0)} held, capacity "
+                                        f"{capacity})")
+        return None, "waits"
+
+    stuck = [bi for bi in range(len(blocks)) if pcs[bi] < len(blocks[bi][5])]
+    if not stuck:
+        return []
+    bi, seen, path = stuck[0], {}, []
+    while bi is not None and bi not in seen and pcs[bi] < len(blocks[bi][5]):
+        seen[bi] = len(path)
+        nxt, why = waits(bi)
+        path.append((bi, why))
+        bi = nxt
+    if bi is not None and bi in seen:
+        return path[seen[bi]:]
+    return path
+
+
+def buffer_capacity(program, *, capacity=None):
+    """The smallest connection capacity (in units: a step of ``cnt`` chunks is ``cnt``) with
+    which ``program`` completes, the run at ``capacity`` (default: the protocol's,
+    :data:`~topocoll.interop.export.CAPACITY`) and the blocked cycle there if it hangs:
+    ``(min_capacity, blocked)``; ``min_capacity`` is ``None`` if the program cannot complete
+    even with unbounded buffers (the replay says why)."""
+    blocks = _bounded_blocks(program)
+    if blocks is None:
+        return None, []
+    if capacity is None:
+        capacity = CAPACITY.get(program.attrs.get("proto", "Simple"), CAPACITY["Simple"])
+    done = [len(b[5]) for b in blocks]
+    pcs = _run_bounded(blocks, None)[0]
+    if pcs != done:
+        return None, []
+    most = {}
+    for rank, bid, speer, rpeer, chan, ops in blocks:
+        if speer >= 0:
+            units = sum(op[3] for op in ops if op[0] in SENDS)
+            most[(rank, speer, chan)] = most.get((rank, speer, chan), 0) + units
+    hi = max(most.values(), default=1)
+    cache = {}
+
+    def completes(c):
+        if c not in cache:
+            cache[c] = _run_bounded(blocks, c)
+        return cache[c][0] == done
+
+    # more room never stops a block that could advance, so completing is monotone in capacity
+    lo, least = 1, hi
+    while lo < least:
+        mid = (lo + least) // 2
+        if completes(mid):
+            least = mid
+        else:
+            lo = mid + 1
+    blocked = []
+    if not completes(capacity):
+        pcs, held, flags = cache[capacity]
+        blocked = [(blocks[bi], pcs[bi], why) for bi, why in
+                   _blocked_cycle(blocks, pcs, held, flags, capacity)]
+    return least, blocked

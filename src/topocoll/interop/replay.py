@@ -8,9 +8,16 @@ values: which chunk of which shard, and in combining collectives which ranks' co
 are summed in. The run ends when every block is done, or when none can move: then the program
 would hang, and the blocked steps are named.
 
+The older dialect's ``<copy>`` elements (TACCL, TE-CCL: ``<copy i_off o_off/>``, one chunk from
+input to output; or with ``srcbuf srcoff dstbuf dstoff cnt``) run before the GPU's thread
+blocks, and a program without ``outofplace`` runs in the one mode it declares
+(:func:`program_modes`: in place unless ``inplace="0"``).
+
 Each send-receive pair becomes a transfer of the schedule. Its step is the earliest the data
 allows (one after the step that delivered what it sends, and never before an earlier step of
-the same thread block), or the ``tcstep`` the exporter wrote where that is not earlier.
+the same thread block), or the ``tcstep`` the exporter wrote where that is not earlier. An
+allreduce may cut its buffer into any number of chunks: a chunk becomes the ranges of the
+shards it covers (:meth:`Layout.pieces <topocoll.interop.layout.Layout.pieces>`).
 
 >>> from topocoll.topology import topology
 >>> from topocoll.synth import generate
@@ -22,6 +29,7 @@ the same thread block), or the ``tcstep`` the exporter wrote where that is not e
 """
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -34,7 +42,7 @@ from .export import HINT, SEND_HINT
 from .layout import Layout, collective_of_runtime_name
 from .mscclxml import RECVS, REDUCES, SENDS, STEP_TYPES, WRITES
 
-__all__ = ["replay", "Replay", "program_layout"]
+__all__ = ["replay", "Replay", "program_layout", "program_modes"]
 
 
 
@@ -71,7 +79,10 @@ def program_layout(program, root=None):
                  "reduce": max(ins, outs), "scatter": outs or ins // n,
                  "gather": ins or outs // n, "alltoall": max(ins, outs) // n}[name]
     k = per_shard
-    if k < 1:
+    if name == "allreduce" and max(ins, outs) % n:
+        # any chunking of the buffer: chunk c covers [c/C, (c+1)/C) of it (Layout.pieces)
+        k = Fraction(max(ins, outs), n)
+    if k <= 0:
         raise ScheduleFormatError(f"{program.where(program)}: i_chunks/o_chunks give no whole "
                                   f"chunk per shard for {name} on {n} ranks")
     lay = Layout(coll, n, k, root)
@@ -81,6 +92,30 @@ def program_layout(program, root=None):
                                   f"of a multiple of {n} chunks, got i_chunks={ins}, "
                                   f"o_chunks={outs}")
     return coll, n, k, lay
+
+
+def program_modes(program):
+    """The calls a program declares it is right for: ``[False]`` (out-of-place), ``[True]``
+    (in-place) or ``[False, True]``.
+
+    The current dialect says it with ``inplace`` and ``outofplace``. The older one (TACCL,
+    ASTRA-sim's inputs, early SCCL) has no ``outofplace``: its programs are in-place unless
+    ``inplace="0"`` (TACCL writes ``inplace="1"`` and reads each rank's own chunk from the
+    output buffer).
+
+    >>> from topocoll.interop.mscclxml import parse_msccl
+    >>> [program_modes(parse_msccl(f'<algo coll="allgather" {a}/>')) for a in
+    ...  ('inplace="1" outofplace="1"', 'inplace="0" outofplace="1"', 'inplace="1"',
+    ...   'inplace="0"', '')]
+    [[False, True], [False], [True], [False], [True]]
+    """
+    a = program.attrs
+    if "outofplace" not in a:
+        return [a.get("inplace", "1") != "0"]
+    modes = [False] if a.get("outofplace") != "0" else []
+    if a.get("inplace") == "1":
+        modes.append(True)
+    return modes or [False]
 
 
 @dataclass
@@ -149,8 +184,11 @@ class _Op:
         self.deps = _int(el, "deps", program, default=-1)
         self.cnt = _int(el, "cnt", program, default=1)
         self.srcbuf, self.dstbuf = a.get("srcbuf", "i"), a.get("dstbuf", "o")
-        self.srcoff = _int(el, "srcoff", program, default=0)
-        self.dstoff = _int(el, "dstoff", program, default=0)
+        # TACCL and TE-CCL write <copy i_off="" o_off=""/>: one chunk, input to output
+        self.srcoff = _int(el, "srcoff" if "srcoff" in a or "i_off" not in a else "i_off",
+                           program, default=0)
+        self.dstoff = _int(el, "dstoff" if "dstoff" in a or "o_off" not in a else "o_off",
+                           program, default=0)
         self.hasdep = _int(el, "hasdep", program, default=0) == 1
         self.s = _int(el, "s", program, default=index)
         self.hint = _hint(a.get(HINT))
@@ -193,6 +231,8 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
     program : Program
     inplace : bool
         Run it as an in-place call (input and output one buffer, as the layout aliases them).
+        A program of the older dialect (no ``outofplace`` attribute) declares one mode, and
+        runs in it whatever this says (see :func:`program_modes`).
     topology : Topology, optional
         The network for the schedule; by default the links the program uses, with the default
         bandwidth and latency.
@@ -206,6 +246,8 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
     """
     coll, n, k, _ = program_layout(program)
     _check_sizes(program, n)
+    if "outofplace" not in program.attrs:
+        inplace = program_modes(program)[0]
     root = _root_of(program, coll, n, root)
     if coll.rooted and not 0 <= root < n:
         raise ScheduleFormatError(f"{program.where(program)}: root {root} is not a rank")
@@ -259,13 +301,13 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
             raise ScheduleFormatError(f"{program.where(gpu)}: gpu id {rank} is not a rank "
                                       f"0..{n - 1} named once")
         seen.add(rank)
+        if gpu.copies:   # older dialect: the GPU's <copy> elements run before its blocks
+            blocks.append([rank, None, -1, -1, 0,
+                           [_Op(c, i, program) for i, c in enumerate(gpu.copies)], 0])
         for tb in gpu.blocks:
             ops = [_Op(st, i, program) for i, st in enumerate(tb.steps)]
             blocks.append([rank, _int(tb, "id", program), _int(tb, "send", program, -1),
                            _int(tb, "recv", program, -1), _int(tb, "chan", program, 0), ops, 0])
-        if gpu.copies:   # older dialect: the GPU's <copy> elements run first
-            blocks.append([rank, None, -1, -1, 0,
-                           [_Op(c, i, program) for i, c in enumerate(gpu.copies)], 0])
     flags = {}        # (rank, bid) -> largest s finished with hasdep
     last_step = {}    # (rank, bid, side) -> step of the side's latest transfer
     fifo = {}         # (src, dst, chan) -> [[values, ready, op, cnt, hint, (rank, bid)], ...]
@@ -439,9 +481,22 @@ def _schedule(rows, coll, n, k, lay, root, topology, program):
         step, src, dst, g, op = arr.T
     else:
         step = src = dst = g = op = np.zeros(0, dtype=np.int64)
-    shard, j = np.divmod(g, k)
-    t = transfer_array(step, src, dst, shard, j / k, (j + 1) / k, op) if rows else \
-        np.zeros(0, dtype=TRANSFER_DTYPE)
+    if rows and not lay.whole:
+        # chunks that are not whole parts of a shard: one transfer per shard a chunk touches
+        parts = {}
+        cols = []
+        for r in rows:
+            if r[3] not in parts:
+                parts[r[3]] = lay.pieces(r[3])
+            cols.extend((r[0], r[1], r[2], x, float(lo), float(hi), r[4])
+                        for x, lo, hi in parts[r[3]])
+        step, src, dst, shard, lo, hi, op = (np.array(c) for c in zip(*cols))
+        t = transfer_array(step, src, dst, shard, lo, hi, op)
+    elif rows:
+        shard, j = np.divmod(g, k)
+        t = transfer_array(step, src, dst, shard, j / k, (j + 1) / k, op)
+    else:
+        t = np.zeros(0, dtype=TRANSFER_DTYPE)
     if topology is None:
         pairs = np.unique(np.c_[src, dst], axis=0) if rows else np.zeros((0, 2), dtype=np.int64)
         topology = Topology(n, pairs[:, 0], pairs[:, 1],

@@ -7,8 +7,11 @@
   :meth:`~DecentralizedDataParallel.global_avg`, state dicts.
 - :func:`as_mixing` / :class:`Mixing` -- the topology forms accepted (a
   :class:`topocoll.gossip.GossipTopology`, a callable ``k -> W``, a fixed matrix).
-- :func:`run_schedule` / :class:`ScheduleCollective` -- run any topocoll schedule (every
-  collective) with point-to-point messages; :mod:`topocoll.runtime.plan` holds the layouts.
+- :func:`run_schedule` / :class:`ScheduleCollective` -- run any topocoll schedule or MSCCL
+  XML program (every collective) with point-to-point messages, on the dataflow engine
+  (:mod:`~topocoll.runtime.program` compiles each rank's part, :mod:`~topocoll.runtime.engine`
+  runs it, :mod:`~topocoll.runtime.loopback` runs it in memory for tests);
+  :mod:`topocoll.runtime.plan` holds the layouts; :func:`load_runnable` reads either file.
 - :func:`run_local`, :func:`single_process_group`, :func:`group_info` -- process groups;
   :func:`report_iteration` -- what a timed-out :func:`run_local` reports of each rank;
   :func:`release_buffers` -- free the receive buffers kept for reuse.
@@ -26,8 +29,9 @@ from .executor import ScheduleCollective, ScheduleHandle, run_schedule
 from .launch import group_info, report_iteration, run_local, single_process_group
 from .mixing import Mixing, MixingPlan, as_mixing
 from .neighbor import NeighborHandle, neighbor_allreduce, release_buffers
+from .sources import load_runnable
 
 __all__ = ["neighbor_allreduce", "NeighborHandle", "DecentralizedDataParallel", "Mixing",
            "MixingPlan", "as_mixing", "group_info", "run_local", "single_process_group",
            "report_iteration", "release_buffers", "ScheduleCollective", "ScheduleHandle",
-           "run_schedule"]
+           "run_schedule", "load_runnable"]
