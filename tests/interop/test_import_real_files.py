@@ -1,5 +1,5 @@
-"""Importing MSCCL XML in the shapes TACCL, TE-CCL, ASTRA-sim's inputs and msccl-tools write
-(issue 25 items 1-3): <copy> elements with their offsets, run before the thread blocks; the
+"""Importing MSCCL XML in the shapes TACCL, TE-CCL, ASTRA-sim's inputs and msccl-tools write:
+<copy> elements with their offsets, run before the thread blocks; the
 older dialect's in-place default; allreduces whose chunk count is not a multiple of the ranks.
 
 The fixtures (tests/data/msccl/imp-*.xml) are hand-written in those tools' shapes.

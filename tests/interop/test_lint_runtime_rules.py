@@ -1,4 +1,4 @@
-"""Lint's runtime rules are the runtime's (issue 25 items 4, 6 and 8): every numeric attribute fits
+"""Lint's runtime rules are the runtime's: every numeric attribute fits
 the integer msccl-executor-nccl stores it in, the lexical rules are its hand-written parser's
 (tabs refused, <copy> skipped: a warning), and the verdict judges the program the runtime runs,
 whatever step hints it carries."""

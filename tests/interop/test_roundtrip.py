@@ -106,10 +106,10 @@ def test_astra_form_uses_only_the_converters_steps():
     kinds = {st.attrs["type"] for g in astra.program.gpus for tb in g.blocks for st in tb.steps}
     assert "cpy" in full and kinds <= {"s", "r", "rrc", "nop"}
     assert astra.to_dict()["format"] == "msccl-xml-astra"
-    # without the local copies the out-of-place outputs miss each rank's own shard...
+    # the in-place form needs no local copies: each rank's own shard is already in place
     report = lint_msccl(astra.program)
     assert report.errors == []
-    # ...which the schedule does not move either: it still verifies and prices the same
+    # and the schedule verifies and prices the same
     assert verify(report.schedule).valid
     assert_same_price(s, import_msccl(astra.text, topology=topology("torus:3x3")).schedule)
 

@@ -29,8 +29,8 @@ def _size(text, what):
               show_default=True, help="msccl-xml: what msccl-executor-nccl and RCCL run; "
               "msccl-xml-astra: the unfused form ASTRA-sim's converter reads (same as --astra).")
 @click.option("-o", "--output", required=True, help="Write the XML here ('-' for stdout).")
-@click.option("--astra", is_flag=True, help="Only s, r, rrc and nop steps (ASTRA-sim's "
-              "MSCCL-to-Chakra converter).")
+@click.option("--astra", is_flag=True, help="The form ASTRA-sim's MSCCL-to-Chakra converter "
+              "accepts: only s, r, rrc and nop steps, srcoff = dstoff, in-place.")
 @click.option("--proto", type=click.Choice(["Simple", "LL", "LL128"]), default="Simple",
               show_default=True, help="The NCCL protocol the runtime uses.")
 @click.option("--channels", type=click.IntRange(1, 32), default=1, show_default=True,
@@ -54,7 +54,7 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
 
     \b
     topocoll export s.json -o s.xml                      msccl-executor-nccl, RCCL
-    topocoll export s.json --astra -o s.xml              ASTRA-sim (then msccl2chakra.py)
+    topocoll export s.json --astra -o s.xml              ASTRA-sim (then Chakra's et_converter)
     topocoll export s.json -o s.xml --proto LL --channels 4 --max-bytes 1MiB
     """
     from ..interop import export_msccl, write_msccl
@@ -81,12 +81,17 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
     where = "" if to_stdout else f" -> {output}"
     click.echo(f"{s.algorithm} {s.collective.name} on {s.topology.name}: {res.message}{where}",
                err=to_stdout)
+    if astra and res.warning:
+        click.echo(f"warning: {res.warning}", err=True)
     if astra and not to_stdout:
-        coll = res.program.attrs["coll"]
-        click.echo("next: convert it to Chakra traces for ASTRA-sim with its MSCCL converter:\n"
-                   f"  python msccl2chakra.py --input_filename {output} --output_filename "
-                   f"{output.rsplit('.', 1)[0]} --coll_size <bytes> --collective {coll}\n"
-                   "(flags differ between versions; see docs/interop.md)", err=True)
+        import os
+
+        from ..interop.export import astra_command
+
+        path = os.path.abspath(output)
+        click.echo("next: in a checkout of ASTRA-sim's Chakra, convert it to Chakra traces "
+                   f"({os.path.splitext(path)[0]}.<rank>.et):\n  "
+                   + astra_command(path, os.path.splitext(path)[0]), err=True)
 
 
 def _read_program(file):

@@ -39,7 +39,8 @@ from ..schedule.verify import verify
 from .layout import RUNTIME_NAMES, Layout
 from .mscclxml import NO_LIMIT, Gpu, Program, Step, ThreadBlock, format_msccl
 
-__all__ = ["HINT", "SEND_HINT", "export_msccl", "ExportResult", "exact_chunks", "quantize",
+__all__ = ["ASTRA_COLLECTIVES", "HINT", "SEND_HINT", "astra_command", "export_msccl",
+           "ExportResult", "exact_chunks", "quantize",
            "PROTOCOLS", "LIMITS", "WIDTHS", "CAPACITY"]
 
 PROTOCOLS = ("Simple", "LL", "LL128")
@@ -143,6 +144,7 @@ class ExportResult(Result):
     max_block_steps: int = 0
     collective: str = ""
     astra: bool = False
+    warning: str = ""
 
     @property
     def text(self):
@@ -159,7 +161,30 @@ class ExportResult(Result):
                   "max_block_steps": self.max_block_steps,
                   "quantization_loss": self.quantization_loss,
                   "proto": self.program.attrs["proto"]})
+        if self.warning:
+            d["warning"] = self.warning
         return d
+
+
+#: The ``coll`` values ASTRA-sim's MSCCL-to-Chakra converter accepts (our spellings).
+ASTRA_COLLECTIVES = ("allreduce", "allgather", "alltoall", "reduce_scatter", "reduce",
+                     "broadcast")
+
+
+def astra_command(xml_path, prefix):
+    """The command that turns ``xml_path`` into Chakra traces ``prefix.<rank>.et``: the
+    ``msccl`` input of the ``et_converter`` module of ASTRA-sim's Chakra, run in that checkout
+    (its ``--num_dims`` is required and unused for MSCCL input; the collective is the file's
+    ``coll`` attribute).
+
+    >>> cmd = astra_command("/tmp/ar.xml", "/tmp/ar")
+    >>> cmd.startswith("python3 -m et_converter.et_converter --input_type msccl ")
+    True
+    >>> cmd.split()[-6:]
+    ['--input_filename', '/tmp/ar.xml', '--output_filename', '/tmp/ar', '--num_dims', '1']
+    """
+    return ("python3 -m et_converter.et_converter --input_type msccl "
+            f"--input_filename {xml_path} --output_filename {prefix} --num_dims 1")
 
 
 class _Op:
@@ -248,10 +273,20 @@ class _Builder:
     def cell(self, rank, where):
         return (rank,) + self.lay.alias(rank, where[0], where[1])
 
+    def canon(self, rank, where):
+        """The ASTRA form names every place by its in-place cell (one buffer per rank), so that
+        a chunk has one offset wherever it lives and each step's ``srcoff`` equals its
+        ``dstoff``, as ASTRA-sim's converter requires."""
+        return self.lay.alias(rank, where[0], where[1]) if self.astra else where
+
     def home(self, rank, g):
         out = self.lay.output_of(rank, g)
         if out is not None:
-            return ("o", out)
+            return self.canon(rank, ("o", out))
+        if self.astra and self.lay.inplace:
+            idx = self.lay.input_of(rank, g)
+            if idx is not None:         # a partial sum stays where the rank's input was
+                return self.canon(rank, ("i", idx))
         slots = self.scratch[rank]
         if g not in slots:
             slots[g] = len(slots)
@@ -264,7 +299,7 @@ class _Builder:
             for g in range(lay.num_chunks):
                 idx = lay.input_of(r, g)
                 if idx is not None:
-                    self.loc[r][g] = ("i", idx)
+                    self.loc[r][g] = self.canon(r, ("i", idx))
                     out = lay.output_of(r, g)
                     if not self.combining and out is not None:
                         own.append((("i", idx), ("o", out)))
@@ -317,6 +352,16 @@ class _Builder:
                 recv = _Op(dst, "rrc" if reduce else "r", src, (src, dst, inst),
                            local[a] if reduce else srcs[a], homes[a], cnt, step)
                 send.pair, recv.pair = recv, send
+                if self.astra:
+                    # the runtime reads only a send's source and a receive's destination; the
+                    # other side is a label, which the converter requires equal to this one
+                    send.dstoff = send.srcoff
+                    if recv.kind == "r":
+                        recv.srcoff = recv.dstoff
+                    elif recv.srcoff != recv.dstoff:     # cannot happen: canon() above
+                        raise UnsupportedError(f"rank {dst}: a receive-reduce at step {step} "
+                                               "reads and writes different offsets, which "
+                                               "ASTRA-sim's converter rejects")
                 sends.append((send, [self.cell(src, (srcs[a][0], srcs[a][1] + i))
                                      for i in range(cnt)]))
                 recvs.append((recv, [self.cell(dst, (homes[a][0], homes[a][1] + i))
@@ -551,6 +596,11 @@ def _program(builder, blocks, name, proto, hints):
              "nchunksperloop": str(max(lay.input_chunks, lay.output_chunks)),
              "ngpus": str(builder.n), "coll": RUNTIME_NAMES[coll],
              "inplace": "1" if lay.inplace else "0", "outofplace": "1"}
+    if builder.astra:
+        # ASTRA-sim's converter spells the collective as ours do (reduce_scatter), and the form
+        # is in-place where the collective has an in-place call (docs/interop.md, "ASTRA-sim")
+        attrs["coll"] = coll
+        attrs["outofplace"] = "0" if lay.inplace else "1"
     return Program(attrs, gpus), max_chan + 1
 
 
@@ -618,7 +668,12 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
         The program's name (default: algorithm and topology).
     astra : bool
         The form ASTRA-sim's MSCCL converter reads: only ``s``, ``r``, ``rrc`` and ``nop``
-        steps (no fused steps, no local copies).
+        steps (no fused steps, no local copies), ``srcoff`` equal to ``dstoff`` in every
+        step, ``coll`` spelled ``reduce_scatter``, and in-place only (``inplace="1"
+        outofplace="0"``) for the collectives that have an in-place call. Alltoall is
+        out-of-place only and needs a local copy of each rank's own block, which the
+        converter cannot express: its export says so in ``warning`` (status 2). Scatter and
+        gather are not among the converter's collectives (:class:`UnsupportedError`).
     unfused : bool
         Keep every receive and send a step of its own (no ``rcs``/``rrcs``), local copies kept.
     step_hints : bool
@@ -649,6 +704,10 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
             raise UnsupportedError(f"{label} must be an integer 0..{NO_LIMIT}, got {value!r}")
     if min_bytes > max_bytes:
         raise UnsupportedError(f"min_bytes ({min_bytes}) must not exceed max_bytes ({max_bytes})")
+    if astra and schedule.collective.name not in ASTRA_COLLECTIVES:
+        raise UnsupportedError(f"ASTRA-sim's MSCCL converter does not take "
+                               f"{schedule.collective.name} (only "
+                               f"{', '.join(ASTRA_COLLECTIVES)}); export it without --astra")
     if check:
         verify(schedule).raise_if_invalid()
     n = schedule.num_nodes
@@ -727,7 +786,15 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
                f"{k} chunk(s) per shard")
     if loss > 0:
         message += f"; rounding to whole chunks changed {loss:.2%} of the moved bytes"
+    warning = ""
+    if astra and not lay.inplace:
+        warning = (f"not self-contained: {schedule.collective.name} has no in-place call and "
+                   "ASTRA-sim's converter has no local copy, so each rank's own block stays in "
+                   "its input (lint reports it missing from the output); ASTRA-sim simulates "
+                   "the transfers, which are all there")
+        status = Status.NOT_PROVEN
+        message += "; " + warning
     return ExportResult(status=status, message=message, program=program, chunks=k,
                         instances=channels, channels=used, quantization_loss=loss,
                         blocks=total_blocks, steps=total_steps, max_block_steps=longest,
-                        collective=schedule.collective.name, astra=astra)
+                        collective=schedule.collective.name, astra=astra, warning=warning)
