@@ -44,7 +44,7 @@ from .mscclxml import (ALGO_ATTRS, GPU_ATTRS, READS, RECVS, REDUCES, SENDS, STEP
 from . import replay as _replay_module
 from .export import HINT, SEND_HINT
 from .mscclxml import Gpu, Program, Step, ThreadBlock
-from .replay import program_layout, program_modes, replay
+from .replay import _Op, program_layout, program_modes, replay
 
 __all__ = ["lint_msccl", "LintReport", "Finding", "STEP_TYPES", "buffer_capacity"]
 
@@ -425,11 +425,11 @@ def _runtime_steps(program, inplace, max_passes=200):
             rank = int(gpu.attrs["id"])
             if gpu.copies:       # the older dialect's copies run before the thread blocks
                 blocks.append((rank, None, -1, -1, 0,
-                               [_ROp(c, i) for i, c in enumerate(gpu.copies)]))
+                               [_Op(c, i, program) for i, c in enumerate(gpu.copies)]))
             for tb in gpu.blocks:
                 blocks.append((rank, int(tb.attrs["id"]), int(tb.attrs.get("send", -1)),
                                int(tb.attrs.get("recv", -1)), int(tb.attrs.get("chan", 0)),
-                               [_ROp(st, i) for i, st in enumerate(tb.steps)]))
+                               [_Op(st, i, program) for i, st in enumerate(tb.steps)]))
     except (KeyError, ValueError, TypeError, TopocollError):
         return None
 
@@ -439,6 +439,7 @@ def _runtime_steps(program, inplace, max_passes=200):
         return [(rank, buf, off + i) for i in range(cnt)]
 
     steps = {}        # transfer (the send op's key) -> step
+    marks = {id(op.el): [None, None] for b in blocks for op in b[5]}   # (receive, send) steps
     for _ in range(max_passes):
         changed = False
         wrote, read = {}, {}      # cell -> time of the last write / latest read since
@@ -481,7 +482,7 @@ def _runtime_steps(program, inplace, max_passes=200):
                         for c in dst:
                             wrote[c] = t
                             read[c] = 0
-                        op.el_steps[0] = t
+                        marks[id(op.el)][0] = t
                         recv_step = t
                     elif kind in ("cpy", "re"):
                         src = cells(rank, op.srcbuf, op.srcoff, op.cnt)
@@ -508,7 +509,7 @@ def _runtime_steps(program, inplace, max_passes=200):
                         last[(rank, bid, "s")] = t
                         for c in src:
                             read[c] = max(read.get(c, 0), t)
-                        op.el_steps[1] = t
+                        marks[id(op.el)][1] = t
                         fifo.setdefault((rank, speer, chan), []).append(x)
                     if op.hasdep and bid is not None:
                         flags[(rank, bid)] = max(flags.get((rank, bid), -1), op.s)
@@ -518,29 +519,7 @@ def _runtime_steps(program, inplace, max_passes=200):
             break
     else:
         return None
-    return {id(op.el): tuple(op.el_steps) for b in blocks for op in b[5]}
-
-
-class _ROp:
-    __slots__ = ("el", "kind", "depid", "deps", "cnt", "srcbuf", "srcoff", "dstbuf", "dstoff",
-                 "hasdep", "s", "el_steps")
-
-    def __init__(self, el, index):
-        a = el.attrs
-        self.el = el
-        self.kind = a.get("type", "cpy" if el.tag == "copy" else None)
-        self.depid = int(a.get("depid", -1))
-        self.deps = int(a.get("deps", -1))
-        self.cnt = int(a.get("cnt", 1))
-        self.srcbuf, self.dstbuf = a.get("srcbuf", "i"), a.get("dstbuf", "o")
-        # TACCL and TE-CCL write <copy i_off="" o_off=""/>, as the replay reads them
-        self.srcoff = int(a.get("srcoff", a.get("i_off", 0)))
-        self.dstoff = int(a.get("dstoff", a.get("o_off", 0)))
-        self.hasdep = int(a.get("hasdep", 0)) == 1
-        self.s = int(a.get("s", index))
-        self.el_steps = [None, None]
-        if self.kind not in STEP_TYPES or self.cnt < 0:
-            raise ValueError(self.kind)
+    return {key: tuple(pair) for key, pair in marks.items()}
 
 
 def _with_steps(program, steps, copies=True):

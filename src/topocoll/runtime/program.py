@@ -290,10 +290,12 @@ def _contiguous(pieces):
 
 
 class _Regions:
-    """The element ranges of many operations, per shard, for overlap queries."""
+    """The element ranges of many operations (``(step, pieces)`` each), per shard, for overlap
+    queries."""
 
-    def __init__(self, ops, items):
-        rows = [(s, a, b, i, op.step) for i, op in enumerate(ops) for s, a, b in items(op)]
+    def __init__(self, ops):
+        rows = [(p[0], p[1], p[2], i, step) for i, (step, pieces) in enumerate(ops)
+                for p in pieces]
         table = np.array(rows, dtype=np.int64).reshape(-1, 5)
         order = np.argsort(table[:, 0], kind="stable")
         table = table[order]
@@ -359,16 +361,8 @@ def compile_program(schedule, rank, numel, *, slice_numel, window=DEFAULT_WINDOW
     raw_sends.sort(key=lambda r: r[0])
     raw_recvs.sort(key=lambda r: r[0])
 
-    class _Stub:   # what _Regions needs of an operation before it exists
-        __slots__ = ("step", "pieces")
-
-        def __init__(self, step, pieces):
-            self.step, self.pieces = step, pieces
-
-    send_stubs = [_Stub(r[2], r[4]) for r in raw_sends]
-    recv_stubs = [_Stub(r[2], r[4]) for r in raw_recvs]
-    send_regions = _Regions(send_stubs, lambda op: [p[:3] for p in op.pieces])
-    write_regions = _Regions(recv_stubs, lambda op: [p[:3] for p in op.pieces])
+    send_regions = _Regions([(r[2], r[4]) for r in raw_sends])
+    write_regions = _Regions([(r[2], r[4]) for r in raw_recvs])
 
     sends = []
     for (_, peer, step, tag, pkt) in raw_sends:
