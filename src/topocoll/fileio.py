@@ -39,6 +39,7 @@ topocoll.errors.FileAccessError: output file name is empty
 
 import contextlib
 import gzip
+import json
 import os
 import re
 import stat
@@ -48,7 +49,8 @@ import zlib
 
 from .errors import FileAccessError, ScheduleFormatError
 
-__all__ = ["check_output", "open_output", "read_input", "read_text", "max_file_bytes",
+__all__ = ["check_output", "open_output", "read_input", "read_text", "parse_json",
+           "max_file_bytes",
            "is_gzip_name",
            "is_special",
            "GZIP_MAGIC", "DEFAULT_MAX_FILE_BYTES"]
@@ -58,6 +60,9 @@ DEFAULT_MAX_FILE_BYTES = 4 << 30
 _ENV = "TOPOCOLL_MAX_FILE_BYTES"
 _BLANKS = b" \t\r\n"
 _PIECE = 1 << 20
+#: How deep arrays and objects may nest in a JSON file topocoll reads: well beyond any file it
+#: writes, well below the depth at which Python's reader and writer recurse out of stack.
+MAX_JSON_DEPTH = 64
 
 
 def max_file_bytes():
@@ -346,3 +351,78 @@ def _too_large(name, limit, compressed=False):
     kind = "uncompressed content" if compressed else "file"
     return FileAccessError(f"{name}: {kind} larger than the read limit of {limit} bytes "
                                f"(set {_ENV} to raise it)")
+
+
+def parse_json(data, *, what="JSON", shallow=()):
+    """Parse JSON text (str or bytes) as topocoll reads every JSON input.
+
+    Refused with :class:`~topocoll.errors.ScheduleFormatError`, in one line naming the rule:
+    text that is not JSON; an object with a key given twice (JSON leaves the meaning open;
+    Python would keep the last value without a word); arrays and objects nested deeper than
+    :data:`MAX_JSON_DEPTH` (Python's reader and writer recurse, so a few thousand levels would
+    end in a ``RecursionError``); numbers with more digits than Python converts. ``what``
+    starts every message (none if empty). ``shallow`` names top-level keys whose values are
+    not walked for depth (large, fixed-shape arrays such as a schedule's transfers, checked by
+    their own reader).
+
+    >>> parse_json('{"a": [1, {"b": 2}]}')
+    {'a': [1, {'b': 2}]}
+    >>> parse_json('{"a": 1, "a": 2}', what="schedule")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.ScheduleFormatError: schedule: key 'a' appears twice in one object
+    >>> parse_json("[" * 100 + "]" * 100)
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.ScheduleFormatError: JSON: arrays and objects nest deeper than 64 levels
+    """
+    prefix = f"{what}: " if what else ""
+    try:
+        doc = json.loads(data, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise ScheduleFormatError(f"{prefix}key {exc.args[0]!r} appears twice in one object") \
+            from None
+    except RecursionError:
+        raise ScheduleFormatError(f"{prefix}arrays and objects nest deeper than "
+                                  f"{MAX_JSON_DEPTH} levels") from None
+    except json.JSONDecodeError as err:
+        raise ScheduleFormatError(f"{prefix}not valid JSON ({err.msg} at line {err.lineno} "
+                                  f"column {err.colno})") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        if "digits" in str(exc):  # int() refuses numbers with thousands of digits
+            raise ScheduleFormatError(f"{prefix}a number has more digits than "
+                                      f"{sys.get_int_max_str_digits()}") from None
+        raise ScheduleFormatError(f"{prefix}not valid JSON ({exc})") from None
+    _check_depth(doc, prefix, shallow)
+    return doc
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs):
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return doc
+
+
+def _check_depth(doc, prefix, shallow):
+    # iterative: the point is not to recurse on hostile input
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ScheduleFormatError(f"{prefix}arrays and objects nest deeper than "
+                                      f"{MAX_JSON_DEPTH} levels")
+        if isinstance(value, dict):
+            items = value.items() if depth > 1 or not shallow else \
+                ((k, v) for k, v in value.items() if k not in shallow)
+            stack.extend((v, depth + 1) for _, v in items if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))

@@ -25,13 +25,12 @@ allreduce on N nodes of degree d is ``2 * (moore_depth(N, d) * alpha + (N-1)/N *
 267.772
 """
 
-import json
 import math
 import os
 from dataclasses import dataclass
 
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
-from ..fileio import read_text
+from ..fileio import parse_json, read_text
 from ..topology.metrics import moore_depth
 from ..units import format_size, parse_size
 
@@ -220,10 +219,7 @@ def load_workload(path, *, bucket_size=None):
     stripped = text.lstrip()
     try:
         if stripped.startswith(("[", "{")):
-            try:
-                doc = json.loads(text)
-            except ValueError as exc:
-                raise ScheduleFormatError(f"{path}: not valid JSON ({exc})") from None
+            doc = parse_json(text, what=path)
             return _from_document(doc, bucket_size)
         return _from_lines(text)
     except ScheduleFormatError:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..collectives import COLLECTIVES, COPY, REDUCE
 from ..errors import ScheduleFormatError, TopocollError
-from ..fileio import open_output, read_input
+from ..fileio import open_output, parse_json, read_input
 from .model import TRANSFER_DTYPE, Schedule, transfer_problems
 
 __all__ = ["load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
@@ -149,11 +149,8 @@ def _loads(data, where):
         if fast is not None:
             head, transfers = fast
             return schedule_from_dict(head, transfers=transfers)
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ScheduleFormatError(f"not valid JSON ({exc})") from None
-        return schedule_from_dict(doc)
+        return schedule_from_dict(parse_json(data, what="",
+                                             shallow=("transfers",)))
     except TopocollError as exc:
         raise type(exc)(f"{where}: {exc}") from None
 
@@ -167,9 +164,9 @@ def _fast_parse(data):
     if at < 0 or data[end - len(_END):end] != _END:
         return None
     try:
-        head = json.loads(data[:at] + b'"transfers": []}')
-    except (UnicodeDecodeError, ValueError):
-        return None
+        head = parse_json(data[:at] + b'"transfers": []}')
+    except ScheduleFormatError:
+        return None  # the full parse names what is wrong
     if not isinstance(head, dict):
         return None
     start, stop = at + len(_MARKER), end - len(_END)

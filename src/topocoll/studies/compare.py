@@ -18,7 +18,6 @@ The lower bound of an entry at size M is ``steps_lower_bound * alpha + bw_lower_
 [False, True]
 """
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 
@@ -28,8 +27,8 @@ from .. import defaults
 from ..collectives import collective as _collective
 from ..plotting import new_axes, save_figure
 from ..results import Result, Status
-from ..errors import InputTypeError, ScheduleFormatError, TopocollError, UnsupportedError
-from ..fileio import is_special, read_input
+from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..fileio import is_special, parse_json, read_input
 from ..schedule.cost import evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
 from ..schedule.model import Schedule
@@ -135,10 +134,7 @@ def _read_entry_file(path):
     if data.startswith(_CANONICAL_HEAD):     # our own schedule files: no second parse
         doc = None
     else:
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ScheduleFormatError(f"{label}: not valid JSON ({exc})") from None
+        doc = parse_json(data, what=label, shallow=("transfers",))
     if doc is None or (isinstance(doc, dict) and doc.get("format") == _SCHEDULE_FORMAT):
         try:
             schedule = loads_schedule(data) if doc is None else schedule_from_dict(doc)

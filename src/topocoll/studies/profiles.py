@@ -40,12 +40,11 @@ the text format, the line.
 600
 """
 
-import json
 import os
 
 from .. import defaults
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
-from ..fileio import read_text
+from ..fileio import parse_json, read_text
 from .training import Profile, ProfileLayer
 
 __all__ = ["load_profile", "parse_astra", "profile_from_document", "COMM_TYPES"]
@@ -177,10 +176,7 @@ def load_profile(path, *, cycle_time=None):
     base = os.path.basename(path)
     name = base.split(".")[0] or base or "profile"
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise ScheduleFormatError(f"{path}: not valid JSON ({exc})") from None
+        doc = parse_json(text, what=path)
         try:
             return profile_from_document(doc, name=name)
         except (UnsupportedError, InputTypeError) as exc:

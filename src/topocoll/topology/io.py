@@ -37,7 +37,7 @@ import numpy as np
 
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ..errors import InputTypeError, ScheduleFormatError, TopologyError
-from ..fileio import check_output, is_special, open_output, read_input
+from ..fileio import check_output, is_special, open_output, parse_json, read_input
 from .model import Topology
 
 __all__ = ["load_topology", "save_topology", "topology_from_dict"]
@@ -238,11 +238,7 @@ def load_topology(path):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ScheduleFormatError(f"{path}: not a text file (not UTF-8)") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ScheduleFormatError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} "
-                                  f"column {err.colno})") from None
+    doc = parse_json(text, what=path)
     try:
         topo = topology_from_dict(doc, where="topology")
     except ScheduleFormatError as err:
@@ -329,8 +325,8 @@ def _load_graphml(data, path):
     raw = graph.graph.get(_META_KEY)
     if isinstance(raw, str):
         try:
-            meta = json.loads(raw)
-        except json.JSONDecodeError:
+            meta = parse_json(raw)
+        except ScheduleFormatError:
             meta = {}
         if not isinstance(meta, dict):
             meta = {}
