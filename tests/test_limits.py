@@ -16,16 +16,29 @@ def test_the_default_limit_is_most_of_the_machine(monkeypatch):
 
 
 @pytest.mark.parametrize("text, expected", [("1GiB", 1 << 30), ("500MB", 500 * 10**6),
-                                            ("12345", 12345), ("none", None), ("off", None)])
+                                            ("1234567", 1234567), ("none", None), ("off", None)])
 def test_the_override_takes_sizes_with_units(monkeypatch, text, expected):
     monkeypatch.setenv(ENV, text)
     assert memory_limit() == expected
 
 
-def test_a_bad_override_is_an_error_naming_the_variable(monkeypatch):
-    monkeypatch.setenv(ENV, "lots")
+@pytest.mark.parametrize("text", ["lots", "-1GiB", "0", "1KiB", "nan", "1e400"])
+def test_a_bad_override_is_an_error_naming_the_variable(monkeypatch, text):
+    monkeypatch.setenv(ENV, text)
     with pytest.raises(ResourceLimitError, match=ENV):
         memory_limit()
+
+
+@pytest.mark.parametrize("env, text", [(ENV, "abc"), (ENV, "1KiB"),
+                                       ("TOPOCOLL_MAX_FILE_BYTES", "inf")])
+def test_every_command_refuses_a_bad_limit_before_its_work(monkeypatch, env, text):
+    from click.testing import CliRunner
+
+    from topocoll.cli.main import cli
+
+    monkeypatch.setenv(env, text)
+    result = CliRunner().invoke(cli, ["info", "ring:4"])
+    assert result.exit_code == 2 and env in result.output and "nodes" not in result.output
 
 
 def test_the_refusal_says_the_estimate_the_limit_and_the_override(monkeypatch):

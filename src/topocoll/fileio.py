@@ -72,7 +72,7 @@ def max_file_bytes():
         return DEFAULT_MAX_FILE_BYTES
     try:
         value = int(float(text))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise FileAccessError(f"{_ENV} must be a number of bytes, got {text!r}") from None
     if value < 1:
         raise FileAccessError(f"{_ENV} must be at least 1, got {text!r}")

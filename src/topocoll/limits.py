@@ -5,7 +5,8 @@ being killed by the kernel halfway.
 The limit is 80% of the machine's memory (or of the container's memory limit, if lower), and
 no more than the address space ``ulimit -v`` leaves this process, unless the environment
 variable ``TOPOCOLL_MEMORY_LIMIT`` gives one (``64GiB``, ``500MB``, a number of bytes, or
-``none`` for no limit).
+``none`` for no limit). A limit below :data:`MIN_LIMIT` (1 MiB: no job's tables fit in less)
+is refused as a mistake, like one that is not a size.
 
 >>> import os
 >>> os.environ["TOPOCOLL_MEMORY_LIMIT"] = "1GiB"
@@ -22,9 +23,11 @@ import os
 from .errors import ResourceLimitError
 from .units import format_size, parse_size
 
-__all__ = ["memory_limit", "require_memory", "ENV"]
+__all__ = ["memory_limit", "require_memory", "ENV", "MIN_LIMIT"]
 
 ENV = "TOPOCOLL_MEMORY_LIMIT"
+#: The smallest limit ``TOPOCOLL_MEMORY_LIMIT`` may set: 1 MiB.
+MIN_LIMIT = 1 << 20
 _FRACTION = 0.8
 
 
@@ -61,9 +64,14 @@ def memory_limit():
         if text.lower() in ("none", "off", "unlimited"):
             return None
         try:
-            return int(parse_size(text, what=ENV))
+            limit = int(parse_size(text, what=ENV))
         except ValueError as exc:
-            raise ResourceLimitError(f"{ENV}: {exc}") from None
+            raise ResourceLimitError(f"{exc} (a size such as 8GiB, or none)") from None
+        if limit < MIN_LIMIT:
+            raise ResourceLimitError(
+                f"{ENV}={text} is below {format_size(MIN_LIMIT)}, too little for any job (a "
+                f"size such as 8GiB, or none)")
+        return limit
     total = _machine_bytes()
     limit = None if total is None else int(total * _FRACTION)
     room = _address_space_room()

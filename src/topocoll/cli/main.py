@@ -100,6 +100,21 @@ def cli():
     topocoll lint s.xml                                   will the runtime accept it? correct?
     topocoll import s.xml -o s.json                       any MSCCL program as a schedule
     """
+    _check_environment()
+
+
+def _check_environment():
+    """Refuse a bad limit in the environment before any work, whatever the command (a command
+    that never reaches a guarded allocation would otherwise ignore it)."""
+    from ..errors import TopocollError
+    from ..fileio import max_file_bytes
+    from ..limits import memory_limit
+
+    try:
+        memory_limit()
+        max_file_bytes()
+    except TopocollError as exc:
+        raise _Fail(str(exc)) from None
 
 
 def main(argv=None):
