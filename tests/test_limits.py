@@ -104,3 +104,52 @@ def test_the_limit_never_exceeds_what_ulimit_leaves(monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env, timeout=120)
     assert 0 < int(out.stdout) < 3 << 30
+
+
+def _huge_schedule_file(tmp_path, nodes):
+    import json
+
+    from topocoll import generate
+    from topocoll.schedule.io import dumps_schedule
+
+    doc = json.loads(dumps_schedule(generate("ring:4", "allgather")))
+    doc["topology"]["nodes"] = nodes
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("command", ["verify", "evaluate", "simulate", "compare", "export"])
+def test_a_file_declaring_a_billion_nodes_is_refused_with_the_estimate(tmp_path, command):
+    from click.testing import CliRunner
+
+    from topocoll.cli.main import cli
+
+    path = _huge_schedule_file(tmp_path, 10**9)
+    extra = ["-o", str(tmp_path / "x.xml")] if command == "export" else []
+    result = CliRunner().invoke(cli, [command, str(path)] + extra)
+    assert result.exit_code == 2, result.output
+    assert "a topology of 1000000000 nodes needs about" in result.output and ENV in result.output
+    assert not (tmp_path / "x.xml").exists()
+
+
+def test_isolated_nodes_are_counted_without_a_table_per_node(monkeypatch, tmp_path):
+    from topocoll import verify
+
+    monkeypatch.setenv(ENV, "none")
+    report = verify(str(_huge_schedule_file(tmp_path, 10**9)), max_errors=3)
+    assert not report.valid
+    assert report.counts["isolated"] == 10**9 - 4
+    assert [v.node for v in report.errors] == [4, 5, 6]
+
+
+@pytest.mark.parametrize("present, n", [([], 3), ([0, 1, 2], 3), ([1, 2, 5], 8), ([0, 7], 8),
+                                        ([3], 10**12)])
+def test_first_missing_matches_the_set_difference(present, n):
+    import numpy as np
+
+    from topocoll.schedule.verify import _first_missing
+
+    got = _first_missing(np.array(present, dtype=np.int64), n, 4).tolist()
+    want = [i for i in range(min(n, 20)) if i not in present][:4]
+    assert got == want

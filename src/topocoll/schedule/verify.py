@@ -168,6 +168,21 @@ def _batches(shards_sorted, atoms, num_shards, per_atom_bytes):
         s0 = s1
 
 
+def _first_missing(present, n, k):
+    """The first ``k`` of ``0..n-1`` not in the sorted unique array ``present``, in
+    O(len(present) + k) (never an array of ``n``)."""
+    out = []
+    expected = 0
+    for value in present.tolist() + [n]:
+        while expected < value and len(out) < k:
+            out.append(expected)
+            expected += 1
+        if len(out) >= k:
+            break
+        expected = value + 1
+    return np.array(out, dtype=np.int64)
+
+
 def verify(schedule, *, max_errors=10):
     """Check a schedule against its collective; return a :class:`VerifyReport`.
 
@@ -205,13 +220,12 @@ def verify(schedule, *, max_errors=10):
             warnings.append(f"{gaps} of steps 1..{int(used[-1])} carry no transfer")
 
     if n > 1:   # a node no link touches can never take part: say so before any N x N work
-        touched = np.zeros(n, dtype=bool)
-        touched[topo.src] = True
-        touched[topo.dst] = True
-        lonely = np.flatnonzero(~touched)
-        if lonely.size:
+        # (and before any N-sized array: a file may declare a billion nodes and four links)
+        touched = np.unique(np.concatenate([topo.src, topo.dst]))
+        if touched.size < n:
+            lonely = _first_missing(touched, n, max_errors)
             found.add("isolated", np.full(lonely.size, -1), node=lonely,
-                      touched=np.array([int(touched.sum())]))
+                      touched=np.array([touched.size]), count=np.array([n - touched.size]))
             return _report(schedule, found, t, good, None, max_errors, warnings)
 
     atoms = _Atoms(tg, num_shards)
@@ -372,7 +386,7 @@ def _report(schedule, found, t, good, atoms, max_errors, warnings):
     rows = []  # (sort key, kind, transfer, extra index, part)
     for kind, transfers, extra in found.parts:
         if kind == "isolated":
-            counts[kind] = int(extra["node"].size)
+            counts[kind] = int(extra["count"][0])
             for j in range(min(max_errors, extra["node"].size)):
                 rows.append(((0, _ORDER[kind], j), kind, -1, j, extra))
             continue

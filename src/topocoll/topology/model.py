@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ..errors import InputTypeError, TopologyError
+from ..limits import require_memory
 
 __all__ = ["Topology"]
 
@@ -40,6 +41,11 @@ def _float_column(values, count, name, *, positive):
         rule = "positive" if positive else "non-negative"
         raise TopologyError(f"link {bad}: {name} must be finite and {rule}, got {arr[bad]!r}")
     return arr
+
+
+#: Bytes a job keeps per node at least (a handful of int64 and float64 arrays).
+_BYTES_PER_NODE = 64
+_ASK_ABOVE = 1 << 20   # smaller topologies fit any limit worth setting: no need to ask
 
 
 class Topology:
@@ -82,6 +88,10 @@ class Topology:
         num_nodes = int(num_nodes)
         if num_nodes < 1:
             raise TopologyError(f"a topology needs at least 1 node, got {num_nodes}")
+        # every job keeps a few arrays per node (degrees, bandwidth shares, distances): ask
+        # before a file that declares a billion nodes starts them
+        if num_nodes > _ASK_ABOVE:
+            require_memory(_BYTES_PER_NODE * num_nodes, f"a topology of {num_nodes} nodes")
         src = _int_column(src, "src")
         dst = _int_column(dst, "dst")
         if src.shape != dst.shape:
