@@ -12,14 +12,15 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 FLOOR = {
     "errors": 0,
     "units": 1, "defaults": 1, "results": 1, "collectives": 1, "plotting": 1,
-    "fileio": 2, "limits": 2,
-    "topology": 3, "highs": 3,
-    "schedule": 4,
-    "synth": 5, "throughput": 5, "gossip": 5, "interop": 5,
-    "finder": 6, "studies": 6,
-    "runtime": 7,
-    "cli": 8,
-    "__init__": 9,
+    "limits": 2,
+    "fileio": 3,
+    "topology": 4, "highs": 4,
+    "schedule": 5,
+    "synth": 6, "throughput": 6, "gossip": 6, "interop": 6,
+    "finder": 7, "studies": 7,
+    "runtime": 8,
+    "cli": 9,
+    "__init__": 10,
 }
 
 #: modules a room must not use even though their room is below it

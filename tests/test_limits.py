@@ -153,3 +153,18 @@ def test_first_missing_matches_the_set_difference(present, n):
     got = _first_missing(np.array(present, dtype=np.int64), n, 4).tolist()
     want = [i for i in range(min(n, 20)) if i not in present][:4]
     assert got == want
+
+
+def test_reading_asks_the_memory_guard_before_the_parse(monkeypatch, tmp_path):
+    import gzip
+
+    from topocoll.fileio import read_input
+
+    path = tmp_path / "bomb.json.gz"
+    with gzip.open(path, "wb") as fh:        # 8 MiB of content in a few KB
+        fh.write(b'{"meta": "' + b"x" * (8 << 20) + b'"}')
+    monkeypatch.setenv(ENV, "16MiB")         # 8 MiB held four times over does not fit
+    with pytest.raises(ResourceLimitError, match=r"reading and parsing .*bomb.json.gz"):
+        read_input(path, starts=b"{")
+    monkeypatch.setenv(ENV, "64MiB")
+    assert len(read_input(path, starts=b"{")) == (8 << 20) + 12

@@ -48,6 +48,8 @@ import tempfile
 import zlib
 
 from .errors import FileAccessError, ScheduleFormatError
+from .limits import memory_limit, require_memory
+from .units import format_size
 
 __all__ = ["check_output", "open_output", "read_input", "read_text", "parse_json",
            "max_file_bytes",
@@ -63,6 +65,9 @@ _PIECE = 1 << 20
 #: How deep arrays and objects may nest in a JSON file topocoll reads: well beyond any file it
 #: writes, well below the depth at which Python's reader and writer recurse out of stack.
 MAX_JSON_DEPTH = 64
+#: Bytes held while a file is read and parsed, per byte of content (the pieces, their join,
+#: the decoded text and what is parsed from it).
+_READ_FACTOR = 4
 
 
 def max_file_bytes():
@@ -278,6 +283,9 @@ def read_input(path, *, starts=None, what="file"):
     path = _name(path)
     limit = max_file_bytes()
     name = "<stdin>" if path == "-" else path
+    room = memory_limit()
+    if room is not None and room // _READ_FACTOR < limit:
+        limit = _MemoryCap(room // _READ_FACTOR)
     try:
         if path == "-":
             return _read(sys.stdin.buffer, name, limit, starts, what)
@@ -347,7 +355,14 @@ def _check_start(piece, name, starts, what):
     return True
 
 
+class _MemoryCap(int):
+    """A read limit that comes from the memory limit, not from ``TOPOCOLL_MAX_FILE_BYTES``."""
+
+
 def _too_large(name, limit, compressed=False):
+    if isinstance(limit, _MemoryCap):
+        require_memory(_READ_FACTOR * (int(limit) + 1), f"reading and parsing {name} (more "
+                       f"than {format_size(int(limit))} of content)")
     kind = "uncompressed content" if compressed else "file"
     return FileAccessError(f"{name}: {kind} larger than the read limit of {limit} bytes "
                                f"(set {_ENV} to raise it)")
