@@ -59,10 +59,14 @@ def _machine_bytes():
 
 def memory_limit():
     """Bytes a single job may allocate; ``None`` when unlimited (see the module docstring)."""
+    return _limit_and_source()[0]
+
+
+def _limit_and_source():
     text = os.environ.get(ENV, "").strip()
     if text:
         if text.lower() in ("none", "off", "unlimited"):
-            return None
+            return None, None
         try:
             limit = int(parse_size(text, what=ENV))
         except ValueError as exc:
@@ -71,13 +75,14 @@ def memory_limit():
             raise ResourceLimitError(
                 f"{ENV}={text} is below {format_size(MIN_LIMIT)}, too little for any job (a "
                 f"size such as 8GiB, or none)")
-        return limit
+        return limit, f"set by {ENV}"
     total = _machine_bytes()
     limit = None if total is None else int(total * _FRACTION)
+    source = f"{int(_FRACTION * 100)}% of this machine's memory"
     room = _address_space_room()
-    if room is not None:
-        limit = room if limit is None else min(limit, room)
-    return limit
+    if room is not None and (limit is None or room < limit):
+        limit, source = room, "what ulimit -v leaves this process"
+    return limit, source
 
 
 def _address_space_room():
@@ -98,11 +103,9 @@ def _address_space_room():
 def require_memory(nbytes, what):
     """Raise :class:`~topocoll.errors.ResourceLimitError` if ``what`` (about ``nbytes`` bytes)
     would not fit under :func:`memory_limit`."""
-    limit = memory_limit()
+    limit, source = _limit_and_source()
     if limit is None or nbytes <= limit:
         return
-    source = f"set by {ENV}" if os.environ.get(ENV, "").strip() else \
-        f"{int(_FRACTION * 100)}% of this machine's memory"
     suggestion = format_size(1 << int(nbytes * 1.25).bit_length())
     raise ResourceLimitError(
         f"{what} needs about {format_size(nbytes)}, more than the memory limit of "

@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import strongly_connected_digraphs
 from topocoll.errors import NotStronglyConnectedError, UnsupportedError
@@ -179,3 +180,36 @@ def test_cli_reports_the_optimum_and_the_finder_takes_trees(tmp_path):
     import json
 
     assert json.loads(r.stdout)["best"]["evaluation"]["algorithm"] in ("bfb", "trees")
+
+
+def _intervals_by_enumeration(depth, chunks):
+    """Every step of the pipeline, one by one: the definition the closed form must match."""
+    seen = {}
+    for s in range(depth + chunks - 1):
+        key = (max(0, s - chunks + 1), min(depth - 1, s))
+        seen[key] = seen.get(key, 0) + 1
+    return [(lo, hi, m) for (lo, hi), m in sorted(seen.items())]
+
+
+@given(st.integers(1, 40), st.integers(1, 60))
+@settings(max_examples=200, deadline=None)
+def test_step_intervals_closed_form_matches_the_steps(depth, chunks):
+    from topocoll.synth.packing.master import step_intervals
+
+    assert step_intervals(depth, chunks) == _intervals_by_enumeration(depth, chunks)
+
+
+def test_step_intervals_take_no_time_in_the_chunk_count():
+    from topocoll.synth.packing.master import step_intervals
+
+    got = step_intervals(4, 10**12)          # a loop over the chunks would never end
+    assert got[3] == (0, 3, 10**12 - 3) and sum(m for *_, m in got) == 10**12 + 3
+
+
+def test_trees_with_absurd_chunks_are_refused_before_the_work(monkeypatch):
+    from topocoll.errors import ResourceLimitError
+    from topocoll.limits import ENV
+
+    monkeypatch.setenv(ENV, "1GiB")
+    with pytest.raises(ResourceLimitError, match=r"trees schedule of \d+ transfers"):
+        generate("ring:4", "allreduce", "trees", chunks=10**7)

@@ -35,11 +35,16 @@ def step_intervals(depth, chunks):
     """
     if chunks is None:
         return [(0, depth - 1, 1)]
-    seen = {}
-    for s in range(depth + chunks - 1):
-        key = (max(0, s - chunks + 1), min(depth - 1, s))
-        seen[key] = seen.get(key, 0) + 1
-    return [(lo, hi, m) for (lo, hi), m in sorted(seen.items())]
+    # step s covers depths max(0, s - K + 1) .. min(D - 1, s); listed by runs of s in closed
+    # form (O(D) entries, no loop over the K chunks: K may be large)
+    d, k = depth, chunks
+    out = [(0, s, 1) for s in range(min(d, k))]                # filling: 0..s
+    if k > d:
+        out[-1] = (0, d - 1, k - d + 1)                        # full: every depth, K - D + 1 steps
+    else:
+        out += [(s - k + 1, s, 1) for s in range(k, d)]        # a window of K depths slides
+    out += [(s - k + 1, d - 1, 1) for s in range(max(d, k), d + k - 1)]   # draining
+    return sorted(out)
 
 
 class TreeMaster:
