@@ -12,6 +12,7 @@ from topocoll.gossip import (GraphTopology, analyze, consensus_errors, exact_ave
                              gossip_topology, is_column_stochastic, is_doubly_stochastic,
                              is_row_stochastic, period_product, period_rho, rho,
                              rho_table, same_mixing, stochasticity)
+from topocoll.gossip.analysis import MAX_ITERATIONS
 
 J_TOL = 1e-12
 
@@ -223,3 +224,23 @@ def test_rho_table_rows():
         rho_table(["nope"], sizes=(4,))
     quick = rho_table(["ring"], sizes=(8,), exact=False)
     assert quick[0]["exact_average_after"] is None and quick[0]["rho"] > 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: consensus_errors(t, MAX_ITERATIONS + 1),
+    lambda t: exact_average_after(t, 10**9),
+])
+def test_iteration_counts_are_bounded_before_any_work(call):
+    from topocoll.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="at most 1,000,000"):
+        call(gossip_topology("ring", 16))
+
+
+def test_the_iteration_bound_itself_is_allowed(monkeypatch):
+    import topocoll.gossip.analysis as analysis
+
+    monkeypatch.setattr(analysis, "MAX_ITERATIONS", 7)
+    assert consensus_errors(gossip_topology("one-peer-exp", 4), 7).shape == (8,)
+    with pytest.raises(Exception, match="at most 7"):
+        consensus_errors(gossip_topology("one-peer-exp", 4), 8)

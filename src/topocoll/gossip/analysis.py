@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputTypeError, SpecError, TopocollError
+from ..errors import InputTypeError, SpecError, TopocollError, UnsupportedError
 from ..results import Result, Status
 from .model import GossipTopology
 from .registry import GOSSIP_TOPOLOGIES, gossip_topology, resolve_gossip_name
@@ -25,8 +25,11 @@ from .registry import GOSSIP_TOPOLOGIES, gossip_topology, resolve_gossip_name
 __all__ = ["mixing_matrix", "period_product", "is_row_stochastic", "is_column_stochastic",
            "is_doubly_stochastic", "stochasticity", "rho", "period_rho", "exact_average_after",
            "consensus_errors", "analyze", "GossipAnalysis", "rho_table", "same_mixing", "plot_consensus",
-           "DEFAULT_TOL", "EXACT_TOL", "TABLE_SIZES", "TABLE_PARAMS"]
+           "DEFAULT_TOL", "EXACT_TOL", "TABLE_SIZES", "TABLE_PARAMS", "MAX_ITERATIONS"]
 
+#: Most iterations :func:`consensus_errors` runs: a million products with the mixing matrix
+#: (the error of any topology that averages is far below rounding long before).
+MAX_ITERATIONS = 10**6
 #: Tolerance of the stochasticity checks (row and column sums equal to 1).
 DEFAULT_TOL = 1e-9
 #: An error of the product below this counts as the exact mean (rounding only) ...
@@ -151,7 +154,8 @@ def exact_average_after(topology, max_iterations=None, progress=None, *, seed=0)
     """
     t = _topo(topology)
     t.require_dense()
-    limit = max(64, 4 * t.period) if max_iterations is None else int(max_iterations)
+    limit = max(64, 4 * t.period) if max_iterations is None else \
+        _iterations(max_iterations, "max_iterations")
     if t.size == 1:
         return 0
     mats = [t.matrix(k) for k in range(t.period)]
@@ -170,6 +174,16 @@ def exact_average_after(topology, max_iterations=None, progress=None, *, seed=0)
             return None
         before = err
     return None
+
+
+def _iterations(value, name):
+    """A count of iterations checked up front: whole, >= 0, at most :data:`MAX_ITERATIONS`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InputTypeError(f"{name} must be a non-negative integer, got {value!r}")
+    if value > MAX_ITERATIONS:
+        raise UnsupportedError(f"{name} must be at most {MAX_ITERATIONS:,} (each is a "
+                               f"product with the mixing matrix), got {value:,}")
+    return int(value)
 
 
 def consensus_errors(topology, iterations, x0=None, *, seed=None, start=0, relative=True):
@@ -202,9 +216,7 @@ def consensus_errors(topology, iterations, x0=None, *, seed=None, start=0, relat
     (1.0, True)
     """
     t = _topo(topology)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
-            or iterations < 0:
-        raise InputTypeError(f"iterations must be a non-negative integer, got {iterations!r}")
+    iterations = _iterations(iterations, "iterations")
     if x0 is None:
         x = np.random.default_rng(seed).standard_normal(t.size)
     else:
@@ -435,7 +447,7 @@ def plot_consensus(topologies, path, iterations=50, *, seed=0, title=None):
     if not topologies:
         raise SpecError("plot_consensus needs at least one topology")
     fig, ax = new_axes((7, 4.5))
-    steps = np.arange(iterations + 1)
+    steps = np.arange(_iterations(iterations, "iterations") + 1)
     for t in topologies:
         x0 = np.random.default_rng(seed).standard_normal(t.size)
         err = np.maximum(consensus_errors(t, iterations, x0), 1e-16)
