@@ -159,3 +159,24 @@ def test_a_broken_program_is_broken_with_or_without_hints():
         text = text.replace('hasdep="1"', 'hasdep="0"')
         report = lint_msccl(text)
         assert not report.valid and "hasdep" in rules(report)
+
+
+def _good_with(old, new):
+    text = (MSCCL / "lint-good-ring3-allreduce.xml").read_text()
+    assert old in text
+    return parse_msccl(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("loop", ["0", "-3"])
+def test_nchunksperloop_below_one_is_a_sizes_rule(loop):
+    report = lint_msccl(_good_with('nchunksperloop="3"', f'nchunksperloop="{loop}"'))
+    assert rules(report) == {"sizes"}
+    assert f"nchunksperloop={loop} must be at least 1" in report.errors[0].message
+    assert rules(lint_msccl(_good_with('nchunksperloop="3"', 'nchunksperloop="1"'))) == set()
+
+
+def test_a_billion_ranks_are_named_without_a_table_of_them():
+    report = lint_msccl(_good_with('ngpus="3"', 'ngpus="1000000000"'))
+    gpu = [f for f in report.errors if f.rule == "gpu-id"]
+    assert len(gpu) == 1 and "rank(s) 3, 4, 5, 6, 7, 8, 9, 10 ..." in gpu[0].message
+    assert not report.correct

@@ -251,6 +251,10 @@ def _static(program, rules):
     minb, maxb = _int(a, "minBytes"), _int(a, "maxBytes")
     if minb is not None and maxb is not None and (minb < 0 or maxb < minb):
         rules.add("sizes", program, "algo", f"minBytes={minb} and maxBytes={maxb} admit no size")
+    loop = _int(a, "nchunksperloop")
+    if loop is not None and loop < 1:
+        rules.add("sizes", program, "algo", f"nchunksperloop={loop} must be at least 1 (the "
+                  "runtime divides the buffer by it)")
     nch = _int(a, "nchannels")
     if nch is not None and not 1 <= nch <= LIMITS["channels"]:
         rules.add("channels", program, "algo", f"nchannels={nch} must be 1..{LIMITS['channels']}")
@@ -269,7 +273,7 @@ def _static(program, rules):
             elif i in seen:
                 rules.add("gpu-id", g, "gpu", f"rank {i} appears twice")
             seen.add(i)
-        absent = sorted(set(range(ngpus)) - seen)
+        absent = _first_absent(seen, ngpus, 9)   # ngpus may be a billion: no range(ngpus)
         if absent:
             rules.add("gpu-id", program, "algo", f"ngpus={ngpus} but rank(s) "
                       f"{', '.join(map(str, absent[:8]))}{' ...' if len(absent) > 8 else ''} "
@@ -286,6 +290,17 @@ def _static(program, rules):
                       f"rank {src} sends {len(s)} time(s) to rank {dst} on channel {chan} "
                       f"(cnt {[c for c, _ in s][:6]}) but rank {dst} receives {len(r)} time(s) "
                       f"(cnt {[c for c, _ in r][:6]}): sends and receives must match in order")
+
+
+def _first_absent(seen, n, k):
+    """The first ``k`` of ``0..n-1`` not in ``seen``, in at most ``len(seen) + k`` looks
+    (never a set of ``n`` elements)."""
+    out, i = [], 0
+    while i < n and len(out) < k:
+        if i not in seen:
+            out.append(i)
+        i += 1
+    return out
 
 
 def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
