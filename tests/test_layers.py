@@ -11,10 +11,10 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 #: room -> floor; a room may import only from rooms on lower floors (and from itself)
 FLOOR = {
     "errors": 0,
-    "units": 1, "defaults": 1, "results": 1, "collectives": 1, "plotting": 1,
+    "units": 1, "defaults": 1, "results": 1, "collectives": 1,
     "limits": 2,
     "fileio": 3,
-    "topology": 4, "highs": 4,
+    "topology": 4, "highs": 4, "plotting": 4,
     "schedule": 5,
     "synth": 6, "throughput": 6, "gossip": 6, "interop": 6,
     "finder": 7, "studies": 7,

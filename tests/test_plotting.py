@@ -1,5 +1,6 @@
 """topocoll.plotting: the matplotlib helpers every job that draws shares."""
 
+import os
 import sys
 
 import pytest
@@ -100,3 +101,29 @@ def test_timeline_refuses_bad_requests(tmp_path):
     with pytest.raises(UnsupportedError, match="format"):
         plot_timeline(r, tmp_path / "x.nope")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("args", [["compare", "ring:8", "torus:2x4", "--plot", "/dev/full"],
+                                  ["gossip", "info", "ring", "--nodes", "8", "--plot",
+                                   "/dev/full"]])
+def test_a_plot_that_cannot_be_written_is_an_error_not_written(args, tmp_path):
+    from tests.cli.conftest import run_cli
+
+    result = run_cli(args, tmp_path)
+    assert result.returncode == 2, result
+    assert "No space left on device" in result.stderr and "written" not in result.stderr
+
+
+def test_a_failed_plot_keeps_the_old_file(tmp_path, monkeypatch):
+    from topocoll.errors import UnsupportedError
+
+    old = tmp_path / "p.png"
+    old.write_bytes(b"old plot")
+    fig, _ = new_axes((2, 2))
+    monkeypatch.setattr(type(fig), "savefig", lambda *a, **k: (_ for _ in ()).throw(
+        ValueError("broken backend")))
+    with pytest.raises(UnsupportedError, match="broken backend"):
+        save_figure(fig, old)
+    assert old.read_bytes() == b"old plot"
+    assert [p.name for p in tmp_path.iterdir()] == ["p.png"]    # no temporary left behind

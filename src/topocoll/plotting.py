@@ -8,6 +8,7 @@ left alone.
 import os
 
 from .errors import PlotUnavailableError, UnsupportedError
+from .fileio import open_output
 
 __all__ = ["require_matplotlib", "check_plot_target", "new_axes", "new_figure", "save_figure",
            "gantt", "busy_fraction", "busy_heatmap"]
@@ -70,13 +71,25 @@ def save_figure(fig, path, *, dpi=100, format=None, name=None):
     ``path`` may be an open binary file; then ``format`` says which format and ``name`` how
     errors name the file."""
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=dpi, format=format)
-    except ValueError as exc:
-        shown = name if name is not None else os.fspath(path)
-        raise UnsupportedError(f"cannot write the plot {shown!r}: "
-                               f"{str(exc).splitlines()[0]}") from None
+    if hasattr(path, "write"):
+        _savefig(fig, path, dpi, format, name)
+        return path
+    # through open_output, like every other file: a full disk or a failing device is an error,
+    # not "plot written", and a failure keeps the old file
+    shown = os.fspath(path)
+    if format is None:
+        format = os.path.splitext(shown)[1].lstrip(".").lower() or "png"
+    with open_output(shown, compress=False) as fh:
+        _savefig(fig, fh, dpi, format, shown if name is None else name)
     return path
+
+
+def _savefig(fig, fh, dpi, format, name):
+    try:
+        fig.savefig(fh, dpi=dpi, format=format)
+    except ValueError as exc:
+        raise UnsupportedError(f"cannot write the plot {name!r}: "
+                               f"{str(exc).splitlines()[0]}") from None
 
 
 def gantt(ax, row, start, end, value, *, outlined=None, cmap="viridis", vmin=None, vmax=None):
