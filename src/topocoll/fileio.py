@@ -155,6 +155,10 @@ def check_output(path, *, suffixes=None, what="output file"):
         raise FileAccessError(f"{what} name is empty")
     if path == "-":
         return path
+    if path.endswith(("/", os.sep)) and not os.path.isdir(path):
+        # realpath would drop the slash and write a file the user named as a folder
+        raise FileAccessError(f"{path}: names a folder (it ends with '/'), which does not "
+                              "exist; give a file name")
     real = os.path.realpath(path)
     stream = is_special(path)
     try:
