@@ -19,6 +19,7 @@ __all__ = [
     "InputTypeError",
     "ProcessGroupError",
     "PlotUnavailableError",
+    "TorchUnavailableError",
 ]
 
 
@@ -82,3 +83,7 @@ class ProcessGroupError(TopocollError, RuntimeError):
 
 class PlotUnavailableError(UnsupportedError, ImportError):
     """Plotting needs matplotlib, which is not installed."""
+
+
+class TorchUnavailableError(UnsupportedError, ImportError):
+    """Running schedules needs PyTorch, which is not installed."""

@@ -53,3 +53,60 @@ def test_run_under_torchrun(ring3, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)              # only rank 0 prints
     assert doc["correct"] is True and doc["ranks"] == 3
+
+
+def test_a_world_beyond_the_cores_is_started_only_when_asked_for(run, monkeypatch, tmp_path):
+    """The file ``make run`` writes is a 1024-node schedule: ``run`` must not start 1024
+    processes because nobody said --nproc."""
+    assert run("schedule", "torus:4x4", "-c", "allreduce", "-o", "t.json").returncode == 0
+    cores = os.cpu_count() or 1
+    if cores < 16:
+        assert_one_line_error(run("run", "t.json"), "more than this machine's",
+                              "give --nproc 16", code=2)
+    monkeypatch.setenv("TOPOCOLL_MEMORY_LIMIT", "1GiB")
+    result = run("run", "t.json", "--nproc", "16")
+    assert_one_line_error(result, "16 local torch processes needs about 4GiB", code=2)
+
+
+@pytest.mark.parametrize("size, needle", [
+    ("3B", "size 3B is not a whole number of float32 elements"),
+    ("1PiB", "buffers on 3 local ranks needs about"),
+])
+def test_sizes_that_would_be_rounded_or_cannot_fit_are_refused_up_front(run, ring3, size,
+                                                                        needle):
+    assert_one_line_error(run("run", ring3, "--size", size), needle, code=2)
+
+
+def test_sharded_collectives_need_whole_elements_per_shard():
+    from topocoll.errors import UnsupportedError
+    from topocoll.runtime.measure import buffer_elements
+
+    assert buffer_elements("allgather", 3, 48, "float32") == 4
+    assert buffer_elements("reduce_scatter", 3, 48, "float64") == 6
+    assert buffer_elements("allreduce", 3, 6, "float16") == 3
+    for collective, nbytes in (("allgather", 40), ("alltoall", 4), ("allreduce", 2)):
+        with pytest.raises(UnsupportedError, match="use a multiple of"):
+            buffer_elements(collective, 3, nbytes, "float32")
+
+
+def test_without_torch_run_says_how_to_install_it(tmp_path, ring3, monkeypatch):
+    from click.testing import CliRunner
+
+    from topocoll.cli.main import cli
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    result = CliRunner().invoke(cli, ["run", str(ring3)])
+    assert result.exit_code == 2 and "pip install 'topocoll[torch]'" in result.output
+    assert "Traceback" not in result.output and "ModuleNotFoundError" not in result.output
+
+
+def test_a_rank_failure_is_one_line_with_its_reason():
+    from topocoll.cli.run import _first_failure
+
+    report = ("rank 0 raised:\nTraceback (most recent call last):\n  File \"x\", line 1\n"
+              "RuntimeError: out of memory allocating 1PiB\nrank 1 raised (after losing a "
+              "peer):\nConnectionError: peer gone")
+    assert _first_failure(report) == ("rank 0 raised: RuntimeError: out of memory "
+                                      "allocating 1PiB")
+    assert _first_failure("rank 2 died with exit code 9\nrank 0 raised:\nx") == \
+        "rank 2 died with exit code 9"

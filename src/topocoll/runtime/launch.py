@@ -23,9 +23,22 @@ import tempfile
 import time
 import traceback
 
-from ..errors import InputTypeError, ProcessGroupError
+from ..errors import InputTypeError, ProcessGroupError, TorchUnavailableError
 
-__all__ = ["group_info", "single_process_group", "run_local", "report_iteration"]
+__all__ = ["group_info", "single_process_group", "run_local", "report_iteration",
+           "require_torch"]
+
+
+def require_torch():
+    """Import torch or raise :class:`~topocoll.errors.TorchUnavailableError` with the line
+    that installs it (``make run`` installs topocoll without it)."""
+    try:
+        import torch  # noqa: F401
+        import torch.distributed  # noqa: F401
+    except ImportError:
+        raise TorchUnavailableError(
+            "running schedules needs PyTorch, which is not installed; pip install "
+            "'topocoll[torch]' (torch==2.13.0, a CPU build)") from None
 
 #: Seconds run_local keeps listening after the first failure, so that the rank that failed
 #: first (not a neighbour that lost its connection to it) is the one named.
@@ -173,6 +186,7 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         Bad arguments, or ``fn`` or ``args`` cannot be pickled for a ``"spawn"`` or
         ``"forkserver"`` start.
     """
+    require_torch()
     import torch.multiprocessing as mp
 
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:

@@ -23,13 +23,17 @@ import warnings
 
 import numpy as np
 
-from ..units import parse_size
+from ..errors import UnsupportedError
+from ..units import format_size, parse_size
 from .executor import ScheduleCollective
 
-__all__ = ["bus_factor", "measure_schedule", "measure_file", "DTYPES"]
+__all__ = ["bus_factor", "measure_schedule", "measure_file", "buffer_elements", "local_memory",
+           "DTYPES", "DTYPE_BYTES"]
 
+#: Bytes of one element of each type ``topocoll run --dtype`` accepts.
+DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
 #: Element types ``topocoll run --dtype`` accepts.
-DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+DTYPES = tuple(DTYPE_BYTES)
 
 
 def bus_factor(collective, n):
@@ -41,14 +45,40 @@ def bus_factor(collective, n):
     return (n - 1) / n
 
 
-def _numel(collective, n, nbytes, itemsize):
-    """Elements of the input tensor for a buffer of about ``nbytes`` (see the module text)."""
-    total = max(1, int(nbytes) // itemsize)
-    if collective in ("allgather", "gather"):
-        return max(1, total // n)            # the input is one shard
-    if collective in ("reduce_scatter", "scatter", "alltoall"):
-        return max(1, total // n) * n        # the input is N shards
-    return total
+def buffer_elements(collective, n, nbytes, dtype):
+    """Elements of the input tensor for a buffer of ``nbytes`` (the ``S`` of the module text)
+    of ``dtype`` on ``n`` ranks.
+
+    ``nbytes`` must be a whole number of elements, and for the collectives whose buffer is
+    ``n`` shards (allgather, reduce-scatter, scatter, gather, all-to-all) a whole number of
+    elements per shard: a size that would be rounded is refused, not silently changed.
+
+    >>> buffer_elements("allgather", 4, 1024, "float32")      # one shard of 256 bytes
+    64
+    >>> buffer_elements("allreduce", 3, 3, "float32")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.UnsupportedError: size 3B is not a whole number of float32 elements (4 bytes each); use a multiple of 4B, e.g. 4B
+    """
+    itemsize = DTYPE_BYTES[dtype]
+    sharded = collective in ("allgather", "gather", "reduce_scatter", "scatter", "alltoall")
+    unit = itemsize * (n if sharded else 1)
+    nbytes = int(nbytes)
+    if nbytes < unit or nbytes % unit:
+        what = (f"{n} shards of whole {dtype} elements ({itemsize} bytes each)" if sharded
+                else f"a whole number of {dtype} elements ({itemsize} bytes each)")
+        up = max(unit, -(-nbytes // unit) * unit)
+        raise UnsupportedError(f"size {format_size(nbytes)} is not {what}; use a multiple of "
+                               f"{format_size(unit)}, e.g. {format_size(up)}")
+    total = nbytes // itemsize
+    return total // n if collective in ("allgather", "gather") else total
+
+
+def local_memory(collective, n, nbytes):
+    """Bytes that ``n`` local ranks hold for a buffer of ``nbytes``: per rank its input, its
+    output, the check's and the baseline's copies and the engine's staging (about 6 buffers;
+    an allgather's input is one shard of it)."""
+    return 6 * int(nbytes) * n
 
 
 def _data(numel, dtype, rank, seed, device="cpu"):
@@ -155,7 +185,7 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     rank = dist.get_rank(group)
     root = schedule.root
     itemsize = torch.empty(0, dtype=torch_dtype).element_size()
-    numel = _numel(name, n, parse_size(size), itemsize)
+    numel = buffer_elements(name, n, parse_size(size), dtype)
     ours = lambda x: collective(x)   # noqa: E731
     theirs = _torch_collective(name, n, rank, root) if baseline else None
     out = {"collective": name, "algorithm": schedule.algorithm,
@@ -173,7 +203,7 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
         dist.all_reduce(flag)   # correct only if every rank agrees
         out["correct"] = bool(flag.item() == 0)
         out["mismatched_ranks"] = int(flag.item())
-    total_bytes = _numel(name, n, parse_size(size), itemsize) * itemsize
+    total_bytes = numel * itemsize
     if name in ("allgather", "gather"):
         total_bytes *= n
     base = _data(numel, torch_dtype, rank, seed, device)
