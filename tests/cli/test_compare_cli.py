@@ -108,6 +108,26 @@ def test_invalid_schedule_is_listed_and_exit_is_1(run, broken):
     assert "fastest at 1MiB: ring:8 bfb," in r.stdout
 
 
+@pytest.mark.parametrize("content, reason", [
+    ("[1, 2]", "not a schedule or topology file"),
+    ('{"format": "topocoll.schedule", "version": 1}', "collective"),
+    ('{"a": 1, "a": 2}', "appears twice"),
+])
+def test_a_readable_file_that_is_no_schedule_is_listed_invalid_exit_1(run, tmp_path, content,
+                                                                       reason):
+    (tmp_path / "odd.json").write_text(content)
+    r = run("compare", "odd.json", "ring:8", "--size", "1MiB", "--json")
+    assert r.returncode == 1, r
+    doc = r.json()
+    rows = {row["name"]: row for row in doc["rows"]}
+    assert doc["status_name"] == "INVALID" and rows["odd.json"]["verdict"] == "invalid"
+    assert reason in rows["odd.json"]["reason"] and rows["ring:8 bfb"]["verdict"] == "ok"
+
+
+def test_a_file_that_cannot_be_read_is_still_an_error(run):
+    _one_line_error(run("compare", "missing.json", "ring:8"), "missing.json")
+
+
 @pytest.mark.parametrize("args, needles", [
     (["ring:8", "ring:x"], ["ring:x"]),
     (["ring:8", "--plot", "x.nope"], ["plot", "format"]),

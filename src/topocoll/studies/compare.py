@@ -27,7 +27,8 @@ from .. import defaults
 from ..collectives import collective as _collective
 from ..plotting import new_axes, save_figure
 from ..results import Result, Status
-from ..errors import InputTypeError, TopocollError, UnsupportedError
+from ..errors import (FileAccessError, InputTypeError, ResourceLimitError, ScheduleFormatError,
+                      TopocollError, UnsupportedError)
 from ..fileio import is_special, parse_json, read_input
 from ..schedule.cost import evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
@@ -121,12 +122,27 @@ class _Entry:
     label: str | None          # file name shown after the name, for entries read from files
     schedule: Schedule | None = None
     topology: Topology | None = None
+    problem: str | None = None   # a file that was read but is no valid schedule or topology
 
 
 def _read_entry_file(path):
     """An :class:`_Entry` for a schedule or topology file (``-``: standard input; a pipe or
-    device is read like it), told apart by its ``format``; compressed or not."""
+    device is read like it), told apart by its ``format``; compressed or not. A file that can
+    be read but holds no valid schedule or topology becomes an entry with a ``problem`` (listed
+    as invalid, like ``verify`` does); one that cannot be read, or would not fit, raises."""
     label = "stdin" if path == "-" else os.path.basename(path)
+    try:
+        return _read_entry_content(path, label)
+    except (FileAccessError, ResourceLimitError):
+        raise
+    except ScheduleFormatError as exc:
+        text = str(exc)
+        for prefix in (f"{path}: ", f"{label}: "):
+            text = text.removeprefix(prefix)
+        return _Entry(path, label, problem=text)
+
+
+def _read_entry_content(path, label):
     stream = path == "-" or is_special(path)   # read once: no second look at it
     if not stream and path.lower().removesuffix(".gz").endswith(".graphml"):
         return _Entry(path, label, topology=_topology(path))
@@ -312,7 +328,9 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
 
     jobs = []  # (entry, algorithm or None)
     for entry, only in resolved:
-        if entry.schedule is not None:
+        if entry.problem is not None:
+            jobs.append((entry, None))
+        elif entry.schedule is not None:
             if only is not None:
                 raise UnsupportedError(f"{entry.source} is a schedule: it keeps its own "
                                        f"algorithm, {only!r} cannot be asked of it")
@@ -323,7 +341,12 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
     rows = []
     for done, (entry, algorithm) in enumerate(jobs, 1):
         suffix = f" [{entry.label}]" if entry.label else ""
-        if entry.schedule is not None:
+        if entry.problem is not None:
+            rows.append(ComparisonRow(name=entry.label, source=entry.source, topology=None,
+                                      algorithm=None, collective=coll, nodes=None, degree=None,
+                                      verdict="invalid", verified=False, reason=entry.problem,
+                                      **settings))
+        elif entry.schedule is not None:
             s = entry.schedule
             s = s.replace(topology=_fair(s.topology, alpha, node_bandwidth, link_bandwidth))
             rows.append(_row(s, f"{s.topology.name} {s.algorithm}{suffix}", entry.source, sizes,
