@@ -161,3 +161,29 @@ def _buffers(rank, world_size):
 def test_receive_buffers_are_reused_across_calls():
     for same, count, reused in run_local(_buffers, 4, start_method="fork", timeout=60):
         assert same and count == 2 and reused
+
+
+# -- Ctrl-C in the parent --------------------------------------------------------------------------
+
+def _sleeps(rank, world_size, pid_folder):
+    open(os.path.join(pid_folder, str(os.getpid())), "w").close()
+    time.sleep(600)
+
+
+def test_an_interrupt_in_the_parent_leaves_no_rank_behind(tmp_path):
+    """Ctrl-C reaches the parent while every rank is busy: run_local raises it at once and
+    kills every rank (it used to wait 5 s per rank first)."""
+    import signal
+    import threading
+
+    def interrupt():
+        while len(os.listdir(tmp_path)) < 4:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_local(_sleeps, 4, (str(tmp_path),), start_method="fork", timeout=300)
+    for name in os.listdir(tmp_path):
+        with pytest.raises(ProcessLookupError):   # every rank is gone, none orphaned
+            os.kill(int(name), 0)

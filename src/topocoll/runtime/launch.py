@@ -210,6 +210,7 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     deadline = time.monotonic() + timeout
     settle = None            # when to stop listening once something failed
     timed_out = False
+    finished = False         # False on the way out of an interrupt (Ctrl-C) or an error
     try:
         for p in procs:
             p.start()
@@ -240,9 +241,14 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
                 failures[rank] = value
                 if settle is None:
                     settle = time.monotonic() + _GRACE
+        finished = True
     finally:
+        # one wait for all the processes, not one per process: after Ctrl-C (or any failure)
+        # 16 ranks must not take 16 x 5 s to go
+        calm = finished and not (failures or dead or timed_out)
+        until = time.monotonic() + (5.0 if calm else 0.5)
         for p in procs:
-            p.join(timeout=5.0 if not (failures or dead or timed_out) else 0.5)
+            p.join(timeout=max(0.0, until - time.monotonic()))
         for p in procs:
             if p.is_alive():
                 p.kill()
