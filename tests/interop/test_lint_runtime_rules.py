@@ -180,3 +180,33 @@ def test_a_billion_ranks_are_named_without_a_table_of_them():
     gpu = [f for f in report.errors if f.rule == "gpu-id"]
     assert len(gpu) == 1 and "rank(s) 3, 4, 5, 6, 7, 8, 9, 10 ..." in gpu[0].message
     assert not report.correct
+
+
+def test_max_bytes_zero_means_no_upper_limit():
+    text = 'minBytes="0" maxBytes="9223372036854775807"'
+    assert rules(lint_msccl(_good_with(text, 'minBytes="1024" maxBytes="0"'))) == set()
+    assert rules(lint_msccl(_good_with(text, 'minBytes="1024" maxBytes="512"'))) == {"sizes"}
+
+
+@pytest.mark.parametrize("length, broken", [(254, False), (255, True)])
+def test_attribute_names_stop_one_short_of_the_parsers_buffer(length, broken):
+    name = "x" * length
+    report = lint_msccl(_good_with('<algo name=', f'<algo {name}="1" name='))
+    assert ("length" in rules(report)) is broken
+
+
+@pytest.mark.parametrize("extra, broken", [(0, False), (1, True)])
+def test_a_ranks_elements_stop_one_short_of_max_nodes(extra, broken):
+    """4095 elements parse; the 4096th fills the table and the parser stops."""
+    program = read_msccl(GOOD)
+    gpu = program.gpus[0]
+    used = 1 + len(program.gpus) + len(gpu.blocks) + sum(len(tb.steps) for tb in gpu.blocks)
+    nops = LIMITS["nodes"] - 1 - used + extra
+    text = GOOD.read_text()
+    first_tb_end = text.index("</tb>")
+    count = text[:first_tb_end].count("<step ")
+    pad = "".join(f'      <step s="{count + i}" type="nop" srcbuf="i" srcoff="-1" '
+                  f'dstbuf="i" dstoff="-1" cnt="0" depid="-1" deps="-1" hasdep="0"/>\n'
+                  for i in range(nops))
+    report = lint_msccl(parse_msccl(text[:first_tb_end] + pad + text[first_tb_end:]))
+    assert ("size" in rules(report)) is broken

@@ -213,9 +213,10 @@ def _static(program, rules):
                 if v is not None and not _DECIMAL.match(v):
                     rules.add("integer", el, tag, f"{k}={v!r} is not a plain decimal integer")
             for k, v in el.attrs.items():
-                if len(k) > 255 or len(str(v)) > 255:
-                    rules.add("length", el, tag, f"{k}: names and values are at most 255 "
-                                                 "characters")
+                # the parser refuses a name once a character lands at index MAX_STR_LEN - 1
+                if len(k) > 254 or len(str(v)) > 255:
+                    rules.add("length", el, tag, f"{k[:40]}: names are at most 254 characters, "
+                                                 "values at most 255")
             if len(el.attrs) > 16:
                 rules.add("attributes", el, tag, f"{len(el.attrs)} attributes; the runtime "
                                                  "reads at most 16")
@@ -249,7 +250,9 @@ def _static(program, rules):
         if a.get(k) not in (None, "0", "1"):
             rules.add("flag", program, "algo", f"{k} must be 0 or 1")
     minb, maxb = _int(a, "minBytes"), _int(a, "maxBytes")
-    if minb is not None and maxb is not None and (minb < 0 or maxb < minb):
+    # maxBytes="0" means no upper limit in the runtime (msccl_lifecycle.cc)
+    if minb is not None and maxb is not None and (minb < 0 or maxb < 0
+                                                  or (maxb != 0 and maxb < minb)):
         rules.add("sizes", program, "algo", f"minBytes={minb} and maxBytes={maxb} admit no size")
     loop = _int(a, "nchunksperloop")
     if loop is not None and loop < 1:
@@ -311,9 +314,11 @@ def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
     if len(g.blocks) > LIMITS["subs"]:
         rules.add("size", g, "gpu", f"{len(g.blocks)} thread blocks; at most {LIMITS['subs']}")
     elements = 1 + len(program.gpus) + len(g.blocks) + sum(len(tb.steps) for tb in g.blocks)
-    if elements > LIMITS["nodes"]:
+    # the parser checks for a full table before every read, closing tags too: one index
+    # short of MAX_NODES is the most a rank's part may use
+    if elements >= LIMITS["nodes"]:
         rules.add("size", g, "gpu", f"rank {rank}'s part of the file has {elements} elements; the "
-                                    f"runtime's parser holds {LIMITS['nodes']}")
+                                    f"runtime's parser holds {LIMITS['nodes'] - 1}")
     bids = [_int(tb.attrs, "id") for tb in g.blocks]
     valid_bids = {b for b in bids if b is not None}
     if sorted(valid_bids) != list(range(len(valid_bids))) or len(valid_bids) != len(bids):
