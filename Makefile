@@ -11,7 +11,7 @@ ALPHA          ?= 10us
 SIZE           ?= 1MiB
 OUT            ?= out
 
-.PHONY: run test bench clean
+.PHONY: run test test-quick bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,16 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
 run: $(VENV)/.installed
 	$(BIN)/topocoll find --nodes $(NODES) --degree $(DEGREE) --node-bandwidth $(NODE_BANDWIDTH) \
 		--alpha $(ALPHA) --size $(SIZE) -o $(OUT) --compress
+	@echo "topocoll is in $(BIN); to type plain 'topocoll' in this shell, run:" >&2
+	@echo "    source $(BIN)/activate     # or: export PATH=\"$(abspath $(BIN)):\$$PATH\"" >&2
 
+# The whole suite (what CI runs).
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
+
+# A first look: the suite without the tests marked slow (pyproject.toml, tests/conftest.py).
+test-quick: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -m "not slow"
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet -e '.[plot,torch]'

@@ -36,7 +36,7 @@ def run_case(spec, collective, symmetry, workers):
 
     import topocoll as tc
 
-    topo = tc.topology(spec)
+    topo = tc.build_topology(spec)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "s.json")
         t0 = time.perf_counter()

@@ -26,3 +26,73 @@ def _never_replace_a_device(monkeypatch):
             raise AssertionError(f"a test tried to replace the device {dst}")
         return real(src, dst, *args, **kwargs)
     monkeypatch.setattr(os, "replace", guarded)
+
+
+# --- the slow tests: `make test-quick` (pytest -m "not slow") leaves them out ---------------
+# Chosen by measurement (pytest --durations, 2 shared cores): the tests of 3 s or more, mostly
+# torch.distributed runs that start processes, hypothesis sweeps, and large finder, LP, ILP and
+# synthesis runs; together about two thirds of the suite's time. A module name marks the whole
+# module, module::function every case of that function, module::function[id] one case.
+# `make test` (and CI) still runs everything. tests/cli/test_vocabulary.py fails on a name here that no longer exists.
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+_TESTS = Path(__file__).resolve().parent
+
+SLOW = (
+    # torch.distributed: every test starts ranks (processes re-importing torch)
+    "cli/test_run_cli.py",
+    "cli/test_run_xml.py",
+    "cli/test_files.py::test_run_reads_a_schedule_on_standard_input",
+    "runtime/test_failures.py::test_a_rank_that_hangs_is_named_with_its_iteration",
+    "runtime/test_gossip_runtime.py::test_run_local_spawns_by_default",
+    "runtime/test_executor.py::test_a_peer_that_never_sends_is_named_with_the_step",
+    "runtime/test_executor.py::test_a_rank_that_never_builds_the_collective_is_reported",
+    # the `$ topocoll` lines of the README and the guides that run torch or big LPs
+    "test_readme.py::test_cli_examples[README.md]",
+    "test_readme.py::test_cli_examples[runtime.md]",
+    "test_readme.py::test_cli_examples[interop.md]",
+    "test_readme.py::test_cli_examples[alltoall.md]",
+    # hypothesis sweeps and exact optima
+    "schedule/test_bound_theorems.py::test_bounds_below_the_ten_ilp_optimum",
+    "schedule/test_bound_theorems.py::test_bounds_hold_for_every_generated_schedule",
+    "schedule/test_linkmodel.py::test_rules_hold_for_synthesized_schedules",
+    "synth/ten/test_synthesis.py::test_every_collective_verifies_on_random_networks",
+    "synth/ten/test_ten_hetero.py::test_chunk_bound_is_a_bound_on_random_speeds",
+    "interop/test_bounded_buffers.py::test_random_exports_complete_under_capacity",
+    # large finder and LP runs
+    "finder/test_search.py::test_products_are_bandwidth_optimal_and_named_as_tori",
+    "throughput/test_balance.py::test_the_probe_rules_out_graphs_below_the_bound",
+    "throughput/test_balance.py::test_throughput_tries_the_balance_first_and_falls_back",
+    "throughput/test_certificates.py::test_dual_bound_closed_form_and_primal"
+    "[torus:4x4x4-0.03125-path]",
+)
+
+
+def _slow_entries(strict=False):
+    """:data:`SLOW` as (path, function or ''); ``strict``: raise on a name that does not exist
+    (a test does; collection does not, so that a renamed test costs its mark, not the run)."""
+    entries = []
+    for entry in SLOW:
+        path, _, name = entry.partition("::")
+        source = _TESTS / path
+        function = name.partition("[")[0]
+        if strict and (not source.is_file() or (name and not re.search(
+                rf"^def {re.escape(function)}\(", source.read_text(), re.M))):
+            raise pytest.UsageError(f"tests/conftest.py: SLOW names {entry}, which does not "
+                                    "exist")
+        entries.append((path, name))
+    return entries
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests :data:`SLOW` names ``slow`` (registered in pyproject.toml)."""
+    entries = _slow_entries()
+    for item in items:
+        try:
+            path = item.path.resolve().relative_to(_TESTS).as_posix()
+        except ValueError:   # a doctest under src/
+            continue
+        function = getattr(item, "originalname", None) or item.name
+        if any(path == p and n in ("", function, item.name) for p, n in entries):
+            item.add_marker(pytest.mark.slow)

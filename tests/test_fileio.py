@@ -84,7 +84,7 @@ def test_gzip_round_trip_for_schedules_and_topologies(tmp_path, schedule):
         schedule.transfers.tolist()
     (tmp_path / "renamed.json").write_bytes(raw)          # gzip is told by content, not name
     assert tc.verify(tmp_path / "renamed.json").valid
-    topo = tc.topology("torus:3x3")
+    topo = tc.build_topology("torus:3x3")
     for name in ("t.json.gz", "t.graphml.gz"):
         tc.save_topology(topo, tmp_path / name)
         again = tc.load_topology(tmp_path / name)
@@ -169,7 +169,7 @@ def test_verify_and_info_read_standard_input(tmp_path, schedule, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     code, out, err = run_in_process(["verify", "-"], tmp_path)
     assert code == 0 and out.startswith("valid"), err
-    tc.save_topology(tc.topology("torus:3x3"), tmp_path / "t.json")
+    tc.save_topology(tc.build_topology("torus:3x3"), tmp_path / "t.json")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((tmp_path / "t.json")
                                                                   .read_bytes())))
     code, out, err = run_in_process(["info", "-", "--json"], tmp_path)
@@ -186,7 +186,7 @@ def test_compare_tells_schedules_from_topologies_on_stdin_and_in_gzip(tmp_path, 
     tc.save_schedule(schedule, tmp_path / "s.json.gz")
     rows = compare([str(tmp_path / "s.json.gz")], sizes=["1MiB"]).rows
     assert rows[0].algorithm == schedule.algorithm and rows[0].verdict == "ok"
-    tc.save_topology(tc.topology("ring:5"), tmp_path / "t.json")
+    tc.save_topology(tc.build_topology("ring:5"), tmp_path / "t.json")
     for path, kind in ((tmp_path / "s.json.gz", "schedule"), (tmp_path / "t.json", "topology")):
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
         code, out, err = run_in_process(["compare", "-", "--json"], tmp_path)
@@ -194,3 +194,11 @@ def test_compare_tells_schedules_from_topologies_on_stdin_and_in_gzip(tmp_path, 
         doc = json.loads(out)
         nodes = {row["nodes"] for row in doc["rows"]}
         assert nodes == ({4} if kind == "schedule" else {5})
+
+
+def test_a_name_ending_in_a_slash_is_a_folder_not_a_file(tmp_path):
+    with pytest.raises(FileAccessError, match="names a folder"):
+        check_output(str(tmp_path / "new.json") + "/")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(FileAccessError, match="is a directory"):
+        check_output(str(tmp_path) + "/")

@@ -16,11 +16,12 @@ FLOOR = {
     "fileio": 3,
     "topology": 4, "highs": 4, "plotting": 4,
     "schedule": 5,
-    "synth": 6, "throughput": 6, "gossip": 6, "interop": 6,
-    "finder": 7, "studies": 7,
-    "runtime": 8,
-    "cli": 9,
-    "__init__": 10,
+    "throughput": 6,
+    "synth": 7, "gossip": 7, "interop": 7,
+    "finder": 8, "studies": 8,
+    "runtime": 9,
+    "cli": 10,
+    "__init__": 11,
 }
 
 #: modules a room must not use even though their room is below it

@@ -53,41 +53,11 @@ def test_the_refusal_says_the_estimate_the_limit_and_the_override(monkeypatch):
     require_memory(1 << 60, "anything")                          # no limit
 
 
-@pytest.mark.parametrize("name", ["exponential-graph", "ring-graph", "star-graph",
-                                  "one-peer-exponential-graph"])
-def test_dense_gossip_matrices_are_refused_before_they_are_made(monkeypatch, name):
-    monkeypatch.setenv(ENV, "8MiB")                 # 1000 ranks: 8 MB per dense matrix
-    with pytest.raises(ResourceLimitError, match=r"graph on 1000 ranks .*dense 1000x1000"):
-        gossip_topology(name, 1000)
-    assert gossip_topology(name, 64).size == 64
-
-
-@pytest.mark.parametrize("name", ["ring", "one-peer-exp", "complete"])
-def test_group_topologies_are_built_and_refused_only_when_analysed(monkeypatch, name):
-    monkeypatch.setenv(ENV, "8MiB")
-    t = gossip_topology(name, 1000)                 # groups only: no matrix yet
-    assert t.groups(0)
-    with pytest.raises(ResourceLimitError, match=f"{name} on 1000 ranks"):
-        analyze(t)
-
-
 @pytest.mark.parametrize("name", ["ring", "one-peer-exp", "complete"])
 def test_group_topologies_too_large_to_list_are_refused_before_building(name):
     with pytest.raises(ResourceLimitError, match=f"{name} on {10**12} ranks .*iterations of "
                                                  "groups"):
         gossip_topology(name, 10**12)
-
-
-def test_every_dense_analysis_asks_before_allocating(monkeypatch):
-    from topocoll.gossip.analysis import consensus_errors, exact_average_after, period_product
-
-    t = gossip_topology("one-peer-exp", 1000)
-    monkeypatch.setenv(ENV, "8MiB")
-    for job in (period_product, exact_average_after, analyze):
-        with pytest.raises(ResourceLimitError, match="one-peer-exp on 1000 ranks"):
-            job(t)
-    with pytest.raises(ResourceLimitError):
-        consensus_errors(t, 3)
 
 
 def test_the_limit_never_exceeds_what_ulimit_leaves(monkeypatch):
@@ -168,3 +138,47 @@ def test_reading_asks_the_memory_guard_before_the_parse(monkeypatch, tmp_path):
         read_input(path, starts=b"{")
     monkeypatch.setenv(ENV, "64MiB")
     assert len(read_input(path, starts=b"{")) == (8 << 20) + 12
+
+
+@pytest.mark.parametrize("name", ["exponential-graph", "ring-graph", "star-graph",
+                                  "one-peer-exponential-graph", "mesh-graph"])
+def test_sparse_gossip_graphs_need_no_dense_matrix(monkeypatch, name):
+    monkeypatch.setenv(ENV, "8MiB")                 # 1000 ranks: 8 MB per dense matrix
+    t = gossip_topology(name, 1000)                 # built sparse
+    with pytest.raises(ResourceLimitError, match=r"graph on 1000 ranks .*dense 1000x1000"):
+        t.matrix(0)                                 # the dense form still asks first
+    assert analyze(t).success                       # the analysis does not need it
+
+
+def test_dense_gossip_matrices_are_refused_before_they_are_made(monkeypatch):
+    monkeypatch.setenv(ENV, "8MiB")
+    with pytest.raises(ResourceLimitError,
+                       match=r"fully-connected-graph on 1000 ranks .*dense 1000x1000"):
+        gossip_topology("fully-connected-graph", 1000)
+    assert gossip_topology("fully-connected-graph", 64).size == 64
+
+
+@pytest.mark.parametrize("name", ["ring", "one-peer-exp", "complete"])
+def test_group_topologies_are_built_and_analysed_sparse(monkeypatch, name):
+    monkeypatch.setenv(ENV, "8MiB")
+    t = gossip_topology(name, 1000)                 # groups only: no matrix yet
+    assert t.groups(0)
+    if name == "complete":                          # one group of n ranks: n^2 weights
+        with pytest.raises(ResourceLimitError, match="complete on 1000 ranks .*non-zero"):
+            analyze(t)
+    else:
+        assert analyze(t).success
+
+
+def test_every_dense_analysis_asks_before_allocating(monkeypatch):
+    from topocoll.gossip.analysis import (consensus_errors, exact_average_after,
+                                          period_product, period_rho)
+
+    t = gossip_topology("one-peer-exp", 1000)
+    monkeypatch.setenv(ENV, "8MiB")
+    for job in (period_product, lambda t: period_rho(t, method="dense"),
+                lambda t: analyze(t, method="dense"), lambda t: t.matrix(0)):
+        with pytest.raises(ResourceLimitError, match="one-peer-exp on 1000 ranks"):
+            job(t)
+    assert exact_average_after(t) is None           # sparse products: they fit
+    assert consensus_errors(t, 3).shape == (4,)

@@ -3,6 +3,9 @@
 Design a topology, generate a schedule for a collective, verify it independently, price it.
 
 >>> import topocoll as tc
+>>> t = tc.build_topology("torus:4x4")            # a spec string; the subpackage is tc.topology
+>>> t.num_nodes, isinstance(t, tc.topology.Topology)
+(16, True)
 >>> schedule = tc.generate("torus:4x4", "allreduce", "bfb")
 >>> tc.verify(schedule).valid
 True
@@ -20,10 +23,11 @@ gossip topologies (the torch runtime is :mod:`topocoll.runtime`):
 0.25
 >>> tc.analyze_gossip(tc.gossip_topology("one-peer-exp", 8)).exact_average_after
 3
-"""
 
-import sys
-import types
+Searches: :func:`find` (which topology and schedule for N nodes of degree d),
+:func:`compare` (schedules side by side) and :func:`rewire` (swaps that raise all-to-all
+throughput) load the finder, the studies and the LPs when first used.
+"""
 
 __version__ = "0.1.0"
 
@@ -43,12 +47,19 @@ _MODULES = {
     ".schedule.timeline": ["plot_timeline"],
     ".studies.training": ["simulate_iteration"],
     ".studies.models": ["model_profile"],
+    ".studies.compare": ["compare"],
+    ".finder.core": ["find"],
+    ".throughput.rewire": ["rewire"],
 }
-_RENAMED = {"topology": (".topology.registry", "topology"),
+# Public names that differ from the name in their module. ``topocoll.topology`` is the
+# subpackage (``import topocoll.topology as tt`` gives the module, with ``tt.Topology``); the
+# function that builds a topology from a spec is ``build_topology`` here and
+# ``topocoll.topology.topology`` there (docs/architecture.md, "The front door").
+_RENAMED = {"build_topology": (".topology.registry", "topology"),
             "alltoall_throughput": (".throughput", "throughput"),
             "analyze_gossip": (".gossip", "analyze"),
             "gossip_topology": (".gossip", "gossip_topology")}
-_SUBMODULES = ("errors", "units", "defaults", "results")
+_SUBMODULES = ("errors", "units", "defaults", "results", "topology")
 _EXPORTS = {name: (module, name) for module, names in _MODULES.items() for name in names}
 _EXPORTS.update(_RENAMED)
 _EXPORTS.update({name: (f".{name}", None) for name in _SUBMODULES})
@@ -66,28 +77,9 @@ def __getattr__(name):
     value = importlib.import_module(module, __name__)
     if attr is not None:
         value = getattr(value, attr)
-    if name != "topology":             # see _Package
-        globals()[name] = value        # the next access is a plain attribute
+    globals()[name] = value            # the next access is a plain attribute
     return value
 
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """``topocoll.topology`` names both a subpackage and the function that builds topologies;
-    the function wins. Without this the import system would bind the subpackage here the first
-    time it is imported, after any binding made by ``__getattr__``."""
-
-    @property
-    def topology(self):
-        return __getattr__("topology")
-
-    @topology.setter
-    def topology(self, value):
-        if not isinstance(value, types.ModuleType):
-            raise AttributeError("topocoll.topology is the function that builds topologies")
-
-
-sys.modules[__name__].__class__ = _Package

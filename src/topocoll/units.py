@@ -1,4 +1,5 @@
-"""Quantities with units: ``"10us"``, ``"100Gbps"``, ``"25GB/s"``, ``"4MiB"`` to SI floats.
+"""Quantities with units: ``"10us"``, ``"100Gbps"``, ``"25GB/s"``, ``"4MiB"`` to SI floats;
+and counts: :func:`whole_number`, the one check of an integer argument.
 
 One parser for the CLI and the API. Plain numbers are already SI: seconds, bytes/s, bytes.
 
@@ -12,15 +13,22 @@ One parser for the CLI and the API. Plain numbers are already SI: seconds, bytes
 4194304.0
 >>> parse_size(1e6)
 1000000.0
+>>> whole_number(3, "m")
+3
+>>> whole_number(0, "m")
+Traceback (most recent call last):
+...
+topocoll.errors.UnsupportedError: m must be >= 1, got 0
 """
 
 import math
+import operator
 import re
 
-from .errors import UnitError
+from .errors import InputTypeError, UnitError, UnsupportedError
 
 __all__ = ["parse_time", "parse_bandwidth", "parse_size", "format_time", "format_size",
-           "format_bandwidth"]
+           "format_bandwidth", "whole_number"]
 
 _NUMBER = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
 _PATTERN = re.compile(r"^\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*$")
@@ -120,3 +128,21 @@ def format_bandwidth(bytes_per_s):
     """``12.5e9`` -> ``"100Gbps"``."""
     return _format(bytes_per_s * 8, [("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0)],
                    "bps")
+
+
+def whole_number(value, what, least=1):
+    """``value`` as an ``int`` if it is an integer (``int`` or numpy's, not a bool) of at least
+    ``least``. Anything else raises, naming ``what``: :class:`~topocoll.errors.InputTypeError`
+    (``what must be an integer``) for another kind of value, such as ``2.5`` or ``"3"``, and
+    :class:`~topocoll.errors.UnsupportedError` (``what must be >= least``) for a smaller one.
+    Option parsers that take digit strings from the command line convert them first
+    (:func:`topocoll.synth.options.int_option`)."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
+        raise InputTypeError(f"{what} must be an integer, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise InputTypeError(f"{what} must be an integer, got {value!r}") from None
+    if number < least:
+        raise UnsupportedError(f"{what} must be >= {least}, got {number}")
+    return number

@@ -59,7 +59,9 @@ def test_topologies_table_lists_every_family(run):
 def test_topologies_json(run):
     r = run("topologies", "--json")
     assert r.returncode == 0, r
-    rows = r.json()
+    doc = r.json()
+    assert doc["success"] is True and doc["status"] == 0, doc
+    rows = doc["families"]
     assert isinstance(rows, list)
     names = [row["name"] for row in rows]
     assert set(FAMILIES) <= set(names), names
@@ -71,6 +73,7 @@ def test_info_torus_json(run):
     r = run("info", "torus:4x6", "--json")
     assert r.returncode == 0, r
     facts = r.json()
+    assert facts["success"] is True and facts["status_name"] == "SUCCESS", facts
     assert facts["nodes"] == 24
     assert facts["diameter"] == 5
     assert facts["strongly_connected"] is True
@@ -80,7 +83,7 @@ def test_info_torus_json(run):
 
 def test_info_genkautz_reports_dropped_self_loops(run):
     spec = "genkautz:50,3"
-    expected = topocoll.topology(spec).meta.get("dropped_self_loops", 0)
+    expected = topocoll.build_topology(spec).meta.get("dropped_self_loops", 0)
     assert expected > 0, "pick an (n, d) whose Imase-Itoh digraph has self-loops"
     r = run("info", spec, "--json")
     assert r.returncode == 0, r
@@ -112,9 +115,13 @@ def test_verify_valid_schedule(run, ring8_schedule):
 def test_evaluate_json_default(run, ring8_schedule):
     r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--json")
     assert r.returncode == 0, r
-    e = r.json()
-    assert isinstance(e, dict), e
+    doc = r.json()
+    assert isinstance(doc, dict) and doc["success"] is True, doc
+    assert len(doc["sizes"]) == 1 and doc["file"] == ring8_schedule.name, doc
+    e = doc["sizes"][0]
     assert EVALUATE_KEYS <= set(e), EVALUATE_KEYS - set(e)
+    assert {k: doc[k] for k in ("collective", "nodes", "steps", "T_L", "diameter")} == \
+        {k: e[k] for k in ("collective", "nodes", "steps", "T_L", "diameter")}
     assert e["collective"] == "allgather"
     assert e["nodes"] == 8
     assert e["steps"] == 4
@@ -128,18 +135,20 @@ def test_evaluate_alpha_and_link_bandwidth(run, ring8_schedule):
     r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--alpha", "10us",
             "--link-bandwidth", "100Gbps", "--json")
     assert r.returncode == 0, r
-    e = r.json()
+    e = r.json()["sizes"][0]
     assert e["T_L"] == pytest.approx(e["steps"] * 1e-5, rel=1e-9)
     assert e["T_B"] == pytest.approx((7 / 8) * MIB / (2 * 12.5e9), rel=1e-9)
     assert e["time"] == pytest.approx(e["T_L"] + e["T_B"], rel=1e-9)
 
 
-def test_evaluate_multiple_sizes_gives_list(run, ring8_schedule):
+def test_evaluate_multiple_sizes_gives_one_entry_each(run, ring8_schedule):
     # non-default alpha and bandwidth, so flags that were silently ignored would show
     r = run("evaluate", ring8_schedule.name, "--size", "1MiB", "--size", "4MiB",
             "--alpha", "3us", "--link-bandwidth", "25Gbps", "--json")
     assert r.returncode == 0, r
-    results = r.json()
+    doc = r.json()
+    assert isinstance(doc, dict) and doc["status"] == 0, doc
+    results = doc["sizes"]
     assert isinstance(results, list) and len(results) == 2, results
     for e, m in zip(results, (MIB, 4 * MIB)):
         assert EVALUATE_KEYS <= set(e), EVALUATE_KEYS - set(e)
@@ -202,6 +211,7 @@ def test_verify_json_on_invalid_example(run, examples_dir):
     assert r.returncode == 1, r
     report = r.json()
     assert report["valid"] is False
+    assert report["success"] is False and report["status_name"] == "INVALID", report
     assert isinstance(report["error_count"], int) and report["error_count"] > 0
     assert report["counts"].get("causality", 0) >= 1, report
     assert any(e["kind"] == "causality" for e in report["errors"]), report
@@ -234,6 +244,7 @@ def assert_format_invalid(run, name, *needles):
     assert doc.returncode == 1, doc
     report = doc.json()
     assert report["valid"] is False and report["counts"] == {"format": 1}
+    assert report["status_name"] == "INVALID" and report["message"].startswith("invalid: ")
     assert report["errors"][0]["kind"] == "format"
     for needle in needles:
         assert re.search(needle, report["errors"][0]["message"]), doc

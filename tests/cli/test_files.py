@@ -184,8 +184,8 @@ def test_an_empty_plot_name_is_an_error_not_no_plot(run, command):
 # ------------------------------------------------------------------ '-' and pipes as inputs
 @pytest.mark.parametrize("args, steps", [
     (["verify", "-", "--json"], lambda doc: doc["steps"]),
-    (["evaluate", "-", "--json"], lambda doc: doc["steps"]),
-    (["simulate", "-", "--json"], lambda doc: doc["steps"]),
+    (["evaluate", "-", "--json"], lambda doc: doc["sizes"][0]["steps"]),
+    (["simulate", "-", "--json"], lambda doc: doc["schedules"][0]["steps"]),
     (["compare", "-", "--json"], lambda doc: doc["rows"][0]["steps"]),
     (["verify", "/dev/stdin", "--json"], lambda doc: doc["steps"]),
     (["compare", "/dev/stdin", "--json"], lambda doc: doc["rows"][0]["steps"])],
@@ -203,7 +203,8 @@ def test_schedule_inputs_read_standard_input(run, schedule_json, args, steps):
     (["synth", "-", "-c", "allgather", "-o", "-"], lambda doc: doc["topology"]["nodes"]),
     (["alltoall", "-", "--json"], lambda doc: doc["nodes"]),
     (["rewire", "-", "--max-swaps", "1", "-o", "-"], lambda doc: doc["nodes"]),
-    (["gossip", "cost", "ring", "--network", "-", "--json"], lambda doc: doc["network_nodes"])],
+    (["gossip", "cost", "ring", "--network", "-", "--json"],
+     lambda doc: doc["topologies"][0]["network_nodes"])],
     ids=["info", "info-devstdin", "schedule", "synth", "alltoall", "rewire", "gossip"])
 def test_topology_inputs_read_standard_input(run, topology_json, args, nodes):
     result = run(*args, stdin=topology_json)

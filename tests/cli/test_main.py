@@ -54,7 +54,7 @@ def test_start_up_loads_nothing_heavy(code):
 
 
 def test_the_probe_sees_a_heavy_import():
-    assert "numpy" in _heavy_modules("import topocoll; topocoll.topology('ring:4')")
+    assert "numpy" in _heavy_modules("import topocoll; topocoll.build_topology('ring:4')")
 
 
 def _heavy_modules(code):

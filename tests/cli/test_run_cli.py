@@ -69,7 +69,7 @@ def test_a_world_beyond_the_cores_is_started_only_when_asked_for(run, monkeypatc
 
 
 @pytest.mark.parametrize("size, needle", [
-    ("3B", "size 3B is not a whole number of float32 elements"),
+    ("3B", "size 3B is less than one float32 element"),
     ("1PiB", "buffers on 3 local ranks needs about"),
 ])
 def test_sizes_that_would_be_rounded_or_cannot_fit_are_refused_up_front(run, ring3, size,
@@ -77,15 +77,18 @@ def test_sizes_that_would_be_rounded_or_cannot_fit_are_refused_up_front(run, rin
     assert_one_line_error(run("run", ring3, "--size", size), needle, code=2)
 
 
-def test_sharded_collectives_need_whole_elements_per_shard():
+def test_sizes_round_down_to_whole_elements_per_shard_and_say_so():
     from topocoll.errors import UnsupportedError
-    from topocoll.runtime.measure import buffer_elements
+    from topocoll.runtime.measure import buffer_elements, rounded_bytes
 
     assert buffer_elements("allgather", 3, 48, "float32") == 4
     assert buffer_elements("reduce_scatter", 3, 48, "float64") == 6
     assert buffer_elements("allreduce", 3, 6, "float16") == 3
-    for collective, nbytes in (("allgather", 40), ("alltoall", 4), ("allreduce", 2)):
-        with pytest.raises(UnsupportedError, match="use a multiple of"):
+    assert buffer_elements("allgather", 3, 65536, "float32") == 5461
+    assert rounded_bytes("allgather", 3, 65536, "float32") == 65532
+    assert rounded_bytes("allreduce", 3, 65536, "float32") == 65536
+    for collective, nbytes in (("allgather", 8), ("alltoall", 4), ("allreduce", 2)):
+        with pytest.raises(UnsupportedError, match="use at least"):
             buffer_elements(collective, 3, nbytes, "float32")
 
 

@@ -27,8 +27,11 @@ def test_json_is_one_document_with_links_and_critical_path(run, ring4):
     _, name = ring4
     result = run("simulate", name, "--size", "4GB", "--json")
     assert result.returncode == 0, result
-    doc = json.loads(result.stdout)                 # exactly one document
-    # the keys that were there before stay
+    top = json.loads(result.stdout)                 # exactly one document
+    assert top["success"] is True and top["model"] == "link" and top["size"] == 4e9, top
+    assert len(top["schedules"]) == 1 and top["time"] == top["schedules"][0]["time"], top
+    doc = top["schedules"][0]
+    # the keys that were there before stay, in the file's entry
     assert doc["time"] == pytest.approx(3 * HOP, abs=1e-12)
     assert doc["step_model_time"] == pytest.approx(3 * HOP, abs=1e-12)
     assert doc["steps"] == 3 and doc["transfers"] == 12 and doc["links_used"] == 4
@@ -50,7 +53,7 @@ def test_model_both_matches_the_library(run, ring4, tmp_path):
     save_schedule(s, tmp_path / "bfb.json")
     result = run("simulate", "bfb.json", "--size", "5MB", "--model", "both", "--json")
     assert result.returncode == 0, result
-    doc = result.json()
+    doc = result.json()["schedules"][0]
     e = evaluate(s, 5e6)
     r = simulate(s, 5e6)
     assert doc["model"] == "both"
@@ -65,7 +68,9 @@ def test_model_both_matches_the_library(run, ring4, tmp_path):
 
 def test_model_step_prices_without_the_link_model(run, ring4):
     _, name = ring4
-    doc = run("simulate", name, "--size", "4GB", "--model", "step", "--json").json()
+    top = run("simulate", name, "--size", "4GB", "--model", "step", "--json").json()
+    assert top["status"] == 0 and top["model"] == "step", top
+    doc = top["schedules"][0]
     # 3 steps of 1 us + 1 GB at 1 GB/s
     assert doc["step_model"] == pytest.approx({"time": 3.000003, "T_L": 3e-6, "T_B": 3.0,
                                                "steps": 3}, abs=1e-12)
@@ -77,7 +82,9 @@ def test_plot_of_several_files_writes_a_png_and_json_names_it(run, ring4, tmp_pa
     _, name = ring4
     result = run("simulate", name, name, "--size", "4GB", "--plot", "t.png", "--json")
     assert result.returncode == 0, result
-    docs = result.json()                             # one document: a list, one row per file
+    top = result.json()                              # one document: one row per file
+    assert top["plot"] == "t.png" and top["time"] == pytest.approx(6 * HOP, abs=1e-12)
+    docs = top["schedules"]
     assert [d["plot"] for d in docs] == ["t.png", "t.png"]
     # the two copies share the links, steps interleaved: on every link A1 B1 A2 B2 A3 B3, one
     # HOP each, so A ends after 5 hops and B after 6
@@ -91,7 +98,7 @@ def test_plot_of_several_files_writes_a_png_and_json_names_it(run, ring4, tmp_pa
 
 @pytest.mark.parametrize("args, needles", [
     (["--model", "fast"], ["--model", "fast"]),
-    (["--model", "step", "--plot", "t.png"], ["--plot", "--model link or both"]),
+    (["--model", "step", "--plot", "t.png"], ["--plot", "--comm-model link or both"]),
     (["--plot", ""], ["--plot name is empty"]),
     (["--plot", "t.nope"], ["t.nope", "format"]),
 ], ids=["bad-model", "step-plot", "empty-plot", "bad-suffix"])

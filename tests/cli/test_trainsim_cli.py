@@ -20,11 +20,11 @@ def test_json_document_has_ours_and_the_baselines(run):
     for key in ("iteration_time", "exposed_comm", "compute_time", "comm_time", "allreduces",
                 "baselines", "ours", "nodes", "degree"):
         assert key in doc, key
-    assert set(doc["baselines"]) == {"lower bound", "ShiftedRing", "DBT"}
+    assert set(doc["baselines"]) == {"two-phase bound", "ShiftedRing", "DBT"}
     assert doc["exposed_comm"] == pytest.approx(doc["iteration_time"] - doc["compute_time"])
     assert doc["nodes"] == 16 and doc["policy"] == "wait-free"
     # nothing beats the bound: the same compute, and at least its allreduce time
-    bound = doc["baselines"]["lower bound"]
+    bound = doc["baselines"]["two-phase bound"]
     assert bound["compute_time"] == doc["compute_time"]
     assert doc["comm_time"] >= bound["comm_time"] * (1 - 1e-12)
     assert doc["baselines"]["DBT"]["comm_ratio"] > 1
@@ -34,7 +34,7 @@ def test_table_on_stdout_with_four_rows(run, tmp_path):
     result = run("train-sim", "--model", "vit-b16", "--topology", "torus:4x4", "--bucket",
                  "25MiB", "--plot", "t.png")
     assert result.returncode == 0, result
-    for label in ("ours", "lower bound", "ShiftedRing", "DBT", "torus:4x4 bfb",
+    for label in ("ours", "two-phase bound", "ShiftedRing", "DBT", "torus:4x4 bfb",
                   "DDP buckets of 25MiB"):
         assert label in result.stdout, label
     assert (tmp_path / "t.png").stat().st_size > 0
@@ -65,7 +65,7 @@ def test_astra_profile_file(run):
     (["--model", "alexnet", "--nodes", "16"], "neither a known model"),
     (["--model", "resnet50"], "--nodes is required"),
     (["--model", "resnet50", "--nodes", "16", "--policy", "wait-free", "--bucket", "1MiB"],
-     "--bucket applies"),
+     "--bucket-size applies"),
     (["--model", "resnet50", "--nodes", "16", "--schedule", "x.json", "--topology", "ring:16"],
      "not both"),
     (["--model", "resnet50", "--nodes", "2"], "at least 3"),

@@ -37,10 +37,10 @@ def save(name, s, note, expect, kind=None):
     r = verify(back)
     print(name, r.valid, dict(r.counts), r.errors[0].kind if r.errors else None)
 
-ag = tc.generate(tc.topology("circulant:6:1,2", bandwidth=1.0, latency=1.0), "allgather", "bfb")
+ag = tc.generate(tc.build_topology("circulant:6:1,2", bandwidth=1.0, latency=1.0), "allgather", "bfb")
 save("valid-allgather-bfb-circulant6.json", ag,
      "valid: BFB allgather on circulant:6:1,2 (degree 4, diameter 2), 2 steps", "valid")
-ar = tc.generate(tc.topology("uniring:4", bandwidth=1.0, latency=1.0), "allreduce", "ring")
+ar = tc.generate(tc.build_topology("uniring:4", bandwidth=1.0, latency=1.0), "allreduce", "ring")
 save("valid-allreduce-ring-uniring4.json", ar,
      "valid: ring reduce-scatter then allgather on a unidirectional 4-ring, 6 steps", "valid")
 t = ag.transfers

@@ -29,7 +29,7 @@ def _phases(schedule):
 @pytest.mark.parametrize("n,k", [(8, 3), (13, 2), (20, 4), (31, 3), (64, 4), (45, 2)])
 def test_directed_circulant_rows_match_verified_bfb(n, k):
     row = dctable.lookup(n, k)
-    topo = tc.topology(row["spec"])
+    topo = tc.build_topology(row["spec"])
     assert topo.num_nodes == n and set(topo.out_degree().tolist()) == {k}
     steps, rs, ag = _phases(bfb_allreduce(topo.with_node_bandwidth(1.0)))
     assert steps == row["steps"] == tc.diameter(topo)
@@ -46,7 +46,7 @@ def test_directed_circulant_offsets_have_least_diameter_among_all_sets():
     # 12 nodes, 3 offsets: few enough sets to check every one, including those without 1
     import itertools
 
-    best = min(tc.diameter(tc.topology("dcirculant:12:" + ",".join(map(str, s))))
+    best = min(tc.diameter(tc.build_topology("dcirculant:12:" + ",".join(map(str, s))))
                for s in itertools.combinations(range(1, 12), 3)
                if np.gcd.reduce([12, *s]) == 1)
     assert dctable.lookup(12, 3)["steps"] == best
@@ -69,7 +69,7 @@ def test_catalogue_has_only_regular_simple_new_bases():
     for item in catalogue(4, max_nodes=64):
         if item.family not in ("dcirculant", "genkautz", "moddebruijn"):
             continue
-        t = tc.topology(item.spec)
+        t = tc.build_topology(item.spec)
         assert t.num_nodes == item.nodes
         assert set(t.out_degree().tolist()) == set(t.in_degree().tolist()) == {item.degree}
         assert t.num_links == item.nodes * item.degree          # no parallel links
@@ -115,12 +115,12 @@ def test_metacyclic_graphs_are_vertex_transitive_so_one_receiver_is_exact(group,
 
 def test_metacyclic_spec_round_trip_and_bad_groups():
     spec = "metacyclic:8,2,7:1.0,3.1,0.1,6.0"
-    t = tc.topology(spec)
+    t = tc.build_topology(spec)
     assert t.name == spec and tc.diameter(t) == 2
-    assert tc.topology("metacyclic:8,2,3:1.0,0.1").num_nodes == 16   # 3^2 = 9 = 1 mod 8
+    assert tc.build_topology("metacyclic:8,2,3:1.0,0.1").num_nodes == 16   # 3^2 = 9 = 1 mod 8
     with pytest.raises(tc.TopocollError, match="r\\^k = 1 mod m"):
-        tc.topology("metacyclic:8,2,2:1.0,0.1")           # gcd(2, 8) != 1
+        tc.build_topology("metacyclic:8,2,2:1.0,0.1")           # gcd(2, 8) != 1
     with pytest.raises(tc.TopocollError, match="identity"):
-        tc.topology("metacyclic:8,2,7:0.0,1.0")
+        tc.build_topology("metacyclic:8,2,7:0.0,1.0")
     with pytest.raises(tc.TopocollError, match="distinct"):
-        tc.topology("dcirculant:8:1,1")
+        tc.build_topology("dcirculant:8:1,1")

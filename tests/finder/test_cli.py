@@ -26,7 +26,7 @@ def test_table_and_choice(run, tmp_path):
         assert name in r.stdout
     choice = [line for line in r.stdout_lines if line.startswith("choice:")]
     assert len(choice) == 1 and "line(optcirculant:16)" in choice[0]
-    assert "evaluated 247.8us" in choice[0] and "lower bound 225.2us" in choice[0]
+    assert "evaluated 247.8us" in choice[0] and "two-phase bound 225.2us" in choice[0]
     assert (tmp_path / "cache" / "finder.sqlite").exists()
     again = run("--nodes", 64, "--degree", 4)
     assert again.returncode == 0 and "from the cache" in again.stdout
@@ -107,3 +107,22 @@ def test_damaged_cache_is_a_warning(run, tmp_path):
     assert r.returncode == 0, r
     assert any(line.startswith("warning: results cache") and "rebuilt" in line
                for line in r.stderr_lines), r
+
+
+def test_an_interrupted_find_takes_back_the_folder_it_made(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import topocoll.cli.find as find_cli
+    from topocoll.cli.main import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(find_cli, "_find", interrupted)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for folder in (tmp_path / "new", kept):
+        result = CliRunner().invoke(cli, ["find", "-n", "16", "-d", "4", "--no-cache", "-o",
+                                          str(folder)])
+        assert result.exit_code != 0
+    assert not (tmp_path / "new").exists() and kept.is_dir()   # a folder that was there stays

@@ -58,7 +58,7 @@ def test_zero_evaluations_returns_the_seed():
 
 def test_rewiring_keeps_degrees_connectivity_and_never_loses():
     sk = Skeleton(24, 3, (("line",),))
-    topo = tc.topology("randomdigraph:24,3:4")
+    topo = tc.build_topology("randomdigraph:24,3:4")
     order = np.argsort(topo.src, kind="stable")
     heads = topo.dst[order].reshape(24, 3).astype(np.int64)
     opt = _Optimizer(Workload.single("1MiB"), 1e-5, 12.5e9)

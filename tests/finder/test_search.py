@@ -48,30 +48,30 @@ def test_closed_forms_match_measured_bases(search):
 
 def test_optcirculant_and_circulant_diameters():
     for n in range(6, 120):
-        assert optcirculant_diameter(n) == tc.diameter(tc.topology(f"optcirculant:{n}")), n
+        assert optcirculant_diameter(n) == tc.diameter(tc.build_topology(f"optcirculant:{n}")), n
     spec, diam = circulant_rule(200, 6)
-    assert tc.diameter(tc.topology(spec)) == diam
-    assert set(tc.topology(spec).out_degree().tolist()) == {6}
+    assert tc.diameter(tc.build_topology(spec)) == diam
+    assert set(tc.build_topology(spec).out_degree().tolist()) == {6}
 
 
 def test_twisted_tori_formula_and_why_they_are_skipped_at_degree_4():
     for a in range(3, 9):
         for b in range(a + 1, 25):
             diam = twisted_torus_diameter(a, b)
-            assert diam == tc.diameter(tc.topology(f"twistedtorus:{a}x{b}")), (a, b)
+            assert diam == tc.diameter(tc.build_topology(f"twistedtorus:{a}x{b}")), (a, b)
             # never better than the optimal circulant of the same size (both BW-optimal)
             assert diam >= optcirculant_diameter(a * b)
     spec, diam = twisted_torus_3d(96)
-    assert diam == tc.diameter(tc.topology(spec))
+    assert diam == tc.diameter(tc.build_topology(spec))
 
 
 def test_genkautz_diameter_and_cost_match_bfb():
     for n in range(2, 90):
         for d in (2, 3, 4):
-            t = tc.topology(f"genkautz:{n},{d}")
+            t = tc.build_topology(f"genkautz:{n},{d}")
             assert genkautz_diameter(n, d) == tc.diameter(t), (n, d)
     for n, d in ((7, 3), (37, 4), (50, 4), (64, 2), (129, 4)):
-        t = tc.topology(f"genkautz:{n},{d}").with_node_bandwidth(1.0)
+        t = tc.build_topology(f"genkautz:{n},{d}").with_node_bandwidth(1.0)
         c = genkautz_cost(n, d)
         assert c["exact"]
         assert (c["steps"], c["t_b_ag"]) == pytest.approx(measure(bfb_allgather(t)), rel=1e-9)
@@ -98,13 +98,14 @@ def test_compute_base_is_verified_and_split_by_phase():
 
 
 # ---------------------------------------------------------------------- predictions
-def test_predictions_equal_the_expansions_module():
+def test_the_search_predicts_with_the_expansions_module():
+    # one implementation of the table (docs/math.md section 4): the search's and the module's
+    assert _expand.__globals__["predict"] is expansions.predict is predict
     for kind, params in (("line", {}), ("degree", {"m": 2}), ("degree", {"m": 3}),
                          ("power", {"n": 2}), ("power", {"n": 3})):
-        for steps, t_b, n in ((1, 0.75, 4), (3, 15 / 16, 16), (2, 1.3, 10)):
-            ours = predict(kind, steps, t_b, n, **params)
-            theirs = expansions.predict(kind, steps, t_b, n, **params)
-            assert ours[0] == theirs[0] and ours[1] == pytest.approx(theirs[1], rel=1e-12)
+        base = Candidate("x", 4, 1, 1, 0.75, ("spec", "x"), "base", True, False)
+        c = _expand(base, kind, **params)
+        assert (c.steps, c.t_b) == expansions.predict(kind, 1, 0.75, 4, **params)
 
 
 SMALL = [

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from topocoll.collectives import collective as _collective
 from topocoll.errors import UnsupportedError
 from topocoll.runtime.plan import layout, rank_plan, simulate_plans
 from topocoll.schedule import verify

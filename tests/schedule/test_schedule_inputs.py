@@ -71,6 +71,7 @@ def test_steps_are_the_distinct_step_numbers_everywhere(tmp_path):
     assert code == 0 and json.loads(out)["steps"] == 2
     code, out, _ = run_in_process(["evaluate", "gaps.json", "--json"], tmp_path)
     assert code == 0 and json.loads(out)["steps"] == 2
+    assert json.loads(out)["sizes"][0]["steps"] == 2
 
 
 def test_reverse_and_concatenate_use_the_last_step_not_the_count():

@@ -64,7 +64,7 @@ def test_fixtures_load_and_round_trip():
 
 
 def test_empty_schedule_round_trip():
-    t = tc.topology("ring:3")
+    t = tc.build_topology("ring:3")
     s = tc.Schedule(t, "allgather", np.zeros(0, tc.schedule.TRANSFER_DTYPE))
     assert loads_schedule(dumps_schedule(s)).num_transfers == 0
 

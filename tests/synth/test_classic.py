@@ -68,17 +68,17 @@ def test_default_shift_rule():
         with pytest.raises(SpecError, match="N = 5 and N >= 7"):
             default_shift(n)
         with pytest.raises(SpecError, match="N = 5 and N >= 7"):
-            tc.topology(f"shiftedring:{n}")
+            tc.build_topology(f"shiftedring:{n}")
 
 
 def test_the_baselines_topologies_are_specs():
-    assert tc.topology("shiftedring:10").name == "shiftedring:10"
-    assert tc.topology("shiftedring:10,7").name == "shiftedring:10"     # 7 = -3 mod 10
-    assert np.array_equal(tc.topology("shiftedring:10").pairs[1],
-                          tc.topology("circulant:10:1,3").pairs[1])
+    assert tc.build_topology("shiftedring:10").name == "shiftedring:10"
+    assert tc.build_topology("shiftedring:10,7").name == "shiftedring:10"     # 7 = -3 mod 10
+    assert np.array_equal(tc.build_topology("shiftedring:10").pairs[1],
+                          tc.build_topology("circulant:10:1,3").pairs[1])
     with pytest.raises(SpecError, match="gcd"):
-        tc.topology("shiftedring:10,4")
-    t = tc.topology("dbt:8")
+        tc.build_topology("shiftedring:10,4")
+    t = tc.build_topology("dbt:8")
     assert (t.name, t.num_links) == ("dbt:8", 28)
     assert verify(generate("dbt:8", "allreduce", "dbt")).valid
     assert verify(generate("shiftedring:11", "allreduce", "shiftedring")).valid
@@ -106,7 +106,7 @@ def test_shifted_rings_use_both_rings_equally():
 @pytest.mark.parametrize("n", [2, 3, 6, 7])
 def test_bfb_ring_columns_match_bfb(n):
     """The closed-form BFB ring schedule (appendix E.1) costs what BFB's LP finds on ring:N."""
-    ring = tc.topology(f"ring:{n}")
+    ring = tc.build_topology(f"ring:{n}")
     mine = tc.Schedule(ring, "allgather", bfb_ring_allgather_columns(np.arange(n), 0.0, 1.0))
     ours, theirs = _cost(mine), _cost(tc.generate(ring, "allgather", "bfb"))
     assert ours.steps == theirs.steps == n // 2
@@ -361,7 +361,7 @@ def test_other_collectives_rejected():
     with pytest.raises(UnsupportedError, match="makes allgather, reduce_scatter, allreduce"):
         generate("hypercube:2", "broadcast", "rhd")
     with pytest.raises(UnsupportedError):   # directly, bypassing generate
-        classic.rhd_schedule(tc.topology("hypercube:2"), "broadcast")
+        classic.rhd_schedule(tc.build_topology("hypercube:2"), "broadcast")
 
 
 def test_schedules_round_trip_through_files():

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from scipy.sparse.csgraph import floyd_warshall
 
-from topocoll.errors import InputTypeError
+from topocoll.errors import InputTypeError, TopocollError, UnsupportedError
 from topocoll.schedule.linkmodel import simulate
 from topocoll.schedule.verify import verify
 from topocoll.throughput import (alltoall_routes, colgen_throughput, link_throughput,
@@ -114,7 +114,7 @@ def test_refining_steps_keep_both_phases_trees_and_never_loosen_the_bound():
     assert lam * (1 - 1e-9) <= refined.bound <= plain.bound
     assert refined.bound == pytest.approx(independent_bound(t, refined.lengths), rel=1e-9)
     for bad in (-1, True, 2.5):
-        with pytest.raises(InputTypeError, match="refine"):
+        with pytest.raises(TopocollError, match="refine"):
             mwu_lengths(t, refine=bad)
 
 
@@ -150,11 +150,15 @@ def test_disconnected_and_bad_input():
     res = colgen_throughput(t, bounds=False)
     assert res.status == 4 and res.lam == 0.0
     ring = unit("ring:6")
-    for bad in ({"mwu_steps": 0}, {"keep": 1.5}, {"max_rounds": True}, {"max_new": 0},
-                {"max_paths": 0}):
-        with pytest.raises(InputTypeError, match=">= 1"):
+    for bad in ({"mwu_steps": 0}, {"max_new": 0}, {"max_paths": 0}):
+        with pytest.raises(UnsupportedError, match=">= 1"):
             colgen_throughput(ring, **bad)
-    for name, bad in (("mwu_refine", -1), ("slack", -0.1), ("slack", float("inf"))):
+    for bad in ({"keep": 1.5}, {"max_rounds": True}):
+        with pytest.raises(InputTypeError, match="must be an integer"):
+            colgen_throughput(ring, **bad)
+    with pytest.raises(UnsupportedError, match="mwu_refine"):
+        colgen_throughput(ring, mwu_refine=-1)
+    for name, bad in (("slack", -0.1), ("slack", float("inf"))):
         with pytest.raises(InputTypeError, match=name):
             colgen_throughput(ring, **{name: bad})
     with pytest.raises(InputTypeError, match="eps"):

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from topocoll.cli.main import cli
 from topocoll.schedule.cost import evaluate
-from topocoll.throughput import alltoall_schedule, pareto_frontier, path_throughput
+from topocoll.throughput import alltoall_schedule, hop_frontier, path_throughput
 from topocoll.throughput.schedule import pipelined_alltoall_schedule
 from topocoll.topology import topology
 
@@ -16,7 +16,7 @@ from topocoll.topology import topology
 @pytest.mark.parametrize("size", [1024, 2**30])
 def test_each_bound_gets_its_schedule_time_and_the_fastest_is_marked(size):
     t = topology("genkautz:12,2")
-    points = pareto_frontier(t, size=size)
+    points = hop_frontier(t, size=size)
     bounded = [p for p in points if p["max_hops"] is not None]
     assert len(bounded) >= 2
     for p in bounded:
@@ -37,7 +37,7 @@ def test_each_bound_gets_its_schedule_time_and_the_fastest_is_marked(size):
 
 
 def test_without_a_size_the_frontier_has_no_schedule_times():
-    assert all("schedule_time" not in p for p in pareto_frontier(topology("ring:5")))
+    assert all("schedule_time" not in p for p in hop_frontier(topology("ring:5")))
 
 
 def test_cli_frontier_reports_schedule_times():

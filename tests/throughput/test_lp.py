@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from topocoll.errors import TopologyError, UnsupportedError
-from topocoll.throughput import (certificate, link_throughput, pareto_frontier,
+from topocoll.throughput import (certificate, link_throughput, hop_frontier,
                                      path_throughput, throughput)
 from topocoll.topology import Topology, distance_matrix, topology
 from topocoll.topology.cuts import (agnostic_bound, bisection_bound, distance_bound,
@@ -197,7 +197,7 @@ def test_moore_distance_sum_and_agnostic_bound():
 
 def test_pareto_frontier_reaches_the_link_optimum():
     t = unit("genkautz:12,2")
-    points = pareto_frontier(t)
+    points = hop_frontier(t)
     lams = [p["lambda"] for p in points]
     assert all(a <= b * (1 + 1e-6) for a, b in zip(lams, lams[1:]))
     assert points[-1]["max_hops"] is None

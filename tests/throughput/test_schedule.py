@@ -12,7 +12,7 @@ from topocoll.cli.main import cli
 from topocoll.schedule.cost import evaluate
 from topocoll.schedule.io import load_schedule
 from topocoll.schedule.verify import verify
-from topocoll.throughput import alltoall_schedule, path_throughput, quantize
+from topocoll.throughput import alltoall_schedule, path_throughput, quantize_paths
 from topocoll.topology import topology
 
 from tests.helpers import strongly_connected_digraphs
@@ -33,7 +33,7 @@ def test_schedule_verifies_and_is_rational_on_symmetric_graphs(spec):
     t, r, s = make(spec, max_hops=1)
     assert s.collective.name == "alltoall" and s.num_shards == t.num_nodes ** 2
     assert verify(s).valid
-    q = quantize(r, t)
+    q = quantize_paths(r, t)
     assert q.rational and q.loss == 0.0 and q.lam_quantized == pytest.approx(r.lam, rel=1e-6)
     # every shard x*N+y ends at y only: each transfer moves shard x*N+y along a real link
     tr = s.transfers
@@ -56,7 +56,7 @@ def test_random_schedules_verify_and_step_time_bounds(t):
     for chunks in (None, 1, 3):
         s = alltoall_schedule(r, t, chunks=chunks)
         assert verify(s).valid
-        q = quantize(r, t, chunks)
+        q = quantize_paths(r, t, chunks)
         assert 0.0 <= q.loss < 1.0
         assert q.lam_quantized <= r.lam * (1 + 1e-6)
         # the step model serialises steps: never faster than the quantized routing's rate
@@ -68,8 +68,8 @@ def test_random_schedules_verify_and_step_time_bounds(t):
 def test_quantization_loss_when_shares_do_not_fit():
     t = topology("bipartite:3", bandwidth=1.0)
     r = path_throughput(t, max_hops=0)   # 3 two-hop paths per same-side pair: thirds
-    q1 = quantize(r, t, chunks=1)
-    q3 = quantize(r, t, chunks=3)
+    q1 = quantize_paths(r, t, chunks=1)
+    q3 = quantize_paths(r, t, chunks=3)
     assert q3.loss == 0.0 and q1.loss > 0.1
     # independent recomputation of the quantized rate from the counts
     psrc, pdst, cap, _ = t.pairs

@@ -25,7 +25,7 @@ SPECS = SMALL_DRGS + [
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_bfb_allgather_is_bandwidth_optimal(spec):
-    topo = tc.topology(spec)
+    topo = tc.build_topology(spec)
     schedule = tc.generate(topo, "allgather", "bfb")
     report = tc.verify(schedule)
     assert report.valid, report.summary()
@@ -46,4 +46,4 @@ def test_bfb_allreduce_is_valid_and_bandwidth_optimal(spec):
     schedule = tc.generate(spec, "allreduce", "bfb")
     assert tc.verify(schedule).valid
     cost = tc.evaluate(schedule, 2**20)
-    assert cost.bw_optimal and cost.steps == 2 * diameter(tc.topology(spec))
+    assert cost.bw_optimal and cost.steps == 2 * diameter(tc.build_topology(spec))

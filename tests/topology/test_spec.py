@@ -230,3 +230,16 @@ def test_junk_specs_give_a_topology_or_a_spec_error(tokens):
     assert isinstance(t, Topology) and not np.any(t.src == t.dst)
     assert t.num_links <= 20_000
     assert topology(t.name).num_links == t.num_links
+
+
+@pytest.mark.parametrize("spec", ["ring:" + "9" * 5000, "line(ring:" + "9" * 5000 + ")",
+                                  "degree(ring:4,m=" + "9" * 5000 + ")",
+                                  "torus:4x" + "7" * 4400])
+def test_numbers_of_thousands_of_digits_are_one_short_line(spec):
+    from topocoll.errors import SpecError
+    from topocoll.topology.registry import topology as build
+
+    with pytest.raises(SpecError, match="digits") as err:
+        build(spec)
+    message = str(err.value)
+    assert "\n" not in message and len(message) < 300 and f"({len(spec)} characters)" in message

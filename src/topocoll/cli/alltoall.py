@@ -9,10 +9,10 @@ from .. import defaults, units
 from ..schedule.cost import evaluate as _evaluate
 from ..schedule.io import save_schedule
 from ..schedule.verify import verify as _verify
-from ..throughput import alltoall_schedule, pareto_frontier, throughput
+from ..throughput import alltoall_schedule, hop_frontier as pareto_frontier, throughput
 from ..units import format_size, format_time
-from .common import (EXIT_INVALID, _check_output, _Fail, _load_topology, _on_stdout, _out,
-                     _print_json, _progress, _topo_options, _unit)
+from .common import (EXIT_INVALID, _check_output, _duration, _Fail, _load_topology, _on_stdout,
+                     _out, _print_json, _progress, _renamed, _topo_options, _unit)
 
 __all__ = ["alltoall"]
 
@@ -21,13 +21,16 @@ __all__ = ["alltoall"]
 @click.argument("topo")
 @click.option("--max-hops", type=click.IntRange(0), help="Path LP: every pair uses paths of at "
               "most its shortest distance + L links (0: shortest paths only).")
-@click.option("--method", type=click.Choice(["symmetric", "link", "path", "colgen", "balance"]),
+@_renamed("-a", "--algorithm", "method", old=("--method",),
+          type=click.Choice(["symmetric", "link", "path", "colgen", "balance"]),
               help="LP formulation [default: symmetric on tori, rings, circulants, hypercubes "
               "and other translation-symmetric topologies; otherwise link, or from 60000 "
               "link-LP columns (N x links) on balance (shortest paths balanced to the distance "
               "bound, where it is tight) and then colgen (path column generation seeded by "
               "multiplicative weights); path with --max-hops; with -o, path or colgen].")
-@click.option("--tolerance", type=click.FloatRange(0, min_open=True), help="Relative gap to "
+@click.option("--tolerance", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              callback=lambda ctx, param, value: _finite(value, "--tolerance"),
+              help="Relative gap to "
               "the certificate at which the solver may stop [default: 1e-4 for colgen and "
               "balance, 1e-6 otherwise].")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
@@ -37,8 +40,9 @@ __all__ = ["alltoall"]
 @click.option("--solver", type=click.Choice(["auto", "ipm", "pdlp"]), default="auto",
               show_default=True,
               help="HiGHS solver.")
-@click.option("--time-limit", type=click.FloatRange(0, min_open=True), help="Seconds for the "
-              "solver.")
+@click.option("--time-limit", metavar="DURATION",
+              callback=_duration("--time-limit", allow_zero=False),
+              help="Wall-clock limit for the solver, e.g. 30s or 5min.")
 @click.option("--frontier", is_flag=True, help="Also the Pareto frontier: throughput for "
               "L = 0, 1, ... until it reaches the unbounded optimum, with the time of each L's "
               "hop-by-hop schedule at --size and --alpha; the fastest is marked.")
@@ -64,9 +68,9 @@ def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandw
     if method is None and max_hops is not None:
         method = "path"
     if method in ("link", "symmetric", "colgen", "balance") and max_hops is not None:
-        raise _Fail("--max-hops needs the path LP (--method path)")
+        raise _Fail("--max-hops needs the path LP (--algorithm path)")
     if method in ("link", "symmetric") and output:
-        raise _Fail("-o needs routes: use the path LP or the column generation (--method path "
+        raise _Fail("-o needs routes: use the path LP or the column generation (--algorithm path "
                     "or colgen, or --max-hops)")
     update, bar = _progress(f"{method or 'all-to-all'} LP on {t.name}")
     with bar:
@@ -159,3 +163,10 @@ def _print_text(res, doc, size, points, err):
              f"per commodity (quantization loss {100 * s['quantization_loss']:.3g}%), verified, "
              f"written to {s['file']}; step-model T_B {format_time(s['T_B'])} = "
              f"{s['T_B_over_lp_time']:.3f} x the LP time")
+
+
+def _finite(value, name):
+    # FloatRange lets nan through (every comparison with it is false)
+    if value is not None and value != value:
+        raise click.BadParameter(f"{name} must be a number in (0, 1), got nan")
+    return value

@@ -263,3 +263,126 @@ def _topo_options(func):
 def _one_bandwidth(link_bandwidth, node_bandwidth):
     if link_bandwidth is not None and node_bandwidth is not None:
         raise _Fail("give --node-bandwidth or --link-bandwidth, not both")
+
+
+# --- one name per idea (docs/cli.md) ---------------------------------------------------------
+# Every option has one name, listed in docs/cli.md. Names an option had before are kept as
+# hidden aliases for one release: they parse as the new name, --help does not show them, errors
+# name the spelling typed, and on a terminal using one prints a one-line note on stderr.
+# tests/cli/test_vocabulary.py holds the options and docs/cli.md to each other.
+
+def _notes_wanted():
+    """Whether to print notes on renamed options: on a terminal only, so that the logs and the
+    one-line errors that scripts read stay as they were for the release the old names last."""
+    return _err.is_terminal
+
+
+def _say_renamed(old, new):
+    if _notes_wanted():
+        click.echo(f"note: {old} is now {new}; the old spelling goes away in the next release",
+                   err=True)
+
+
+class _Option(click.Option):
+    """An option that still answers to its old spellings (``old=("--method",)``; a boolean
+    flag's pair as ``"--symmetric/--no-symmetric"``), hidden from ``--help`` and error hints.
+
+    Use it as ``@click.option("-a", "--algorithm", "method", cls=_Option, old=("--method",))``
+    or through :func:`_renamed`."""
+
+    def __init__(self, param_decls=None, *, old=(), **attrs):
+        super().__init__(param_decls, **attrs)
+        self.old = tuple(old)
+        self.old_opts, self.old_secondary_opts = [], []
+        for spelling in self.old:
+            first, _, second = spelling.partition("/")
+            self.old_opts.append(first.strip())
+            if second:
+                self.old_secondary_opts.append(second.strip())
+        if self.old_secondary_opts and not self.secondary_opts:
+            raise TypeError(f"{self.name}: an old '--a/--b' spelling needs a '--a/--b' option")
+
+    def get_error_hint(self, ctx):
+        """Errors name the spelling the user typed, and the new one when it was an old one."""
+        hint = super().get_error_hint(ctx)
+        used = getattr(self, "_used", None)
+        return f"'{used}' (now {hint})" if used else hint
+
+    def add_to_parser(self, parser, ctx):
+        self._used = None   # one parser per invocation: forget the last one's spelling
+        super().add_to_parser(parser, ctx)
+        if not self.old:
+            return
+        new_opts, new_secondary = self.opts, self.secondary_opts
+        before = {**getattr(parser, "_long_opt", {}), **getattr(parser, "_short_opt", {})}
+        try:   # the same parser entries, under the old names
+            self.opts = self.old_opts
+            self.secondary_opts = self.old_secondary_opts
+            super().add_to_parser(parser, ctx)
+        finally:
+            self.opts, self.secondary_opts = new_opts, new_secondary
+        table = {**getattr(parser, "_long_opt", {}), **getattr(parser, "_short_opt", {})}
+        renames = [(o, self.opts[-1]) for o in self.old_opts]
+        renames += [(o, self.secondary_opts[-1]) for o in self.old_secondary_opts]
+        for old_name, new_name in renames:
+            entry = table.get(old_name)
+            if entry is not None and entry is not before.get(old_name):
+                entry.process = self._noting(entry.process, old_name, new_name)
+
+    def _noting(self, process, old_name, new_name):
+        def process_and_note(value, state):
+            self._used = old_name
+            _say_renamed(old_name, new_name)
+            return process(value, state)
+        return process_and_note
+
+
+def _renamed(*param_decls, old, **attrs):
+    """``click.option(*param_decls, **attrs)`` that also accepts the ``old`` spellings
+    (hidden; a note on stderr when used)."""
+    return click.option(*param_decls, cls=_Option, old=old, **attrs)
+
+
+class _Choice(click.Choice):
+    """A choice that also takes old spellings of its values (``old={"fp32": "float32"}``),
+    hidden from ``--help``; using one prints a note on stderr."""
+
+    def __init__(self, choices, *, old=None, **attrs):
+        super().__init__(choices, **attrs)
+        self.old = dict(old or {})
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value in self.old:
+            _say_renamed(value, self.old[value])
+            value = self.old[value]
+        return super().convert(value, param, ctx)
+
+
+_DURATION_UNITS = {"min": 60.0, "h": 3600.0}
+
+
+def _parse_duration(value, *, what="duration", allow_zero=True):
+    """Seconds from a duration: ``"10us"``, ``"500ms"``, ``"30s"``, ``"5min"``, ``"2h"``, or a
+    bare number of seconds. Every option that takes a length of time parses it here.
+
+    >>> [_parse_duration(text) for text in ("5min", "1.5h", "10us", "30")]
+    [300.0, 5400.0, 1e-05, 30.0]
+    """
+    text = value.strip() if isinstance(value, str) else value
+    scale = 1.0
+    for unit, seconds in _DURATION_UNITS.items():
+        if isinstance(text, str) and text.endswith(unit) and text[:-len(unit)].strip():
+            text, scale = text[:-len(unit)], seconds
+            break
+    try:
+        return units.parse_time(text, what=what, allow_zero=allow_zero) * scale
+    except TopocollError as exc:
+        if "unit" not in str(exc) and "not a number" not in str(exc):
+            raise
+        raise type(exc)(f"{what} {value!r} is not a duration: use e.g. 10us, 500ms, 30s, 5min "
+                        "or 2h (a bare number is seconds)") from None
+
+
+def _duration(what, *, allow_zero=True):
+    """Callback of an option that takes a duration (see :func:`_parse_duration`)."""
+    return _unit(functools.partial(_parse_duration, allow_zero=allow_zero), what)

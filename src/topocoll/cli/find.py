@@ -1,5 +1,6 @@
 """``topocoll find``: the best topology and allreduce schedule for a cluster."""
 
+import contextlib
 import os
 
 import click
@@ -13,8 +14,8 @@ from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..schedule.io import save_schedule
 from ..topology import save_topology
 from ..units import format_time
-from .common import EXIT_INVALID, _check_output_folder, _Fail, _Lines, _err, _out, _print_json, \
-    _unit
+from .common import EXIT_INVALID, _check_output_folder, _duration, _Fail, _Lines, _err, _out, \
+    _print_json, _renamed, _unit
 
 __all__ = ["find"]
 
@@ -32,7 +33,8 @@ __all__ = ["find"]
 @click.option("--size", "sizes", multiple=True, callback=_unit(units.parse_size, "--size"),
               help="Allreduce buffer size M (repeatable: one allreduce each) "
                    f"[default: {units.format_size(defaults.SIZE)}].")
-@click.option("--sizes", "sizes_file", type=click.Path(dir_okay=False, allow_dash=True),
+@_renamed("--size-file", "sizes_file", old=("--sizes",),
+          type=click.Path(dir_okay=False, allow_dash=True),
               help="Workload file: a JSON list of a model's layer sizes in bytes (bucketed, see "
                    "--bucket-size), {\"sizes\": [[SIZE, WEIGHT], ...]}, or lines SIZE [WEIGHT].")
 @click.option("--workload", "workload_model",
@@ -53,8 +55,9 @@ __all__ = ["find"]
               help="Then search for better bases of the best candidates' expansion recipes "
                    "(Cayley digraphs, degree-preserving rewiring) and keep the fastest verified "
                    "schedule (docs/finder.md).")
-@click.option("--budget", callback=_unit(units.parse_time, "--budget"),
-              help="With --optimize: search time, e.g. 300s or 5min (confirming the best "
+@_renamed("--time-limit", "budget", old=("--budget",), metavar="DURATION",
+          callback=_duration("--time-limit"),
+          help="With --optimize: search time, e.g. 300s or 5min (confirming the best "
                    "finds comes on top) [default: 2000 candidates].")
 @click.option("--max-evaluations", type=int,
               help="With --optimize: candidate bases to score (deterministic for a --seed).")
@@ -72,7 +75,8 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
     (steps, T_B), picks the fastest for the workload, then builds its allreduce, verifies it
     and evaluates it. Prints the frontier, the choice, its predicted and evaluated time and
-    the ratio to the lower bound 2*(Moore steps*alpha + (N-1)/N*M/B).
+    the ratio to the two-phase bound 2*(Moore steps*alpha + (N-1)/N*M/B), which no
+    reduce-scatter followed by an allgather (every schedule find builds) beats.
     """
     if nodes < 2:
         raise _Fail(f"--nodes must be at least 2, got {nodes}")
@@ -80,6 +84,8 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
         raise _Fail(f"--degree must be at least 1, got {degree}")
     if sizes and sizes_file:
         raise _Fail("give --size or --sizes, not both")
+    if workload_model is not None and not workload_model.strip():
+        raise _Fail("--workload is empty: give a model name or a profile file")
     if workload_model and (sizes or sizes_file):
         raise _Fail("give --workload or --size/--sizes, not both")
     if bucket_size is not None and not (sizes_file or workload_model):
@@ -90,7 +96,7 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     if compress and not outdir:
         raise _Fail("--compress applies to the files written with -o")
     if (budget is not None or max_evaluations is not None) and not optimize:
-        raise _Fail("--budget and --max-evaluations apply to --optimize")
+        raise _Fail("--time-limit and --max-evaluations apply to --optimize")
     if optimize and no_evaluate:
         raise _Fail("--optimize builds and verifies schedules; it cannot go with --no-evaluate")
     if max_evaluations is not None and max_evaluations < 0:
@@ -107,8 +113,10 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     else:
         workload = Workload.single(defaults.SIZE)
     plot_ok = True
+    created = False
     if outdir:
         try:
+            created = not os.path.isdir(outdir)
             os.makedirs(outdir, exist_ok=True)
         except OSError as exc:
             raise _Fail(f"cannot create {outdir}: {exc.strerror}") from None
@@ -117,12 +125,19 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
         except ImportError:
             plot_ok = False
     update, bar = _find_progress()
-    with bar:
-        result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
-                       evaluate=not no_evaluate or bool(outdir), keep_schedule=bool(outdir),
-                       cache=not no_cache, progress=update, optimize=optimize, budget=budget,
-                       max_evaluations=max_evaluations, seed=seed,
-                       algorithms=algorithms or ("bfb",))
+    try:
+        with bar:
+            result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
+                           evaluate=not no_evaluate or bool(outdir),
+                           keep_schedule=bool(outdir), cache=not no_cache, progress=update,
+                           optimize=optimize, budget=budget, max_evaluations=max_evaluations,
+                           seed=seed, algorithms=algorithms or ("bfb",))
+    except BaseException:
+        # Ctrl-C or an error before anything was written: take back the folder made for it
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(outdir)
+        raise
     for note in result.warnings:
         click.echo(f"warning: {note}", err=True)
     files = {}
@@ -187,7 +202,7 @@ def _print_find(result, files):
         line += (f", evaluated {format_time(result.evaluated_time)} (allreduce of "
                  f"{ev['steps']} steps, {ev['transfers']} transfers, verified"
                  f"{', from the cache' if ev['source'] == 'cache' else ''})")
-    line += f"; lower bound {format_time(result.lower_bound)}"
+    line += f"; two-phase bound {format_time(result.lower_bound)}"
     ratio = result.ratio if result.ratio is not None else result.predicted_ratio
     line += f": {ratio:.3f}x"
     _out.print(line, markup=False)

@@ -9,9 +9,9 @@ from ..errors import SpecError
 from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_topology,
                       parse_param_value, plot_consensus, resolve_gossip_name)
 from ..gossip.cost import GROUP_MODES, iterations_to_accuracy
-from ..gossip.model import require_dense
 from ..units import format_size, format_time
-from .common import _check_plot, _Group, _out, _print_json, _progress, _unit
+from ..results import Status, document
+from .common import _check_plot, _Group, _out, _print_json, _progress, _renamed, _unit
 
 __all__ = ["gossip"]
 
@@ -46,8 +46,6 @@ def _build_all(names, nodes, extra):
     for key in options:
         if not any(key in resolve_gossip_name(name).parameters() for name, _ in parsed):
             raise SpecError(f"--option {key}: none of the topologies takes a parameter {key!r}")
-    for name, _ in parsed:   # the analysis needs at least one dense matrix: refuse at once
-        require_dense(name, nodes)
     return [gossip_topology(name, nodes, **params) for name, params in parsed]
 
 
@@ -59,7 +57,7 @@ def gossip():
     topocoll gossip list                                   the registered topologies
     topocoll gossip info one-peer-exp --nodes 8            rho, period, exact average, degrees
     topocoll gossip info ring exp --nodes 16 --plot c.png  consensus error against iterations
-    topocoll gossip cost ring --network torus:4x4          one iteration on a physical network
+    topocoll gossip cost ring --topology torus:4x4         one iteration on a physical network
 
     A TOPOLOGY is a registered name, optionally with parameters: alternating-exp-ring:local_size=4
     (or -O local_size=4, applied to every topology that takes it).
@@ -71,8 +69,8 @@ def gossip():
 def list_topologies(as_json):
     """List the registered gossip topologies and their parameters."""
     rows = describe_gossip_topologies()
-    if as_json:
-        _print_json(rows)
+    if as_json:   # {status keys, "topologies": [{name, aliases, params, summary}, ...]}
+        _print_json(document(Status.SUCCESS, f"{len(rows)} gossip topologies", topologies=rows))
         return
     table = Table(title="gossip topologies (TOPOLOGY[:KEY=VALUE,...])")
     for col in ("name", "aliases", "parameters", "what it is"):
@@ -95,21 +93,28 @@ def list_topologies(as_json):
               help="Iterations drawn by --plot.")
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Seed of the random start values of --plot.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (a list for several).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, each "
+              "TOPOLOGY's facts in its list topologies.")
 def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     """Convergence facts of gossip TOPOLOGY on n ranks: rho, period, exact averaging, degrees.
 
     rho is ||P - 11^T/n||_2 of the product P of one period (of W itself when static);
     exact_average_after is the number of iterations after which every start sits exactly at the
     mean (null: only in the limit).
+
+    --json prints one object for one TOPOLOGY or several: the status keys (the worst of the
+    topologies'), nodes, plot and topologies, one entry each (its own status keys, rho, period,
+    exact_average_after, degrees, ...).
     """
     _check_plot(plot)  # fail before the work, not after it
     topos = _build_all(topologies, nodes, extra)
     facts = [analyze(t).to_dict() for t in topos]
     if plot:
         plot_consensus(topos, plot, iterations, seed=seed)
-    if as_json:
-        _print_json(facts[0] if len(facts) == 1 else facts)
+    if as_json:   # one object for one TOPOLOGY or several: their facts in "topologies"
+        worst = max(facts, key=lambda f: f["status"])
+        _print_json(document(worst["status"], "; ".join(f["message"] for f in facts),
+                             nodes=nodes, plot=plot, topologies=facts))
         return
     for f in facts:
         _print_info(f)
@@ -162,8 +167,9 @@ def _span(lo, hi):
 
 @gossip.command()
 @click.argument("topologies", metavar="TOPOLOGY...", nargs=-1, required=True)
-@click.option("--network", required=True, help="Physical network: a topology spec such as "
-              "torus:4x4 or a topology file (switches route, endpoints hold ranks).")
+@_renamed("--topology", "network", old=("--network",), required=True,
+          help="Physical network: a topology spec such as torus:4x4 or a topology file "
+               "(switches route, endpoints hold ranks).")
 @click.option("-n", "--nodes", type=click.IntRange(1), help="World size n [default: the "
               "network's endpoints x --ranks-per-node]; a multiple of the endpoints places "
               "n/endpoints ranks per node.")
@@ -182,7 +188,8 @@ def _span(lo, hi):
               "allreduce (decent_dp) or every member to every other.")
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="A topology parameter, e.g. -O local_size=4 (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (a list for several).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, each "
+              "TOPOLOGY's cost in its list topologies.")
 def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth, ranks_per_node,
          group_mode, extra, as_json):
     """Time of one gossip iteration of TOPOLOGY on a physical network (alpha-beta, ECMP).
@@ -191,6 +198,10 @@ def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth
     bytes on the busiest link / its bandwidth. With several TOPOLOGY, one summary row each and
     the time to shrink the distance to the mean 10^6-fold (iterations from rho per iteration,
     or the exact-average count when smaller).
+
+    --json prints one object for one TOPOLOGY or several: the status keys, network, nodes, size,
+    group_mode and topologies, one entry each (per-iteration costs, mean_time, max_time,
+    iterations_to_accuracy, time_to_accuracy, ...).
     """
     from ..topology import topology as _network
 
@@ -217,8 +228,14 @@ def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth
         doc = c.to_dict()
         doc.update(iterations_to_accuracy(t, c))
         docs.append(doc)
-    if as_json:
-        _print_json(docs[0] if len(docs) == 1 else docs)
+    if as_json:   # one object for one TOPOLOGY or several: their costs in "topologies"
+        cheapest = min(docs, key=lambda d: d["mean_time"])
+        _print_json(document(Status.SUCCESS, f"{len(docs)} gossip "
+                             f"topolog{'ies' if len(docs) > 1 else 'y'} on {net.name}: cheapest "
+                             f"iteration {cheapest['topology']} "
+                             f"({format_time(cheapest['mean_time'])})", network=net.name,
+                             nodes=nodes, size=float(size), group_mode=group_mode,
+                             topologies=docs))
         return
     settings = (f"{format_size(size)} per rank, {nodes} ranks on {net.name}"
                 + (f" ({ranks_per_node} per node)" if ranks_per_node and ranks_per_node > 1

@@ -196,14 +196,20 @@ def import_(file, output, topology, as_json):
         click.echo(f"{s.collective.name} on {s.num_nodes} ranks: {s.num_steps} steps, "
                    f"{s.num_transfers} transfers" + ("" if to_stdout else f" -> {output}"),
                    err=to_stdout)
-        if not report.valid:
-            _print_lint_err(report, file)
+        if not report.valid:   # the findings are the report (stdout); one line on stderr
+            _print_lint_err(report, file, err=to_stdout)
+    if not report.valid:
+        first = (f"[{report.errors[0].rule}] {report.errors[0].message}" if report.errors
+                 else f"not correct: {report.problems[0]}" if report.problems else "invalid")
+        count = len(report.errors) + len(report.problems)
+        click.echo(f"error: {file}: {count} finding(s), the first {first}; the schedule was "
+                   f"written{'' if to_stdout else ' to ' + output} all the same", err=True)
     sys.exit(0 if report.valid else EXIT_INVALID)
 
 
-def _print_lint_err(report, file):
+def _print_lint_err(report, file, err=True):
     for f in report.errors[:10]:
         click.echo(f"  runtime rule [{f.rule}] {file}:{f.line}: <{f.element}>: {f.message}",
-                   err=True)
+                   err=err)
     for p in report.problems[:10]:
-        click.echo(f"  not correct: {p}", err=True)
+        click.echo(f"  not correct: {p}", err=err)

@@ -7,6 +7,7 @@ for a schedule that is invalid. Tables go to stdout, progress to stderr, ``--jso
 """
 
 import importlib
+import re
 import sys
 
 import click
@@ -133,7 +134,34 @@ def main(argv=None):
     except KeyboardInterrupt:
         click.echo("error: interrupted", err=True)
         code = 130
+    except ValueError as exc:   # two refusals of Python's own, wherever a value meets them
+        rule = _python_refusal(exc, sys.argv[1:] if argv is None else list(argv))
+        if rule is None:
+            raise
+        click.echo(f"error: {rule}", err=True)
+        code = 2
     sys.exit(code or 0)
+
+
+def _python_refusal(exc, args):
+    """The rule behind a ValueError that Python raises on hostile input in any parser (an
+    option's type, a spec, an XML attribute), or None for any other error; it names the
+    option that carried the value where the command line shows it."""
+    text = str(exc)
+    if "Exceeds the limit" in text and "integer string conversion" in text:
+        limit = sys.get_int_max_str_digits()
+        where = ""
+        for i, arg in enumerate(args):
+            if re.search(r"\d{%d}" % (limit + 1), str(arg)):
+                name = str(arg).split("=", 1)[0] if str(arg).startswith("-") else \
+                    (args[i - 1] if i and str(args[i - 1]).startswith("-") else "")
+                where = f"{name}: " if name else ""
+                break
+        return (f"{where}a number has more than {limit} digits; no count or size topocoll "
+                "takes is that long")
+    if "embedded null byte" in text:
+        return "a file name or value cannot contain a NUL character"
+    return None
 
 
 if __name__ == "__main__":

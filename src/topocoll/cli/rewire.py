@@ -7,8 +7,8 @@ from .. import defaults, units
 from ..topology import save_topology
 from ..throughput.rewire import OBJECTIVES, rewire as _rewire
 from ..units import format_time
-from .common import _check_output, _err, _load_topology, _on_stdout, _out, _print_json, \
-    _progress, _topo_options, _unit
+from .common import _check_output, _duration, _err, _load_topology, _on_stdout, _out, \
+    _print_json, _progress, _renamed, _topo_options, _unit
 
 __all__ = ["rewire"]
 
@@ -23,9 +23,9 @@ def _value(objective, value):
 @click.option("--objective", type=click.Choice(list(OBJECTIVES)), default="alltoall",
               show_default=True,
               help="alltoall: all-to-all time from the flow LP; distance: sum of hop distances.")
-@click.option("--budget", default="10s", show_default=True,
-              callback=_unit(units.parse_time, "--budget"),
-              help="Wall-time budget, e.g. 10s or 500ms; 0 for none (runs to a local minimum "
+@_renamed("--time-limit", "budget", old=("--budget",), default="10s", show_default=True,
+          metavar="DURATION", callback=_duration("--time-limit"),
+          help="Wall-clock limit, e.g. 10s, 500ms or 2min; 0 for none (runs to a local minimum "
                    "or --max-swaps).")
 @click.option("--max-swaps", type=click.IntRange(min=0),
               help="Stop after trying this many candidate swaps.")
@@ -37,9 +37,9 @@ def _value(objective, value):
 @click.option("--prescreen", is_flag=True,
               help="Skip swaps that lengthen the sum of hop distances without evaluating them "
                    "(heuristic; more LP solves go to promising swaps).")
-@click.option("--warmup", callback=_unit(units.parse_time, "--warmup"),
-              help="Time spent first on cheap sum-of-distance swaps (default: half the budget "
-                   "for --objective alltoall).")
+@click.option("--warmup", metavar="DURATION", callback=_duration("--warmup"),
+              help="Time spent first on cheap sum-of-distance swaps (default: half the "
+                   "--time-limit for --objective alltoall).")
 @click.option("-o", "--output", help="Write the rewired topology (.json or .graphml, optionally "
               "+ .gz; '-' for JSON on stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -7,11 +7,18 @@ import click
 from rich.table import Table
 
 from .. import units
-from ..errors import ProcessGroupError
-from .common import EXIT_INVALID, _Fail, _err, _out, _print_json, _unit
+from ..errors import ProcessGroupError, ResourceLimitError, TopocollError
+from ..limits import require_memory
+from ..results import Status, document
+from .common import EXIT_INVALID, _duration, _Fail, _err, _out, _print_json, _renamed, _unit
 
 __all__ = ["run"]
 
+#: Worlds up to this size start without --nproc even on fewer cores (any machine runs them);
+#: beyond it and the machine's cores, the user asks for the processes by number.
+_SMALL_WORLD = 4
+#: Memory of one local rank: a Python interpreter with torch loaded, before any tensor.
+_PROCESS_BYTES = 256 << 20
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 
 
@@ -25,15 +32,18 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 @click.option("--dtype", type=click.Choice(_DTYPES), default="float32", show_default=True)
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), default="gloo",
               show_default=True)
-@click.option("--iters", type=click.IntRange(1), default=20, show_default=True,
+@_renamed("--iterations", "iters", old=("--iters",), type=click.IntRange(1), default=20,
+          show_default=True,
               help="Timed calls (the median is reported).")
 @click.option("--check", is_flag=True, help="Compare the result with torch's own collective on "
               "the same data; exit 1 on a mismatch.")
 @click.option("--no-baseline", is_flag=True, help="Do not time torch's collective.")
-@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=600.0,
-              show_default=True, help="Seconds before a local run gives up, naming the ranks "
-              "that did not finish.")
-@click.option("--slice-bytes", callback=_unit(units.parse_size, "--slice-bytes"),
+@_renamed("--time-limit", "timeout", old=("--timeout",), default="10min", show_default=True,
+          metavar="DURATION", callback=_duration("--time-limit", allow_zero=False),
+          help="Wall-clock limit of a local run, e.g. 90s or 10min; it then gives up, naming "
+               "the ranks that did not finish.")
+@_renamed("--slice-size", "slice_bytes", old=("--slice-bytes",),
+          callback=_unit(units.parse_size, "--slice-size"),
               help="Most bytes of one packet of the dataflow engine [default: 1MiB].")
 @click.option("--window", type=click.IntRange(1), help="Staging buffers per peer of the "
               "dataflow engine [default: 4].")
@@ -52,7 +62,7 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
     'topocoll lint' passes it. FILE may be gzip-compressed, and '-' (standard input) when the
     command starts the processes itself.
 
-    \\b
+    \b
     topocoll run s.json --nproc 4 --check      # starts 4 local processes itself
     topocoll run algo.xml --check              # an MSCCL XML program, on CPUs (gloo)
     torchrun --standalone --nproc-per-node 4 -m topocoll.cli.main run s.json
@@ -60,8 +70,9 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
     """
     from ..fileio import is_special
-    from ..runtime.launch import run_local
-    from ..runtime.measure import measure_file, measure_schedule
+    from ..runtime.launch import require_torch, run_local
+    from ..runtime.measure import (DTYPE_BYTES, buffer_elements, local_memory, measure_file,
+                                   measure_schedule, rounded_bytes)
     from ..runtime.sources import loads_runnable, read_runnable, runnable_format
     from ..schedule.verify import verify
 
@@ -70,6 +81,10 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
         options["slice_bytes"] = int(slice_bytes)
     if window is not None:
         options["window"] = window
+    try:
+        require_torch()   # before reading FILE: the one line to fix comes first
+    except TopocollError as exc:
+        raise _Fail(str(exc)) from None
     torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     # standard input or a FIFO can be read once, by one process: not by every torchrun rank
     once = file == "-" or is_special(file)
@@ -83,9 +98,27 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
     del data
     verify(schedule).raise_if_invalid()      # before any process starts
     n = schedule.topology.num_nodes
+    try:   # a size below one element per shard, or that cannot fit: refused before any process
+        buffer_elements(schedule.collective.name, n, size, dtype)
+        runs = rounded_bytes(schedule.collective.name, n, size, dtype)
+        note = None
+        if runs != int(size):   # said (once every check has passed), not silent
+            per = " per shard" if buffer_elements(schedule.collective.name, n, runs, dtype) \
+                * DTYPE_BYTES[dtype] != runs else ""
+            note = (f"note: --size {units.format_size(size)} is not a whole number of {dtype} "
+                    f"elements{per}; running {runs} bytes")
+            size = runs
+        require_memory(local_memory(schedule.collective.name, 1 if torchrun else n, size),
+                       f"{units.format_size(size)} buffers on "
+                       f"{'this rank' if torchrun else f'{n} local ranks'}")
+    except TopocollError as exc:
+        raise _Fail(str(exc)) from None
     if torchrun:
         import torch
         import torch.distributed as dist
+
+        if note and int(os.environ.get("RANK", 0)) == 0:
+            _err.print(note, markup=False)
 
         if int(os.environ["WORLD_SIZE"]) != n:
             raise _Fail(f"the schedule is for {n} nodes but torchrun started "
@@ -101,12 +134,23 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
         if int(os.environ["RANK"]) != 0:
             return
     else:
+        cores = os.cpu_count() or 1
+        if nproc is None and n > max(cores, _SMALL_WORLD):
+            raise _Fail(f"the schedule is for {n} nodes, more than this machine's {cores} "
+                        f"cores: give --nproc {n} to start {n} processes here anyway, or start "
+                        "it with torchrun")
         nproc = n if nproc is None else nproc
         if nproc != n:
             raise _Fail(f"the schedule is for {n} nodes; --nproc {nproc} would not run it "
                         f"(give --nproc {n})")
+        try:   # every process is a Python interpreter with torch loaded
+            require_memory(n * _PROCESS_BYTES, f"{n} local torch processes")
+        except ResourceLimitError as exc:
+            raise _Fail(str(exc)) from None
         if backend == "nccl":
             raise _Fail("--backend nccl needs one GPU per process: start it with torchrun")
+        if note:
+            _err.print(note, markup=False)
         # the processes read a regular file themselves; what could be read only once they
         # get from here, already read
         worker, source = ((_measure_loaded, schedule) if once
@@ -115,11 +159,18 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
             result = run_local(worker, n, (source, size, dtype, iters, check, not no_baseline,
                                            options), timeout=timeout)[0]
         except ProcessGroupError as exc:
-            raise _Fail(str(exc).splitlines()[0]) from None
+            raise _Fail(_first_failure(str(exc))) from None
     result["size"] = size
     result["format"] = kind
-    if as_json:
-        _print_json(result)
+    if as_json:   # {status keys (INVALID when --check finds a difference), time, busbw, ...}
+        wrong = "correct" in result and not result["correct"]
+        said = (f"{result['algorithm']} {result['collective']} on {result['ranks']} ranks: "
+                f"{units.format_time(result['time'])} per call")
+        if result.get("ratio") is not None:
+            said += f", bus bandwidth {result['ratio']:.3f}x torch's"
+        if "correct" in result:
+            said += "; RESULT DIFFERS from torch's" if wrong else "; result equal to torch's"
+        _print_json(document(Status.INVALID if wrong else Status.SUCCESS, said, result))
     else:
         _print_table(result)
     if check and not result["correct"]:
@@ -160,3 +211,17 @@ def _print_table(r):
                                           else "RESULT DIFFERS from torch's")
     if line:
         _out.print(line, markup=False)
+
+
+def _first_failure(report):
+    """One line from a multi-rank failure report: its first line, and where that line only
+    introduces a traceback (``rank 0 raised:``), the exception the traceback ends with."""
+    lines = report.splitlines()
+    head = lines[0] if lines else "a rank failed"
+    if head.endswith(":"):
+        nxt = next((i for i, line in enumerate(lines[1:], 1) if line.startswith("rank ")),
+                   len(lines))
+        body = [line.strip() for line in lines[1:nxt] if line.strip()]
+        if body:
+            head = f"{head} {body[-1]}"
+    return head

@@ -12,20 +12,28 @@ from ..schedule.io import load_schedule, save_schedule
 from ..schedule.linkmodel import simulate as _link_model
 from ..schedule.verify import verify as _verify
 from ..synth import ALGORITHMS, generate
+from ..synth.summary import generator_summary
 from ..units import format_size, format_time
+from ..results import Status, document
 from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _on_stdout, _out, \
     _print_json, _progress, _topo_options, _unit
 
 __all__ = ["schedule", "verify", "evaluate"]
+
+#: The fields of an evaluation that do not depend on the size (the top of evaluate's --json).
+_SIZE_FREE = ("collective", "algorithm", "topology", "nodes", "degree", "steps", "T_L",
+              "diameter", "steps_lower_bound", "diameter_optimal", "moore_steps",
+              "moore_optimal")
 
 
 @click.command()
 @click.argument("topo")
 @click.option("-c", "--collective", required=True, help="allgather, reduce_scatter, allreduce, "
               "broadcast, reduce, scatter, gather or alltoall.")
-@click.option("-a", "--algorithm", type=click.Choice(sorted(ALGORITHMS) + ["lp"]),
+@click.option("-a", "--algorithm", type=click.Choice(sorted(ALGORITHMS)),
               help="Schedule generator [default: bfb; lp for alltoall: the path LP's routes, "
-              "pipelined to near the LP's time].")
+              "pipelined to near the LP's time]. ten is a shortcut to `topocoll synth` (its "
+              "options as -O KEY=VALUE).")
 @click.option("--root", type=int, help="Root node of a rooted collective (default 0).")
 @_topo_options
 @click.option("-o", "--output", help="Write the schedule file here ('-' for stdout).")
@@ -35,17 +43,33 @@ __all__ = ["schedule", "verify", "evaluate"]
 @click.option("--size", callback=_unit(units.parse_size, "--size"), help="bfb: buffer size M; "
               "balance latency + load per link for this size (heterogeneous links). lp "
               "(alltoall): at most as many rounds as keep link latencies within 5% of the LP "
-              "time at this size.")
+              f"time at this size, which is also the size it is priced at [default for lp: "
+              f"{units.format_size(defaults.SIZE)}].")
 @click.option("--workers", type=click.IntRange(1), help="bfb: processes for the load-balancing "
               "problems (default: every core).")
 @click.option("--no-symmetry", is_flag=True, help="bfb: solve every node's problems even on "
               "vertex-transitive topologies.")
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
-              help="Another algorithm option, e.g. -O shift=3 for shiftedring (repeatable).")
+              help="Another algorithm option, e.g. -O shift=3 for shiftedring, -O rounds=4 "
+                   "for lp, -O method=ilp for ten (repeatable).")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: what was made, where, and "
+              "the generator's meta.")
 def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
-             chunks, size, workers, no_symmetry, extra, no_verify):
-    """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file)."""
+             chunks, size, workers, no_symmetry, extra, no_verify, as_json):
+    """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file).
+
+    Every generator of ``topocoll.synth.generate`` is an --algorithm here. Two of them have a
+    command of their own, the door to the job, with its options as flags: ``-a ten -O KEY=VALUE``
+    is a shortcut to ``topocoll synth`` (TEN synthesis, e.g. ``-O method=ilp`` is ``synth -a
+    ilp``). ``-a lp`` pipelines the routes of the all-to-all path LP; the LP itself (its
+    throughput, bounds, frontier, and a hop-by-hop schedule with -o) is ``topocoll alltoall``.
+
+    --json prints one object: the status keys (success, status, status_name, message: the line
+    the command prints otherwise), collective, algorithm, topology, nodes, root, steps,
+    transfers, verified, output and the generator's meta; lp adds size, lp_time, T_L, T_B, time
+    and their ratios to the LP time at that size.
+    """
     _check_output(output, None)
     to_stdout = _on_stdout(output)
     t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
@@ -62,13 +86,12 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
         options["symmetry"] = False
     if algorithm is None:
         algorithm = "lp" if collective.strip().lower() == "alltoall" else "bfb"
+    if algorithm == "lp":   # one size M: the rounds are chosen for it and the report is at it
+        options.setdefault("size", defaults.SIZE)
     update, bar = _progress(f"{algorithm} {collective} on {t.name}")
     status = "not verified"
     with bar:
-        if algorithm == "lp":
-            s = _pipelined_alltoall(t, collective, options, update)
-        else:
-            s = generate(t, collective, algorithm, root=root, progress=update, **options)
+        s = generate(t, collective, algorithm, root=root, progress=update, **options)
         if not no_verify:
             update(f"verifying {s.num_transfers} transfers", 0, None)
             report = _verify(s)
@@ -80,28 +103,17 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
             update(f"writing {output}", 0, None)
             save_schedule(s, output)
     where = f", written to {output}" if output and not to_stdout else ""
-    notes = ""
-    if "chunk_loss" in s.meta:
-        notes = (f"; {s.meta['chunks']} chunks per shard cost {100 * s.meta['chunk_loss']:.2f}% "
-                 f"bandwidth time over the fractional optimum (bound "
-                 f"{100 * s.meta['chunk_loss_bound']:.2f}%)")
-    if s.meta.get("lp_time_per_byte"):
-        from ..schedule.cost import step_costs
-
-        ratio = float(step_costs(s)[2].sum()) / s.meta["lp_time_per_byte"]
-        rounds = s.meta["rounds"]
-        most = (rounds + s.meta["longest_path"] - 1) / rounds
-        notes += (f"; {rounds} rounds, step-model T_B {ratio:.3f} x the LP time (bound "
-                  f"{most:.3f})")
-    if s.algorithm == "trees" and "optimum" in s.meta:
-        from ..schedule.cost import bandwidth_lower_bound
-
-        node = bandwidth_lower_bound(s.collective, t, s.root) / float(s.meta["optimum"])
-        notes += (f"; {s.meta['trees']} trees of depth <= {s.meta['max_depth']}, "
-                  f"{s.meta['chunks']} chunks: T_B {s.meta['ratio']:.4f} x the exact optimum "
-                  f"T* (the node-bandwidth bound is {node:.4f} x T*)")
-    click.echo(f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
-               f"{s.num_transfers} transfers, {status}{where}{notes}", err=to_stdout)
+    summary = generator_summary(s, t, size=options.get("size"))   # the generator's own meta
+    line = (f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
+            f"{s.num_transfers} transfers, {status}{where}{summary.text}")
+    if as_json:   # {status keys, collective, algorithm, topology, ..., verified, output, meta}
+        _print_json(document(summary.status, line, collective=s.collective.name,
+                             algorithm=s.algorithm, topology=t.name, nodes=s.num_nodes, root=s.root,
+                             steps=s.num_steps, transfers=s.num_transfers,
+                             verified=status == "verified", output=output, **summary.facts,
+                             meta=dict(s.meta)), err=to_stdout)
+        return
+    click.echo(line, err=to_stdout)
 
 
 @click.command()
@@ -130,8 +142,9 @@ def verify(file, as_json, max_errors):
             _format_invalid(str(exc), as_json)
         update(f"checking {s.num_transfers} transfers", 0, None)
         report = _verify(s, max_errors=max_errors)
-    if as_json:
-        _print_json(report.to_dict())
+    if as_json:   # {status keys (SUCCESS or INVALID), valid, counts, errors, warnings, ...}
+        _print_json(document(Status.SUCCESS if report.valid else Status.INVALID,
+                             report.summary(), report.to_dict()))
     else:
         click.echo(report.summary())
         if not report.valid:
@@ -145,37 +158,13 @@ def verify(file, as_json, max_errors):
     sys.exit(0 if report.valid else EXIT_INVALID)
 
 
-def _pipelined_alltoall(t, collective, options, update):
-    """The all-to-all schedule of the LP's optimal routes, pipelined (option ``rounds``)."""
-    from ..collectives import collective as _collective
-    from ..throughput import alltoall_routes
-    from ..throughput.schedule import pipelined_alltoall_schedule
-
-    if _collective(collective).name != "alltoall":
-        raise _Fail(f"algorithm lp makes alltoall, not {collective}")
-    rounds = options.pop("rounds", None)
-    size = options.pop("size", None)
-    if options:
-        raise _Fail(f"algorithm lp takes the options rounds and size, not "
-                    f"{', '.join(options)}")
-    try:
-        rounds = None if rounds is None else int(rounds)
-    except ValueError:
-        raise _Fail(f"-O rounds={rounds}: expected a whole number") from None
-    update("all-to-all LP", 0, None)
-    res = alltoall_routes(t, progress=update)
-    if not res.success:
-        raise _Fail(f"{t.name}: {res.message}")
-    update("pipelining the routes", 0, None)
-    return pipelined_alltoall_schedule(res, t, rounds=rounds, size=size)
-
-
 def _format_invalid(message, as_json):
     """Report a file that breaks the format rules as an invalid schedule, then exit 1."""
     if as_json:
-        _print_json({"valid": False, "collective": None, "nodes": None, "steps": None,
-                     "transfers": None, "error_count": 1, "counts": {"format": 1},
-                     "errors": [{"kind": "format", "message": message}], "warnings": []})
+        _print_json(document(Status.INVALID, f"invalid: {message}", valid=False,
+                             collective=None, nodes=None, steps=None, transfers=None,
+                             error_count=1, counts={"format": 1},
+                             errors=[{"kind": "format", "message": message}], warnings=[]))
     else:
         click.echo(f"invalid: {message}")
     sys.exit(EXIT_INVALID)
@@ -186,9 +175,23 @@ def _format_invalid(message, as_json):
 @click.option("--size", "sizes", multiple=True, default=(units.format_size(defaults.SIZE),), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
 @_topo_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per size).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, with one entry "
+              "per size in its list sizes.")
 def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
-    """Price a schedule file: T_L, T_B, time, lower bounds and optimality flags."""
+    """Price a schedule file: T_L, T_B, time, lower bounds and optimality flags.
+
+    T_L, T_B and time are the step model's (alpha-beta: each step costs its largest link
+    latency plus its largest bytes / bandwidth). The last column, link-model time, is the same
+    schedule in the link model, where a link carries one transfer at a time for its latency +
+    bytes / bandwidth and starts as soon as the data is there, with no step barriers: a
+    shortcut to ``topocoll simulate FILE --comm-model both``, the command for the link model.
+
+    --json prints one object whatever the number of sizes: the status keys (success, status,
+    status_name, message), file, the schedule's size-free facts (collective, algorithm,
+    topology, nodes, degree, steps, T_L, diameter, moore_steps, optimality flags) and "sizes",
+    a list with one entry per --size (every field of the evaluation at that size, and
+    link_model_time).
+    """
     update, bar = _progress(f"evaluate {file}")
     with bar:
         update("reading", 0, None)
@@ -200,14 +203,20 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
         update("timing in the link model", 0, None)
         link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
                       for m in sizes]
-    if as_json:
-        docs = [dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]
-        _print_json(docs[0] if len(docs) == 1 else docs)
-        return
     e0 = results[0]
+    bandwidth = _priced_bandwidth(s.topology, link_bandwidth, node_bandwidth)
+    if as_json:   # one object for any number of sizes; each size's prices in "sizes"
+        facts = {key: getattr(e0, key) for key in _SIZE_FREE}
+        _print_json(document(
+            Status.SUCCESS, f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.steps} "
+            f"steps, priced at {len(results)} size{'s' if len(results) > 1 else ''}",
+            file=file, bandwidth=bandwidth, **facts,
+            sizes=[dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]))
+        return
     _out.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
                f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
                f"{e0.moore_steps}), T_L {format_time(e0.T_L)}")
+    _out.print(f"priced with {bandwidth}", markup=False)
     table = Table()
     for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal",
                 "link-model time"):
@@ -220,3 +229,14 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     flags = [name for name, ok in (("diameter-optimal", e0.diameter_optimal),
                                    ("Moore-optimal", e0.moore_optimal)) if ok]
     _out.print("flags: " + (", ".join(flags) if flags else "none"))
+
+
+def _priced_bandwidth(topology, link_bandwidth, node_bandwidth):
+    """The bandwidth convention a price used, in words (every document names it: the
+    file's own links, or what --link-bandwidth / --node-bandwidth set)."""
+    if link_bandwidth is not None:
+        return f"{units.format_bandwidth(link_bandwidth)} per link (--link-bandwidth)"
+    if node_bandwidth is not None:
+        return (f"{units.format_bandwidth(node_bandwidth)} per node, split over its links "
+                "(--node-bandwidth)")
+    return f"{topology.describe_bandwidth()} (the file's links)"

@@ -1,34 +1,30 @@
 """``topocoll synth`` (TEN synthesis, TACOS) and ``topocoll simulate`` (link-model timing)."""
 
-import os
-
 import click
 from rich.table import Table
 
 from .. import defaults, units
 from ..schedule.cost import evaluate as _step_model
 from ..schedule.io import load_schedule, save_schedule
-from ..schedule.verify import verify as _verify
 from ..schedule.linkmodel import simulate as _link_model, simulate_many
 from ..schedule.timeline import plot_timeline
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
-from ..synth.ten.tenants import synthesize_tenants
+from ..errors import InvalidScheduleError
+from ..studies.tenants import check_synthesized, run_tenants
 from ..topology.families.lattice import with_dimension_bandwidth
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _check_output, _check_output_folder, _check_plot, _Fail, \
-    _load_topology, _on_stdout, _out, _print_json, _progress, _topo_options, _unit
+from ..results import Status, document
+from .common import EXIT_INVALID, _check_output, _check_output_folder, _check_plot, _duration, \
+    _Fail, _load_topology, _on_stdout, _out, _print_json, _progress, _renamed, _topo_options, _unit
 
 __all__ = ["synth", "simulate"]
 
 
 def _check(schedule, no_verify):
-    if no_verify:
-        return "not verified"
-    report = _verify(schedule)
-    if not report.valid:  # a synthesizer bug: say so rather than hand out a wrong schedule
-        raise _Fail(f"synthesized schedule failed verification: {report.summary()}",
-                    EXIT_INVALID)
-    return "verified"
+    try:  # a synthesizer bug: say so rather than hand out a wrong schedule
+        return check_synthesized(schedule, verify=not no_verify)
+    except InvalidScheduleError as exc:
+        raise _Fail(str(exc), EXIT_INVALID) from None
 
 
 @click.command()
@@ -37,8 +33,9 @@ def _check(schedule, no_verify):
               help=f"One of {', '.join(TEN_COLLECTIVES)}; NAME:ROOT for a root. Repeat for "
                    "several tenants sharing the network (e.g. -c allgather -c broadcast:3).")
 @click.option("--root", type=int, help="Root of a rooted collective (default 0).")
-@click.option("--method", default="greedy", show_default=True, type=click.Choice(METHODS),
-              help="Greedy link-chunk matching or the ILP (small networks).")
+@_renamed("-a", "--algorithm", "method", old=("--method",), default="greedy", show_default=True,
+          type=click.Choice(METHODS),
+          help="Greedy link-chunk matching or the ILP (small networks).")
 @click.option("--chunks", default=1, show_default=True, type=click.IntRange(1),
               help="Chunks per shard.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0),
@@ -52,7 +49,8 @@ def _check(schedule, no_verify):
 @click.option("--repair/--no-repair", default=None,
               help="Greedy: repair the last slots with small ILPs when above the chunk bound "
                    "(default: on mixed link speeds).")
-@click.option("--symmetric/--no-symmetric", default=None,
+@_renamed("--symmetry/--no-symmetry", "symmetric", old=("--symmetric/--no-symmetric",),
+          default=None,
               help="Greedy all-gather on a torus (any network with a translation symmetry): "
                    "first try one node's schedule translated to every node (default: on mixed "
                    "link speeds).")
@@ -62,15 +60,17 @@ def _check(schedule, no_verify):
               "direction).")
 @click.option("--fail-nodes", help="Failed nodes to remove first, e.g. '5,7' (survivors are "
               "renumbered).")
-@click.option("--time-limit", type=click.FloatRange(0, min_open=True),
-              help="ILP: wall-clock seconds for the whole synthesis (default: none).")
+@click.option("--time-limit", metavar="DURATION",
+              callback=_duration("--time-limit", allow_zero=False),
+              help="ILP: wall-clock limit for the whole synthesis, e.g. 30s or 5min (default: "
+                   "none).")
 @click.option("--node-limit", type=click.IntRange(0),
               help="ILP: branch-and-bound nodes per model (a limit independent of speed).")
 @click.option("--max-solves", type=click.IntRange(1),
               help="ILP: models (horizons or windows) at most.")
 @click.option("--window", type=click.IntRange(1), help="ILP: time-clustering window (slots).")
-@click.option("--time-step", callback=_unit(units.parse_time, "--time-step"),
-              help="TEN discretization factor f (default: automatic).")
+@click.option("--time-step", metavar="DURATION", callback=_duration("--time-step"),
+              help="Length of one TEN time slot, e.g. 1us (default: automatic).")
 @click.option("--size", default=units.format_size(defaults.SYNTHESIS_SIZE), show_default=True,
               callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
 @_topo_options
@@ -85,7 +85,18 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
           unwind_degree, fail_links, fail_nodes, time_limit, node_limit, max_solves, window,
           time_step, size, link_bandwidth,
           node_bandwidth, alpha, dim_bandwidth, output, no_verify, as_json):
-    """Synthesize a schedule on TOPO through the time-expanded network (TACOS)."""
+    """Synthesize a schedule on TOPO through the time-expanded network (TACOS).
+
+    This command is the door to TEN synthesis; ``topocoll schedule TOPO -a ten -O KEY=VALUE``
+    (and ``generate(topo, coll, "ten", **options)`` in Python) is a shortcut to the same
+    synthesizer, its options the flags here (-O method=ilp is -a ilp).
+
+    --json prints one object with one tenant or several: the status keys (success, status,
+    status_name, message), topology, nodes, time_step, time (link-model finish of all
+    tenants), tenants (one row each: collective, root, transfers, steps, finish_slots,
+    link_model_time, verified) and files; with one tenant also the schedule's facts and the
+    synthesizer's meta (makespan_slots, chunk_lower_bound, lower_bound_ratio, ...).
+    """
     ilp_only = [flag for flag, value in (("--time-limit", time_limit), ("--node-limit", node_limit),
                                          ("--max-solves", max_solves), ("--window", window))
                 if value is not None]
@@ -115,7 +126,10 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
             raise _Fail("with several tenants give roots as NAME:ROOT, not --root")
         _tenants(t, collectives, common, output, no_verify, as_json)
         return
-    name, _, root_text = collectives[0].partition(":")
+    name, colon, root_text = collectives[0].partition(":")
+    if colon and not root_text:
+        raise _Fail(f"--collective {collectives[0]!r}: a node id must follow ':' (or leave "
+                    "the ':' out)")
     if root_text:
         if root is not None:
             raise _Fail("give the root once: NAME:ROOT or --root")
@@ -137,13 +151,6 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
         update("timing in the link model", 0, None)
         m = dict(s.meta, link_model_time=_link_model(s, size).time)   # timed independently
     ratio = m["link_model_time"] / m["chunk_lower_bound"] if m["chunk_lower_bound"] else None
-    if as_json:
-        doc = {"collective": s.collective.name, "root": s.root, "topology": s.topology.name,
-               "nodes": s.num_nodes, "algorithm": s.algorithm, "transfers": s.num_transfers,
-               "steps": s.num_steps, "status": status, "output": output,
-               "lower_bound_ratio": ratio, **m}
-        _print_json(doc, err=to_stdout)
-        return
     where = f", written to {output}" if output and not to_stdout else ""
     bound = (f" (chunk-model lower bound {format_time(m['chunk_lower_bound'])}, "
              f"{ratio:.3f}x)" if ratio else "")
@@ -154,10 +161,25 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
     extra = ""
     if "ilp_status" in m:
         extra = f"; ILP: {m['ilp_message']}"
-    click.echo(f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
-               f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, link-model time "
-               f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers, "
-               f"{status}{where}{spread}{extra}", err=to_stdout)
+    line = (f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
+            f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, link-model time "
+            f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers, "
+            f"{status}{where}{spread}{extra}")
+    if as_json:   # the tenants' shape (one tenant) plus the schedule's own facts and meta
+        tenant = {"collective": s.collective.name, "root": s.root,
+                  "transfers": s.num_transfers, "steps": s.num_steps,
+                  "finish_slots": m["makespan_slots"], "link_model_time": m["link_model_time"],
+                  "verified": status == "verified"}
+        doc = {"topology": s.topology.name, "nodes": s.num_nodes, "time_step": m["time_step"],
+               "time": m["link_model_time"], "tenants": [tenant],
+               "files": [output] if output else [], "collective": s.collective.name,
+               "root": s.root, "algorithm": s.algorithm, "transfers": s.num_transfers,
+               "steps": s.num_steps, "verified": status == "verified", "output": output,
+               "lower_bound_ratio": ratio}
+        doc.update((k, v) for k, v in m.items() if k not in doc)
+        _print_json(document(m.get("ilp_status", Status.SUCCESS), line, doc), err=to_stdout)
+        return
+    click.echo(line, err=to_stdout)
 
 
 def _write(schedule, output):
@@ -167,26 +189,18 @@ def _write(schedule, output):
 
 def _tenants(t, collectives, common, output, no_verify, as_json):
     update, bar = _progress(f"ten-greedy tenants on {t.name}")
-    with bar:
-        res = synthesize_tenants(t, list(collectives), progress=update, **common)
-    statuses = [_check(s, no_verify) for s in res.schedules]
-    finish = [r.time for r in simulate_many(res.schedules, common["size"])]  # shared links
-    files = []
-    if output:
-        try:
-            os.makedirs(output, exist_ok=True)
-        except OSError as exc:
-            raise _Fail(f"cannot create {output}: {exc.strerror}") from None
-        for i, s in enumerate(res.schedules):
-            path = os.path.join(output, f"tenant{i}-{s.collective.name}.json")
-            save_schedule(s, path)
-            files.append(path)
-    if as_json:
-        doc = res.to_dict(finish_times=finish)
-        for row, status in zip(doc["tenants"], statuses):
-            row["status"] = status
-        doc["files"] = files
-        _print_json(doc)
+    with bar:   # synthesized, verified, timed sharing the links, written
+        run = run_tenants(t, collectives, verify=not no_verify, output=output, progress=update,
+                          **common)
+    res, statuses, finish, files = run.result, run.statuses, run.finish_times, run.files
+    if as_json:   # {status keys, topology, nodes, time_step, time, tenants: [...], files, ...}
+        doc = run.to_dict()
+        _print_json(document(
+            Status.SUCCESS, f"{len(res.schedules)} tenants on {res.meta['topology']}: all done "
+            f"after {format_time(doc['time'])} in the link model, sharing its links",
+            topology=res.meta["topology"], nodes=t.num_nodes, time_step=doc.pop("time_step"),
+            time=doc.pop("time"), tenants=doc.pop("tenants"), files=files,
+            **{k: v for k, v in doc.items() if k != "topology"}))
         return
     table = Table(title=f"{len(res.schedules)} tenants on {res.meta['topology']}, one shared "
                         f"network, slots of {format_time(res.time_step)}")
@@ -210,8 +224,8 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
               help="Replace every link's latency.")
 @click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
               help="Replace every link's bandwidth.")
-@click.option("--model", default="link", show_default=True,
-              type=click.Choice(["step", "link", "both"]),
+@_renamed("--comm-model", "model", old=("--model",), default="link", show_default=True,
+          type=click.Choice(["step", "link", "both"]),
               help="Price in the link model, the alpha-beta step model, or both side by side.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Write the link-model timeline (a Gantt chart of the links, critical path "
@@ -219,9 +233,18 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
                    "matplotlib).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
-    """Time schedule FILES in the link model (TACOS); several files share one network."""
+    """Time schedule FILES in the link model (TACOS); several files share one network.
+
+    This command is the door to the link model; the link-model time column of ``topocoll
+    evaluate`` is a shortcut to ``--comm-model both`` here.
+
+    --json prints one object for one file or several: the status keys (success, status,
+    status_name, message), model, size, time (the latest finish), plot and schedules, one
+    entry per file (file, collective, algorithm, time, the per-link busy times and critical
+    path in the link model, step_model for the step model).
+    """
     if plot is not None and model == "step":
-        raise _Fail("--plot draws the link-model timeline; use --model link or both")
+        raise _Fail("--plot draws the link-model timeline; use --comm-model link or both")
     _check_plot(plot)  # fail before the work, not after it
     update, bar = _progress("simulate")
     with bar:
@@ -242,7 +265,14 @@ def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
     if as_json:
         rows = [_simulate_row(f, s, r, e, model, plot)
                 for f, s, r, e in zip(files, schedules, results or [None] * len(files), steps)]
-        _print_json(rows[0] if len(rows) == 1 else rows)
+        finish = max(row["time"] for row in rows)
+        where = ("in the step model" + (", each alone" if len(rows) > 1 else "")
+                 if model == "step" else
+                 "in the link model" + (", sharing one network" if len(rows) > 1 else ""))
+        _print_json(document(Status.SUCCESS, f"{len(rows)} schedule{'s' if len(rows) > 1 else ''}"
+                             f" at {format_size(size)} {where}: done after "
+                             f"{format_time(finish)}", model=model, size=float(size),
+                             time=finish, plot=plot, schedules=rows))
         return
     shared = " sharing one network" if len(files) > 1 and model != "step" else ""
     if model == "step":

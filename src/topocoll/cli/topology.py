@@ -3,6 +3,7 @@
 import click
 from rich.table import Table
 
+from ..results import Status, document
 from .common import _load_topology, _out, _print_json, _topo_options
 
 __all__ = ["topologies", "info"]
@@ -13,15 +14,26 @@ __all__ = ["topologies", "info"]
 def topologies(as_json):
     """List the topology families and their spec syntax."""
     from ..topology import describe_families
+    from ..topology.registry import describe_operators
 
     rows = describe_families()
-    if as_json:
-        _print_json(rows)
+    ops = describe_operators()
+    if as_json:   # {status keys, "families": [...], "operators": [...]}, each {name, params,
+        #          summary, example}
+        _print_json(document(Status.SUCCESS, f"{len(rows)} topology families, {len(ops)} "
+                             "operators on specs", families=rows, operators=ops))
         return
     table = Table(title="topology families (spec: FAMILY:ARGS, or a .json/.graphml file)")
     for col in ("family", "parameters", "example", "what it is"):
         table.add_column(col)
     for r in rows:
+        table.add_row(r["name"], r["params"], r["example"], r["summary"])
+    _out.print(table)
+    table = Table(title="composite specs: operators on specs, nested to any depth (the names "
+                        "find prints; grammar in docs/format.md)")
+    for col in ("operator", "parameters", "example", "what it builds"):
+        table.add_column(col)
+    for r in ops:
         table.add_row(r["name"], r["params"], r["example"], r["summary"])
     _out.print(table)
 
@@ -47,8 +59,11 @@ def info(topo, link_bandwidth, node_bandwidth, alpha, as_json):
     if pair is not None:
         facts["unreachable_pair"] = list(pair)
     facts.update({k: v for k, v in t.meta.items() if k not in facts})
-    if as_json:
-        _print_json(facts)
+    if as_json:   # {status keys, name, nodes, links, degrees, diameter, ...}: always SUCCESS
+        said = ("strongly connected" if pair is None
+                else f"not strongly connected: no path {pair[0]} -> {pair[1]}")
+        _print_json(document(Status.SUCCESS, f"{t.name}: {t.num_nodes} nodes, {t.num_links} "
+                             f"links, {said}", facts))
         return
     for key, value in facts.items():
         _out.print(f"{key:>22}: {value}")

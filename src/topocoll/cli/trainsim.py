@@ -1,5 +1,5 @@
 """``topocoll train-sim``: one data-parallel training iteration, compute overlapped with
-gradient allreduces, on our topology next to the lower bound, ShiftedRing and DBT."""
+gradient allreduces, on our topology next to the two-phase bound, ShiftedRing and DBT."""
 
 import os
 
@@ -10,11 +10,13 @@ from rich.table import Table
 from .. import defaults, units
 from ..errors import TopocollError
 from ..units import format_size, format_time
-from .common import _check_plot, _Fail, _Lines, _out, _print_json, _unit
+from .common import _check_plot, _Choice, _duration, _Fail, _Lines, _out, _print_json, _renamed, \
+    _unit
 
 __all__ = ["train_sim", "resolve_profile", "workload_profile"]
 
-_DTYPES = ("fp32", "fp16", "bf16")
+#: --dtype: the names ``run --dtype`` (and torch) use -> the names of studies.models.DTYPE_BYTES
+_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
 def resolve_profile(model, *, batch=None, gpu_flops=None, efficiency=None, dtype=None,
@@ -30,7 +32,7 @@ def resolve_profile(model, *, batch=None, gpu_flops=None, efficiency=None, dtype
         return model_profile(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
                              bytes_per_param=dtype)
     if model != "-" and not os.path.exists(model):
-        raise _Fail(f"--model {model}: neither a known model ({', '.join(MODELS)}) nor a file")
+        raise _Fail(f"--workload {model}: neither a known model ({', '.join(MODELS)}) nor a file")
     given = [name for name, v in (("--batch", batch), ("--gpu-flops", gpu_flops),
                                   ("--efficiency", efficiency), ("--dtype", dtype)) if v is not None]
     if given:
@@ -90,7 +92,12 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
         if nodes is not None and nodes != n:
             raise _Fail(f"--nodes {nodes} but the {'schedule' if schedule_file else 'topology'} "
                         f"has {n} nodes")
-        d = degree if degree is not None else int(schedule.topology.out_degree().max())
+        actual = int(schedule.topology.out_degree().max())
+        if degree is not None and degree < actual:
+            raise _Fail(f"--degree {degree} but {schedule.topology.name} has nodes of degree "
+                        f"{actual}: the bound for degree {degree} does not hold for it (leave "
+                        "--degree out)")
+        d = degree if degree is not None else actual
         progress(f"verifying {schedule.num_transfers} transfers", 0, None)
         verify(schedule).raise_if_invalid()
         if comm_model == "link":
@@ -101,7 +108,7 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
         return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, None
     from ..finder import Workload, find
 
-    d = 4 if degree is None else degree
+    d = min(4, nodes - 1) if degree is None else degree   # complete:N is the most there is
     workload = Workload.from_layers(profile.forward_order_bytes(), bucket)
     result = find(nodes, d, workload, alpha=alpha, node_bandwidth=bandwidth, cache=store,
                   progress=progress)
@@ -114,9 +121,9 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
 
 
 @click.command("train-sim")
-@click.option("--model", required=True,
-              help="resnet50, bert-large, gpt2-medium, vit-b16, or a profile FILE (JSON or an "
-                   "ASTRA-sim DATA workload; see docs/training.md).")
+@_renamed("--workload", "model", old=("--model",), required=True,
+          help="The model trained: resnet50, bert-large, gpt2-medium, vit-b16, or a profile "
+               "FILE (JSON or an ASTRA-sim DATA workload; see docs/training.md).")
 @click.option("-n", "--nodes", type=int, help="Cluster size N (default: the schedule's or "
               "topology's; required otherwise).")
 @click.option("-d", "--degree", type=int, help="Links per node d for the finder and the lower "
@@ -135,18 +142,20 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
               help="Egress bandwidth B of each node, split evenly over its links.")
 @click.option("--policy", type=click.Choice(["wait-free", "buckets"]),
               help="How allreduces overlap compute: the NSDI 2025 paper's wait-free rules, or "
-                   "PyTorch DDP's fixed buckets [default: wait-free; buckets with --bucket].")
-@click.option("--bucket", callback=_unit(units.parse_size, "--bucket"),
-              help="DDP bucket size (implies --policy buckets) "
-                   f"[default with buckets: {units.format_size(defaults.BUCKET_SIZE)}].")
+                   "PyTorch DDP's fixed buckets [default: wait-free; buckets with --bucket-size].")
+@_renamed("--bucket-size", "bucket", old=("--bucket",),
+          callback=_unit(units.parse_size, "--bucket-size"),
+          help="DDP bucket size (implies --policy buckets) "
+               f"[default with buckets: {units.format_size(defaults.BUCKET_SIZE)}].")
 @click.option("--batch", type=int, help="Samples per GPU (built-in models).")
 @click.option("--gpu-flops", type=float, help="Peak FLOP/s of one GPU (built-in models) "
               f"[default: {defaults.GPU_FLOPS:g}, an A100].")
 @click.option("--efficiency", type=float, help="Fraction of the peak achieved (built-in models) "
               f"[default: {defaults.GPU_EFFICIENCY:g}].")
-@click.option("--dtype", type=click.Choice(_DTYPES), help="Gradient type (built-in models) "
-              "[default: fp32].")
-@click.option("--cycle-time", callback=_unit(units.parse_time, "--cycle-time"),
+@click.option("--dtype", type=_Choice(list(_DTYPES), old={v: k for k, v in _DTYPES.items()}),
+              callback=lambda ctx, param, value: _DTYPES.get(value),
+              help="Gradient type (built-in models) [default: float32].")
+@click.option("--cycle-time", metavar="DURATION", callback=_duration("--cycle-time"),
               help="Length of one cycle of an ASTRA-sim workload "
                    f"[default: {units.format_time(defaults.CYCLE_TIME)}].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
@@ -161,10 +170,11 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
     A model's gradients become ready layer by layer during backpropagation; each allreduce
     starts under the wait-free rules (Zhao et al., NSDI 2025, section 8.4) or PyTorch DDP's
     buckets. Our allreduce (a schedule file, BFB on a topology, or the finder's best topology
-    for N, d and this workload) runs next to the lower bound, ShiftedRing and DBT on N nodes.
+    for N, d and this workload) runs next to the two-phase bound, ShiftedRing and DBT on N nodes.
     """
     from ..finder import Cache
-    from ..studies.training import lower_bound_cost, plot_timeline, simulate_iteration
+    from ..studies.training import (lower_bound_cost, plot_iteration as plot_timeline,
+                                    simulate_iteration)
 
     if schedule_file is not None and spec is not None:
         raise _Fail("give --schedule or --topology, not both")
@@ -174,15 +184,18 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
         raise _Fail(f"--nodes must be at least 3, got {nodes}")
     if degree is not None and degree < 1:
         raise _Fail(f"--degree must be at least 1, got {degree}")
+    if degree is not None and nodes is not None and degree >= nodes:
+        raise _Fail(f"--degree {degree} on {nodes} nodes: a node has at most {nodes - 1} "
+                    "other nodes to link to")
     if comm_model == "link" and schedule_file is None and spec is None:
         raise _Fail("--comm-model link times a schedule: give --schedule or --topology")
     if policy == "wait-free" and bucket is not None:
-        raise _Fail("--bucket applies to --policy buckets, not wait-free")
+        raise _Fail("--bucket-size applies to --policy buckets, not wait-free")
     policy = policy or ("buckets" if bucket is not None else "wait-free")
     if policy == "buckets" and bucket is None:
         bucket = defaults.BUCKET_SIZE
-    if bucket is not None and bucket <= 0:
-        raise _Fail(f"--bucket must be positive, got {units.format_size(bucket)}")
+    if bucket is not None and (bucket <= 0 or bucket != int(bucket)):
+        raise _Fail(f"--bucket-size must be a positive whole number of bytes, got {bucket:g}")
     if cycle_time is not None and cycle_time <= 0:
         raise _Fail("--cycle-time must be positive")
     _check_plot(plot)
@@ -196,7 +209,7 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
                                            comm_model)
         if nodes < 3:
             raise _Fail(f"train-sim needs at least 3 nodes, got {nodes}")
-        costs = {"lower bound": lower_bound_cost(nodes, degree, alpha=alpha,
+        costs = {"two-phase bound": lower_bound_cost(nodes, degree, alpha=alpha,
                                                  bandwidth=node_bandwidth)}
         skipped = {}
         for name in ("ShiftedRing", "DBT"):
@@ -208,7 +221,7 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
     options = {"policy": policy, "bucket_size": bucket if policy == "buckets" else None}
     result = simulate_iteration(profile, ours, **options)
     others = {name: simulate_iteration(profile, cost, **options) for name, cost in costs.items()}
-    bound = others["lower bound"]
+    bound = others["two-phase bound"]
     if plot:
         plot_timeline(result, plot, profile=profile,
                       title=f"{profile.name} on {ours.name}, {nodes} nodes: {result.message}")
@@ -237,7 +250,7 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
     table = Table(title=f"{escape(profile.name)} on {nodes} nodes of degree {degree}, "
                         f"alpha {format_time(alpha)}, "
                         f"{units.format_bandwidth(node_bandwidth)} per node, {how}; x bound = "
-                        "total allreduce time / the lower bound's")
+                        "total allreduce time / the two-phase bound's")
     for col in ("", "allreduce", "iteration", "compute", "exposed comm", "total allreduce",
                 "allreduces", "x bound"):
         table.add_column(col, justify="left" if col in ("", "allreduce") else "right")

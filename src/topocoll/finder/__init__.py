@@ -27,7 +27,8 @@ from .cache import ALGORITHM_VERSION, Cache, cache_dir
 from .optimize import OptimizeResult, optimize
 from .core import FindResult, as_workload, find, find_range, frontier
 from .plot import plot_frontier
-from .search import Candidate, Search, pareto_frontier, predict
+from ..synth.expansions import predict
+from .search import Candidate, Search, pareto_frontier
 from .workload import Workload, bucket_layers, load_workload
 
 __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "Search",

@@ -31,6 +31,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..errors import InvalidScheduleError
+from ..results import as_progress
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
 from .dctable import table as dctable
 from .gktable import lookup as lookup_genkautz
@@ -229,13 +230,14 @@ class BaseDatabase:
     max_degree : int
         Only bases of at most this degree.
     progress : callable, optional
-        ``progress(stage, done, total)`` while bases are computed.
+        ``progress(done, total, stage)`` while bases are computed
+        (:func:`~topocoll.results.as_progress`).
     """
 
     def __init__(self, cache, max_degree, *, progress=None):
         self.cache = cache
         self.max_degree = int(max_degree)
-        self.progress = progress
+        self.progress = as_progress(progress)
         self.computed = 0
         self._index = {}
         for item in catalogue(self.max_degree):
@@ -256,7 +258,7 @@ class BaseDatabase:
         doc = self.cache.get("base", item.spec)
         if doc is None:
             if self.progress:
-                self.progress(f"measuring base {item.spec}", self.computed, None)
+                self.progress(self.computed, None, f"measuring base {item.spec}")
             entry = measure_base(item)
             self.cache.put("base", item.spec, entry.to_dict())
             self.computed += 1

@@ -16,7 +16,7 @@ For the generalized Kautz digraph GK(n, d) (``i -> -d*i - j mod n``) the nodes r
 by walks of exactly s steps form the interval ``[S_s(u), S_s(u) + d^s)`` mod n with
 ``S_{s+1} = -d*S_s - d^(s+1)``, which gives its distances and diameter without a graph search.
 
->>> c = bfb_cost(__import__("topocoll").topology("hypercube:3"))
+>>> c = bfb_cost(__import__("topocoll").build_topology("hypercube:3"))
 >>> c["steps"], round(c["t_b"], 12)
 (3, 0.875)
 """
@@ -158,7 +158,7 @@ def bfb_phases(topology, *, receivers=None, dist=None):
     one distance matrix (``dist``, when the caller has it). ``receivers`` as in
     :func:`bfb_cost` (on a vertex-transitive topology one receiver gives the exact cost).
 
-    >>> c = bfb_phases(__import__("topocoll").topology("kautz:2,2"))
+    >>> c = bfb_phases(__import__("topocoll").build_topology("kautz:2,2"))
     >>> c["steps"], c["t_b_ag"] == c["t_b_rs"]
     (2, True)
     """

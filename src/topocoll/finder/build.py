@@ -10,18 +10,25 @@ finder then evaluates every candidate with each algorithm it is asked for and ke
 verified schedule. The result's nodes have egress bandwidth 1 split evenly over their links:
 :func:`priced` gives it the cluster's latency and bandwidth.
 
+Every recipe has a spec, :func:`recipe_spec` (the candidate's name), that
+:func:`topocoll.topology.topology` builds into the very digraph the schedule runs on (same node
+numbering, same links in the same order; :func:`recipe_topology` builds it without a schedule).
+
 >>> from topocoll.finder.search import Candidate
 >>> c = Candidate("line(complete:3)", 6, 2, 2, 1.0, ("line", ("spec", "complete:3")))
 >>> s = build_allreduce(c)
 >>> s.topology.name, s.collective.name, s.num_nodes
 ('line(complete:3)', 'allreduce', 6)
+>>> recipe_spec(c.recipe)
+'line(complete:3)'
 """
 
 import numpy as np
 
 from ..errors import UnsupportedError
 
-__all__ = ["build_allreduce", "priced", "leaf_topology", "ALGORITHMS"]
+__all__ = ["build_allreduce", "priced", "leaf_topology", "recipe_topology", "recipe_spec",
+           "ALGORITHMS"]
 
 
 def _bfb(topology, **options):
@@ -65,6 +72,52 @@ def leaf_topology(recipe):
             factors.append(topology(factor[1]))
         return cartesian_product(*factors).with_node_bandwidth(1.0)
     raise UnsupportedError(f"{kind!r} is not a leaf recipe")
+
+
+def recipe_spec(recipe):
+    """The spec of the topology a recipe builds: ``line(X)``, ``degree(X,m=M)``,
+    ``power(X,n=P)``, ``product(A,B,...)`` around leaf specs (the optimizer's explicit
+    digraphs are named by ``rewired:N,D:CODE`` specs). The grammar is
+    :mod:`topocoll.topology.composite`.
+
+    >>> recipe_spec(("degree", ("product", (("spec", "ring:3"), ("spec", "hamming:2,3"))), 2))
+    'degree(product(ring:3,hamming:2,3),m=2)'
+    """
+    kind = recipe[0]
+    if kind in ("spec", "arcs"):
+        return recipe[1]
+    if kind == "product":
+        return "product(" + ",".join(recipe_spec(f) for f in recipe[1]) + ")"
+    if kind == "line":
+        return f"line({recipe_spec(recipe[1])})"
+    if kind == "degree":
+        return f"degree({recipe_spec(recipe[1])},m={recipe[2]})"
+    if kind == "power":
+        return f"power({recipe_spec(recipe[1])},n={recipe[2]})"
+    raise UnsupportedError(f"unknown recipe {kind!r}")
+
+
+def recipe_topology(recipe):
+    """The topology a recipe's allreduce runs on (leaves as in :func:`leaf_topology`, every
+    expansion the transform :mod:`topocoll.synth.expansions` applies), without scheduling:
+    the same digraph as ``topology(recipe_spec(recipe))``.
+
+    >>> recipe_topology(("line", ("spec", "uniring:3"))).dst.tolist()
+    [1, 2, 0]
+    """
+    from ..topology.transforms import cartesian_power, degree_expansion, line_graph
+
+    kind = recipe[0]
+    if kind in ("spec", "arcs", "product"):
+        return leaf_topology(recipe)
+    base = recipe_topology(recipe[1])
+    if kind == "line":
+        return line_graph(base)
+    if kind == "degree":
+        return degree_expansion(base, recipe[2])
+    if kind == "power":
+        return cartesian_power(base, recipe[2])
+    raise UnsupportedError(f"unknown recipe {kind!r}")
 
 
 def _algorithm(name):

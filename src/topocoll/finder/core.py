@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..limits import require_memory
-from ..results import Result, Status
-from ..units import format_time, parse_bandwidth, parse_time
+from ..results import Result, Status, as_progress
+from ..units import format_time, parse_bandwidth, parse_time, whole_number
 from .build import build_allreduce, priced
 from .cache import Cache
 from .search import Candidate, Search
@@ -51,8 +51,10 @@ class FindResult(Result):
     best : Candidate
         The chosen candidate (the evaluated one when ``status`` is 2).
     predicted_time, lower_bound : float
-        Its predicted workload time and the lower bound ``sum 2*(moore_steps*alpha +
-        (N-1)/N*M/B)`` (seconds).
+        Its predicted workload time and the two-phase bound ``sum 2*(moore_steps*alpha +
+        (N-1)/N*M/B)`` (seconds): no allreduce made of a reduce-scatter followed by an
+        allgather (every schedule the finder builds) beats it; schedules of other shapes may
+        (:func:`topocoll.finder.workload.any_allreduce_lower_bound` bounds those).
     evaluated_time : float or None
         The workload's time from :func:`topocoll.evaluate` on the built, verified schedule.
     ratio : float or None
@@ -124,22 +126,6 @@ def as_workload(workload):
                          f"{type(workload).__name__}")
 
 
-def _int(value, what, low):
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise InputTypeError(f"{what} must be an integer, got {value!r}") from None
-    if value < low:
-        raise UnsupportedError(f"{what} must be >= {low}, got {value}")
-    return value
-
-
 def _cache(cache):
     if isinstance(cache, Cache):
         return cache
@@ -164,8 +150,8 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
     >>> [(c.name, c.steps, round(c.t_b, 4)) for c in frontier(8, 3)[0]]
     [('dcirculant:8:1,2,5', 2, 0.875)]
     """
-    nodes = _int(nodes, "nodes", 2)
-    degree = _int(degree, "degree", 1)
+    nodes = whole_number(nodes, "nodes", 2)
+    degree = whole_number(degree, "degree", 1)
     store = _cache(cache)
     key = _frontier_key(nodes, degree, products)
     doc = store.get("frontier", key)
@@ -186,8 +172,9 @@ def find_range(nodes, degree, *, cache=True, products=True, progress=None, worke
     computed exactly once per size and kept in the cache; ``workers`` processes compute the
     missing ones in parallel first (default: one).
     """
-    degree = _int(degree, "degree", 1)
-    sizes = [_int(n, "nodes", 2) for n in nodes]
+    degree = whole_number(degree, "degree", 1)
+    sizes = [whole_number(n, "nodes", 2) for n in nodes]
+    progress = as_progress(progress)
     store = _cache(cache)
     search = Search(degree, store, products=products, progress=progress)
     missing = [n for n in sizes
@@ -199,7 +186,7 @@ def find_range(nodes, degree, *, cache=True, products=True, progress=None, worke
         for i, n in enumerate(sizes):
             out[n] = frontier(n, degree, cache=store, products=products, search=search)[0]
             if progress:
-                progress("frontiers", i + 1, len(sizes))
+                progress(i + 1, len(sizes), "frontiers")
     return out
 
 
@@ -227,7 +214,7 @@ def _fill_genkautz(store, sizes, degree, workers, progress):
                                                chunksize=8)):
             store.put("cost", f"genkautz:{n},{degree}", cost)
             if progress:
-                progress("generalized Kautz costs", i + 1, len(todo))
+                progress(i + 1, len(todo), "generalized Kautz costs")
 
 
 # ---------------------------------------------------------------------- find
@@ -273,12 +260,12 @@ def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progr
     seconds = {}
     start = time.perf_counter()
     if progress:
-        progress(f"building the {algorithm} allreduce on {candidate.name}", 0, None)
+        progress(0, None, f"building the {algorithm} allreduce on {candidate.name}")
     schedule = build_allreduce(candidate, algorithm=algorithm)
     schedule = priced(schedule, alpha=alpha, node_bandwidth=bandwidth)
     seconds["build"] = time.perf_counter() - start
     if progress:
-        progress(f"verifying {schedule.num_transfers} transfers", 0, None)
+        progress(0, None, f"verifying {schedule.num_transfers} transfers")
     start = time.perf_counter()
     report = verify(schedule)
     seconds["verify"] = time.perf_counter() - start
@@ -326,7 +313,14 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
 def _cluster(nodes, degree, alpha, node_bandwidth, workload):
     """The checked cluster and workload arguments of :func:`find` and
     :func:`~topocoll.finder.optimize.optimize`."""
-    return (_int(nodes, "nodes", 2), _int(degree, "degree", 1), parse_time(alpha, what="alpha"),
+    nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
+    if degree > nodes - 1:
+        # complete:N already links every pair and allreduces optimally in each phase's single
+        # step: more links per node cannot help, and the searches grow with the degree
+        raise UnsupportedError(f"degree {degree} on {nodes} nodes: at most {nodes - 1} (every "
+                               f"other node; complete:{nodes} has it)")
+    return (nodes, degree,
+            parse_time(alpha, what="alpha"),
             parse_bandwidth(node_bandwidth, what="node bandwidth"), as_workload(workload))
 
 
@@ -367,7 +361,7 @@ def _optimize_into(result, store, products, progress, algorithms, budget, max_ev
     result.predicted_ratio = opt.predicted_time / result.lower_bound
     result.message = (f"optimized {opt.best.name}: evaluated {format_time(opt.evaluated_time)} "
                       f"(predicted {format_time(opt.predicted_time)}), "
-                      f"{opt.evaluated_time / result.lower_bound:.3f}x the lower bound "
+                      f"{opt.evaluated_time / result.lower_bound:.3f}x the two-phase bound "
                       f"{format_time(result.lower_bound)}; the frontier's best {opt.seed.name} "
                       f"evaluated {format_time(before)}")
     result.evaluation = opt.evaluation
@@ -411,7 +405,8 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
     products : bool
         Include Cartesian products of different bandwidth-optimal graphs (tori among them).
     progress : callable, optional
-        ``progress(stage, done, total)`` during long work (``total`` None when unknown).
+        ``progress(done, total, stage)`` during long work (``total`` None when unknown;
+        :func:`~topocoll.results.as_progress` says which callbacks are accepted).
     algorithms : sequence of str
         Schedule algorithms for the candidates' leaves (keys of
         :data:`~topocoll.finder.build.ALGORITHMS`, default BFB only); the chosen candidate is
@@ -436,6 +431,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
     started = time.perf_counter()
     nodes, degree, alpha, bandwidth, workload = _cluster(nodes, degree, alpha, node_bandwidth,
                                                          workload)
+    progress = as_progress(progress)
     algorithms = _algorithms(algorithms)
     evaluate = evaluate or optimize
     if evaluate or keep_schedule:   # fail before the search, not after it
@@ -481,7 +477,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
             result.status = Status.SUCCESS if rank == 0 else Status.NOT_PROVEN
             result.message = (f"chose {c.name}: evaluated {format_time(result.evaluated_time)} "
                               f"(predicted {format_time(times[i])}), {result.ratio:.3f}x the "
-                              f"lower bound {format_time(lower)}")
+                              f"two-phase bound {format_time(lower)}")
             if failures:
                 result.message += f"; skipped {len(failures)} better-predicted candidate(s): " \
                                   + "; ".join(failures)

@@ -33,7 +33,6 @@ the fastest evaluated schedule, the seed's included, so it is never slower than 
 (True, True)
 """
 
-import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ import numpy as np
 
 from ..errors import TopocollError, UnsupportedError
 from ..units import format_time, parse_time
+from ..topology.composite import rewired_spec
 from .search import Candidate, _expand
 
 __all__ = ["optimize", "OptimizeResult", "Skeleton", "skeleton_of", "group_presentations"]
@@ -345,8 +345,7 @@ class _Optimizer:
                 continue
             cur_time = got[0]
             if cur_time < track.best[0] * (1 - 1e-12):
-                digest = hashlib.sha1(heads.tobytes()).hexdigest()[:10]
-                name = f"rewired:{n},{d}:{digest}"
+                name = rewired_spec(heads)          # a spec that rebuilds these heads
                 recipe = ("arcs", name, n, tuple(tuple(int(x) for x in row) for row in heads))
                 track.offer(cur_time, self.base_candidate(sk, name, recipe, got[1], got[2]),
                             heads.copy())
@@ -406,7 +405,7 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
     cache, products
         As in :func:`~topocoll.finder.core.find`.
     progress : callable, optional
-        ``progress(stage, done, total)``.
+        ``progress(done, total, stage)`` (:func:`~topocoll.results.as_progress`).
     frontier : list of Candidate, optional
         The frontier to seed from (default: computed).
     keep_schedule : bool
@@ -417,12 +416,15 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
     -------
     OptimizeResult
     """
-    from .core import _algorithms, _cache, _choose, _cluster, _evaluate, _evaluate_best, _int
+    from ..results import as_progress
+    from ..units import whole_number as _int
+    from .core import _algorithms, _cache, _choose, _cluster, _evaluate, _evaluate_best
     from .core import frontier as _frontier
 
     started = time.perf_counter()
     nodes, degree, alpha, bandwidth, workload = _cluster(nodes, degree, alpha, node_bandwidth,
                                                          workload)
+    progress = as_progress(progress)
     if budget is not None:
         budget = parse_time(budget, what="budget") if isinstance(budget, str) else float(budget)
         if not budget >= 0:
@@ -497,8 +499,8 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
                 break
         if progress:
             best = min((t.best[0] for t in tracks if t.best), default=math.inf)
-            progress(f"optimizing: {opt.evaluations} candidates, best predicted "
-                     f"{format_time(best)}", opt.evaluations, max_evaluations)
+            progress(opt.evaluations, max_evaluations, f"optimizing: {opt.evaluations} "
+                     f"candidates, best predicted {format_time(best)}")
         if stopped is None and moved == 0:
             stopped = "exhausted"
     searched = time.perf_counter()
@@ -516,7 +518,7 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
         if time_ >= seed_eval["time"] * (1 - 1e-12):
             break
         if progress:
-            progress(f"confirming {cand.name}", len(confirmed), min(confirm, len(ranked)))
+            progress(len(confirmed), min(confirm, len(ranked)), f"confirming {cand.name}")
         try:
             ev, sched, _ = _evaluate_best(cand, algorithms, workload, alpha, bandwidth, store,
                                           True, progress)

@@ -12,7 +12,9 @@ schedule, described by a *recipe*:
   degrees of 6 or more a circulant with geometric offsets, and at degree 6 the best 3D twisted
   torus (TPU v4);
 * ``("line", R)``, ``("degree", R, m)``, ``("power", R, n)``: an expansion of recipe R
-  (:mod:`topocoll.synth.expansions`), predicted by docs/math.md section 4:
+  (:mod:`topocoll.synth.expansions`), predicted by docs/math.md section 4 (with
+  :func:`~topocoll.synth.expansions.predict`, the one implementation of this table; the search
+  expands by degree with ``m >= 2`` only):
 
   ======  ========  =====  ============  =====================================
   kind    nodes     degree steps         T_B (units of M/B)
@@ -49,13 +51,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UnsupportedError
+from ..results import as_progress
+from ..synth.expansions import predict
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
 from .bases import MAX_BASE_NODES, BaseDatabase
 from .bfbcost import MAX_IN_DEGREE, genkautz_cost
 from .gktable import lookup as lookup_genkautz
 from .cache import Cache
 
-__all__ = ["Candidate", "Search", "pareto_frontier", "predict", "optcirculant_diameter",
+__all__ = ["Candidate", "Search", "pareto_frontier", "optcirculant_diameter",
            "twisted_torus_diameter", "twisted_torus_3d", "circulant_rule", "TOL"]
 
 #: Relative tolerance of T_B comparisons inside the search (equal within it: a tie).
@@ -96,26 +100,6 @@ def pareto_frontier(points, key=None, *, tol=0.0, keep_ties=True):
         best_before = min(best_before, low)
         i = j
     return out
-
-
-# ---------------------------------------------------------------------- predictions
-def predict(kind, steps, t_b, nodes, **params):
-    """``(steps, t_b)`` after one expansion of a base with ``nodes`` nodes (docs/math.md section 4).
-
-    >>> predict("line", 3, 15/16, 16)
-    (4, 1.0)
-    >>> predict("degree", 1, 0.75, 4, m=2)
-    (2, 0.875)
-    """
-    if kind == "line":
-        return steps + 1, t_b + 1.0 / nodes
-    if kind == "degree":
-        m = params["m"]
-        return steps + 1, t_b + (m - 1) / (m * nodes)
-    if kind == "power":
-        n = params["n"]
-        return n * steps, t_b * nodes / (nodes - 1) * (1.0 - float(nodes) ** -n)
-    raise UnsupportedError(f"unknown expansion {kind!r}")
 
 
 # ---------------------------------------------------------------------- candidates
@@ -302,7 +286,8 @@ def circulant_rule(n, degree):
             continue
         diam = _circulant_diameter(n, offsets)
         if diam is not None and (best is None or diam < best[1]):
-            best = ("circulant:%d:%s" % (n, ",".join(map(str, offsets))), diam)
+            canonical = sorted(min(o % n, n - o % n) for o in offsets)   # the spec's own name
+            best = ("circulant:%d:%s" % (n, ",".join(map(str, canonical))), diam)
     return best
 
 
@@ -332,7 +317,8 @@ class Search:
     products : bool
         Include Cartesian products of bandwidth-optimal atoms (tori among them).
     progress : callable, optional
-        ``progress(stage, done, total)`` during expensive work.
+        ``progress(done, total, stage)`` during expensive work
+        (:func:`~topocoll.results.as_progress`).
     """
 
     def __init__(self, degree, cache=None, *, products=True, progress=None):
@@ -341,8 +327,8 @@ class Search:
             raise UnsupportedError(f"the degree must be >= 1, got {self.degree}")
         self.cache = cache if cache is not None else Cache(enabled=False)
         self.products = bool(products)
-        self.progress = progress
-        self.bases = BaseDatabase(self.cache, self.degree, progress=progress)
+        self.progress = as_progress(progress)
+        self.bases = BaseDatabase(self.cache, self.degree, progress=self.progress)
         self._cells = {}
         self._bw = {}
         self._atoms = {}
@@ -475,7 +461,7 @@ class Search:
         doc = lookup_genkautz(n, d) or self.cache.get("cost", key)
         if doc is None:
             if self.progress:
-                self.progress(f"BFB cost of {key}", 0, None)
+                self.progress(0, None, f"BFB cost of {key}")
             doc = genkautz_cost(n, d)
             self.cache.put("cost", key, doc)
         return doc

@@ -15,8 +15,10 @@ Three ways to make one:
 
 The cost of one allreduce of M bytes on a candidate whose reduce-scatter and allgather phases take
 ``steps`` steps and ``T_B`` (in units of M/B) each is ``2 * (steps * alpha + T_B * M / B)``
-(docs/math.md sections 1 and 4); a workload costs the weighted sum. The lower bound of one
-allreduce on N nodes of degree d is ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``.
+(docs/math.md sections 1 and 4); a workload costs the weighted sum. No allreduce on N nodes of
+degree d made of a reduce-scatter followed by an allgather (the finder's candidates all are)
+beats ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``, the *two-phase bound*; allreduces
+of other shapes may, and none beats ``moore_depth(N, d) * alpha + 2 (N-1)/N * M / B``.
 
 >>> w = Workload.from_layers([4, 4, 4, 12], bucket_size=8)
 >>> w.sizes, w.weights
@@ -35,7 +37,7 @@ from ..topology.metrics import moore_depth
 from ..units import format_size, parse_size
 
 __all__ = ["Workload", "bucket_layers", "load_workload", "allreduce_time",
-           "allreduce_lower_bound"]
+           "allreduce_lower_bound", "any_allreduce_lower_bound"]
 
 
 def allreduce_time(steps, t_b, size, *, alpha, bandwidth):
@@ -45,14 +47,31 @@ def allreduce_time(steps, t_b, size, *, alpha, bandwidth):
 
 
 def allreduce_lower_bound(nodes, degree, size, *, alpha, bandwidth):
-    """``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``: no allreduce on N nodes of degree d
-    can beat it (Moore-bound steps, every node receives (N-1)/N of the buffer in each phase).
+    """The two-phase bound ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``: no allreduce
+    on N nodes of degree d (node egress and ingress B) made of a reduce-scatter followed by an
+    allgather beats it. Each phase takes Moore-depth steps (every shard gathers from, or
+    spreads to, every node); in the reduce-scatter every node sends the (N-1)/N of its buffer
+    that belongs to other shards, in the allgather it receives the (N-1)/N it lacks. One-phase
+    allreduces may beat it (a complete graph allreduces in one step):
+    :func:`any_allreduce_lower_bound` bounds every schedule.
 
     >>> round(allreduce_lower_bound(1024, 4, 2**20, alpha=1e-5, bandwidth=12.5e9) * 1e6, 1)
     267.6
     """
     spread = (nodes - 1) / nodes
     return 2.0 * (moore_depth(nodes, degree) * alpha + spread * size / bandwidth)
+
+
+def any_allreduce_lower_bound(nodes, degree, size, *, alpha, bandwidth):
+    """``moore_depth(N, d) * alpha + 2 (N-1)/N * M / B``: no allreduce on N nodes of degree d
+    and node egress B beats it, whatever its shape (docs/math.md section 1, Theorems 2 and 5:
+    the Moore depth, and 2 (N-1) M bytes over the total egress N B).
+
+    >>> round(any_allreduce_lower_bound(1024, 4, 2**20, alpha=1e-5, bandwidth=12.5e9) * 1e6, 1)
+    217.6
+    """
+    spread = (nodes - 1) / nodes
+    return moore_depth(nodes, degree) * alpha + 2.0 * spread * size / bandwidth
 
 
 def bucket_layers(layers, bucket_size=None):

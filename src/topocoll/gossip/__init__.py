@@ -16,8 +16,8 @@ simulation) and :mod:`~topocoll.gossip.cost` prices one iteration on a physical 
 
 from .analysis import (TABLE_PARAMS, TABLE_SIZES, analyze, consensus_errors,
                        exact_average_after, is_column_stochastic, is_doubly_stochastic,
-                       is_row_stochastic, mixing_matrix, period_product, period_rho,
-                       plot_consensus, rho, rho_table, same_mixing, stochasticity)
+                       is_row_stochastic, mixing_matrix, period_operator, period_product,
+                       period_rho, plot_consensus, rho, rho_table, same_mixing, stochasticity)
 from .builtin import (BUILTIN_NAMES, circulant_topology, metropolis_hastings,
                       metropolis_hastings_topology, one_peer_dynamic)
 from .cost import (GossipCost, IterationCost, gossip_cost, iteration_messages,
@@ -37,8 +37,8 @@ __all__ = [
     "BUILTIN_NAMES", "metropolis_hastings", "metropolis_hastings_topology", "one_peer_dynamic",
     "circulant_topology",
     # analysis
-    "mixing_matrix", "period_product", "is_row_stochastic", "is_column_stochastic",
-    "is_doubly_stochastic", "stochasticity", "rho", "period_rho", "exact_average_after",
+    "mixing_matrix", "period_product", "period_operator", "is_row_stochastic",
+    "is_column_stochastic", "is_doubly_stochastic", "stochasticity", "rho", "period_rho", "exact_average_after",
     "consensus_errors", "analyze", "rho_table", "same_mixing", "plot_consensus", "TABLE_SIZES",
     "TABLE_PARAMS",
     # cost

@@ -52,10 +52,11 @@ Bluefog's (weighted digraphs, weights exactly as Bluefog's ``topology_util`` giv
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InputTypeError, SpecError
 from ..limits import require_memory
-from .model import GraphTopology, GroupTopology, require_dense
+from .model import GraphTopology, GroupTopology, require_dense, require_sparse
 from .registry import gossip_topology, register_gossip_topology
 
 __all__ = ["metropolis_hastings", "metropolis_hastings_topology", "one_peer_dynamic",
@@ -70,13 +71,16 @@ MAX_DYNAMIC_PERIOD = 4096
 _GROUP_BYTES = 400
 
 
-def _need(name, size, minimum=2, dense=1, groups=0):
+def _need(name, size, minimum=2, dense=0, groups=0, nnz=0):
     """Check the rank count, and that what is built at once fits: ``dense`` matrices of
-    ``size x size`` (Bluefog's topologies), or ``groups`` iterations of groups (decent_dp's)."""
+    ``size x size``, sparse matrices of ``nnz`` weights in all (Bluefog's topologies), or
+    ``groups`` iterations of groups (decent_dp's)."""
     if size < minimum:
         raise SpecError(f"{name} needs n >= {minimum} ranks, got {size}")
     if dense:
         require_dense(name, size, dense)
+    if nnz:
+        require_sparse(name, size, nnz)
     if groups:
         require_memory(_GROUP_BYTES * size * groups,
                        f"{name} on {size} ranks ({groups} iterations of groups)")
@@ -188,15 +192,19 @@ def circulant_topology(name, weights, params=None):
     """A static circulant topology: rank i takes ``weights[s]`` of rank ``(i - s) mod n``.
 
     This is Bluefog's ``np.roll`` construction (its row ``x`` is ``weights``) transposed into
-    topocoll's convention.
+    topocoll's convention, built sparse: ``n`` weights per non-zero offset, never ``n x n``.
 
     >>> circulant_topology("right", [0.5, 0.5, 0.0]).matrix().tolist()[1]
     [0.5, 0.5, 0.0]
     """
     x = np.asarray(weights, dtype=np.float64)
     n = x.size
-    idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % n
-    return GraphTopology(name, x[idx], params)
+    offsets = np.flatnonzero(x)
+    require_sparse(name, n, n * offsets.size)
+    rows = np.tile(np.arange(n), offsets.size)
+    shift = np.repeat(offsets, n)
+    w = sp.csr_array((x[shift], (rows, (rows - shift) % n)), shape=(n, n))
+    return GraphTopology(name, w, params)
 
 
 def _is_power(value, base):
@@ -211,7 +219,7 @@ def _is_power(value, base):
 def exponential_graph(size, base=2):
     """Bluefog ExponentialGraph: receive from i - base^k, uniform weights 1/(1 + #powers)."""
     name = "exponential-graph"
-    _need(name, size)
+    _need(name, size)  # the weights are checked (sparse) by circulant_topology
     base = _int_param(name, "base", base, 2)
     x = np.array([1.0] + [1.0 if _is_power(s, base) else 0.0 for s in range(1, size)])
     return circulant_topology(name, x / x.sum(), {"base": base})
@@ -221,7 +229,7 @@ def exponential_graph(size, base=2):
 def symmetric_exponential_graph(size, base=4):
     """Bluefog SymmetricExponentialGraph: offsets +-base^k, uniform weights."""
     name = "symmetric-exponential-graph"
-    _need(name, size)
+    _need(name, size)  # the weights are checked (sparse) by circulant_topology
     base = _int_param(name, "base", base, 2)
     x = [1.0]
     for s in range(1, size):
@@ -235,7 +243,7 @@ def symmetric_exponential_graph(size, base=4):
 def ring_graph(size, connect_style=0):
     """Bluefog RingGraph: both neighbours with weights 1/3 (style 0), or one side 1/2 (1, 2)."""
     name = "ring-graph"
-    _need(name, size)
+    _need(name, size)  # the weights are checked (sparse) by circulant_topology
     if connect_style not in (0, 1, 2) or isinstance(connect_style, bool):
         raise SpecError(f"{name}: connect_style must be 0 (both sides), 1 (left) or 2 (right), "
                         f"got {connect_style!r}")
@@ -251,7 +259,7 @@ def ring_graph(size, connect_style=0):
     return circulant_topology(name, x, {"connect_style": int(connect_style)})
 
 
-def metropolis_hastings(adjacency):
+def metropolis_hastings(adjacency, *, sparse=False):
     """Metropolis-Hastings weights of an undirected graph (Bluefog's "Hastings rule").
 
     ``W[i, j] = 1 / max(d_i + 1, d_j + 1)`` for every edge ``{i, j}`` (``d`` = degree without
@@ -261,14 +269,19 @@ def metropolis_hastings(adjacency):
     ----------
     adjacency : array_like or scipy sparse matrix, shape (n, n)
         Non-zero ``A[i, j]`` or ``A[j, i]`` means an edge; the diagonal is ignored.
+    sparse : bool
+        Return a ``scipy.sparse.csr_array`` computed from the edges only (no ``n x n`` array;
+        a sparse ``adjacency`` stays sparse throughout) instead of a dense array.
 
     Examples
     --------
     >>> metropolis_hastings([[0, 1, 0], [1, 0, 1], [0, 1, 0]]).round(4).tolist()
     [[0.6667, 0.3333, 0.0], [0.3333, 0.3333, 0.3333], [0.0, 0.3333, 0.6667]]
+    >>> metropolis_hastings([[0, 1, 0], [1, 0, 1], [0, 1, 0]], sparse=True).nnz
+    7
     """
-    import scipy.sparse as sp
-
+    if sparse:
+        return _sparse_metropolis_hastings(adjacency)
     a = adjacency.toarray() if sp.issparse(adjacency) else np.asarray(adjacency)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise InputTypeError(f"adjacency must be a square matrix, got shape {a.shape}")
@@ -278,6 +291,24 @@ def metropolis_hastings(adjacency):
     w = np.where(edge, 1.0 / np.maximum.outer(deg + 1, deg + 1), 0.0)
     w[np.diag_indices_from(w)] = 1.0 - w.sum(axis=1)
     return w
+
+
+def _sparse_metropolis_hastings(adjacency):
+    a = sp.coo_array(adjacency)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise InputTypeError(f"adjacency must be a square matrix, got shape {a.shape}")
+    n = a.shape[0]
+    keep = (a.data != 0) & (a.row != a.col)
+    r = np.concatenate([a.row[keep], a.col[keep]])
+    c = np.concatenate([a.col[keep], a.row[keep]])
+    edge = sp.csr_array((np.ones(r.size), (r, c)), shape=(n, n))
+    edge.data[:] = 1.0   # duplicates summed: back to one per edge
+    deg = np.diff(edge.indptr)
+    e = edge.tocoo()
+    weight = 1.0 / np.maximum(deg[e.row] + 1, deg[e.col] + 1)
+    off = sp.csr_array((weight, (e.row, e.col)), shape=(n, n))
+    diag = 1.0 - np.asarray(off.sum(axis=1)).ravel()
+    return (off + sp.diags_array(diag, format="csr")).tocsr()
 
 
 def _mesh_shape(name, size, shape):
@@ -305,36 +336,39 @@ def _mesh_shape(name, size, shape):
 def mesh_graph(size, shape=None):
     """Bluefog MeshGrid2DGraph: 2-D grid with Metropolis-Hastings weights."""
     name = "mesh-graph"
-    _need(name, size)
+    _need(name, size, nnz=5 * size)
     rows, cols = _mesh_shape(name, size, shape)
     i = np.arange(size)
-    a = np.zeros((size, size), dtype=bool)
     right = i[(i + 1) % cols != 0]
     right = right[right + 1 < size]
-    a[right, right + 1] = True
     down = i[i + cols < size]
-    a[down, down + cols] = True
-    return GraphTopology(name, metropolis_hastings(a), {"shape": f"{rows}x{cols}"})
+    src = np.concatenate([right, down])
+    dst = np.concatenate([right + 1, down + cols])
+    a = sp.csr_array((np.ones(src.size), (src, dst)), shape=(size, size))
+    return GraphTopology(name, metropolis_hastings(a, sparse=True), {"shape": f"{rows}x{cols}"})
 
 
 @register_gossip_topology("star-graph")
 def star_graph(size, center=0):
     """Bluefog StarGraph: every rank exchanges with the center; weights 1/n, leaves keep 1-1/n."""
     name = "star-graph"
-    _need(name, size)
+    _need(name, size, nnz=3 * size)
     center = _int_param(name, "center", center, 0)
     if center >= size:
         raise SpecError(f"{name}: center must be a rank 0..{size - 1}, got {center}")
-    w = np.eye(size) * (1.0 - 1.0 / size)
-    w[center, :] = 1.0 / size
-    w[:, center] = 1.0 / size
+    leaves = np.delete(np.arange(size), center)
+    hub = np.full(size, center)
+    rows = np.concatenate([hub, leaves, leaves])
+    cols = np.concatenate([np.arange(size), hub[:-1], leaves])
+    vals = np.concatenate([np.full(2 * size - 1, 1.0 / size), np.full(size - 1, 1.0 - 1.0 / size)])
+    w = sp.csr_array((vals, (rows, cols)), shape=(size, size))
     return GraphTopology(name, w, {"center": center})
 
 
 @register_gossip_topology("fully-connected-graph")
 def fully_connected_graph(size):
     """Bluefog FullyConnectedGraph: every weight 1/n."""
-    _need("fully-connected-graph", size, 1)
+    _need("fully-connected-graph", size, 1, dense=1)   # n^2 weights: dense is smaller
     return GraphTopology("fully-connected-graph", np.full((size, size), 1.0 / size))
 
 
@@ -359,7 +393,7 @@ def metropolis_hastings_topology(network, *, size=None):
     if size is not None and net.num_nodes != size:
         raise SpecError(f"metropolis-hastings: network {net.name} has {net.num_nodes} nodes, "
                         f"not n={size}")
-    return GraphTopology("metropolis-hastings", metropolis_hastings(net.adjacency()),
+    return GraphTopology("metropolis-hastings", metropolis_hastings(net.adjacency(), sparse=True),
                          {"network": net.name})
 
 
@@ -369,7 +403,7 @@ def _from_sends(name, size, sends, params=None):
     """Weights ``1/(1 + #received)`` (Bluefog's ``avg_weight``) from per-iteration send targets;
     a rank whose target is itself sends nothing."""
     sends = list(sends)
-    require_dense(name, size, len(sends))
+    require_sparse(name, size, 2 * size * len(sends))
     mats = []
     ranks = np.arange(size)
     for target in sends:
@@ -377,10 +411,10 @@ def _from_sends(name, size, sends, params=None):
         moving = target != ranks
         received = np.bincount(target[moving], minlength=size)
         share = 1.0 / (1.0 + received)
-        w = np.zeros((size, size))
-        w[ranks, ranks] = share
-        w[target[moving], ranks[moving]] = share[target[moving]]
-        mats.append(w)
+        rows = np.concatenate([ranks, target[moving]])
+        cols = np.concatenate([ranks, ranks[moving]])
+        vals = np.concatenate([share, share[target[moving]]])
+        mats.append(sp.csr_array((vals, (rows, cols)), shape=(size, size)))
     return GraphTopology(name, mats, params)
 
 
@@ -402,10 +436,11 @@ def one_peer_dynamic(static, name=None):
         raise SpecError(f"a one-peer schedule needs a static base graph; {static.name} has "
                         f"period {static.period}")
     n = static.size
-    w = static.matrix(0)
+    w = static.sparse_matrix(0).tocsc()   # column r: the ranks that take r's value
     succ = []
     for r in range(n):
-        dst = [int(d) for d in np.flatnonzero(w[:, r]) if d != r]
+        col = w.indices[w.indptr[r]:w.indptr[r + 1]]
+        dst = [int(d) for d in col if d != r]
         succ.append(sorted(dst, key=lambda d, r=r: (d - r) % n))
     degrees = [len(s) for s in succ if s]
     period = math.lcm(*degrees) if degrees else 1

@@ -112,9 +112,10 @@ def iteration_messages(topology, k, size=1.0, group_mode="allreduce"):
         raise SpecError(f"group_mode must be one of {', '.join(GROUP_MODES)}, got {group_mode!r}")
     groups = topology.groups(k)
     if groups is None or group_mode == "neighbor":
-        w = topology.matrix(k)
-        np.fill_diagonal(w, 0.0)
-        dst, src = np.nonzero(w)
+        w = topology.sparse_matrix(k).tocoo()   # the stored weights: no n x n array
+        off = w.row != w.col
+        order = np.lexsort((w.col[off], w.row[off]))   # np.nonzero's order: by dst, then src
+        dst, src = w.row[off][order].astype(np.int64), w.col[off][order].astype(np.int64)
         ones = np.ones(src.size)
         return src, dst, ones * float(size), ones.astype(np.int64)
     src, dst, nbytes, steps = [], [], [], []

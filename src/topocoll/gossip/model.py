@@ -11,8 +11,11 @@ An iteration of decentralized averaging applies a mixing matrix ``W``: ``x_i <- 
 * :class:`GraphTopology` is Bluefog's model: a weighted digraph per iteration, i.e. a self
   weight plus in-neighbour weights for every rank, static (period 1) or dynamic.
 
-Both answer the same questions (``matrix``, ``in_neighbors``, ``out_neighbors``); ``groups``
-returns ``None`` for a graph topology.
+Both answer the same questions (``matrix``, ``sparse_matrix``, ``in_neighbors``,
+``out_neighbors``); ``groups`` returns ``None`` for a graph topology. ``matrix(k)`` is a dense
+array (refused by the memory guard when ``n x n`` floats do not fit); ``sparse_matrix(k)`` is
+the same matrix in CSR form, built without a dense intermediate for group topologies and for
+graph topologies given sparse, and is what the analysis and the neighbour queries use.
 
 >>> t = GroupTopology("pairs", 4, [[((0, 1), 0.5), ((2, 3), 0.5)],
 ...                               [((0, 2), 0.5), ((1, 3), 0.5)]])
@@ -25,11 +28,16 @@ returns ``None`` for a graph topology.
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InputTypeError, TopologyError
 from ..limits import require_memory
 
-__all__ = ["GossipTopology", "GroupTopology", "GraphTopology"]
+__all__ = ["GossipTopology", "GroupTopology", "GraphTopology", "require_dense", "require_sparse"]
+
+#: Bytes one stored entry of a CSR matrix takes while it is built (COO row, column and value,
+#: then the CSR copy: 8 + 8 + 8 + 8 + 4).
+_SPARSE_ENTRY_BYTES = 36
 
 
 def _check_size(size):
@@ -58,21 +66,42 @@ def _check_iteration(k):
 
 
 def require_dense(name, size, count=1):
-    """Check that ``count`` dense ``size x size`` mixing matrices, and the analysis' working
-    copies of that size, fit under the memory limit before they are made. The analysis works on
-    dense matrices (the cost model and the runtime do not need them); besides the matrices it
-    holds the period product, a fresh copy of a matrix, their product, ``W - J/n`` and the copy
-    the singular value decomposition works on: five more."""
+    """Check that ``count`` dense ``size x size`` mixing matrices, and the dense analysis' working
+    copies of that size, fit under the memory limit before they are made. Only the dense paths
+    ask (``matrix(k)``, ``period_product``, the dense ``rho``, up to ``DENSE_MAX`` ranks by
+    default); the sparse analysis needs :func:`require_sparse` only. Besides the matrices the
+    dense analysis holds the period product, a fresh copy of a matrix, their product,
+    ``W - J/n`` and the copy the singular value decomposition works on: five more."""
     require_memory(8 * size * size * (count + 5),
                    f"{name} on {size} ranks ({count} dense {size}x{size} mixing "
                    f"matri{'x' if count == 1 else 'ces'} and the analysis' working copies)")
+
+
+def require_sparse(name, size, nnz):
+    """Check that sparse mixing matrices with ``nnz`` stored weights in all (summed over the
+    iterations of the period) fit under the memory limit while they are built (about 36 bytes
+    per weight, plus three vectors of ``size`` per iteration for the analysis).
+
+    >>> require_sparse("ring", 20000, 80000)
+    """
+    require_memory(_SPARSE_ENTRY_BYTES * int(nnz) + 24 * int(size),
+                   f"{name} on {size} ranks ({int(nnz):,} non-zero mixing weights, sparse)")
+
+
+def _as_csr(w):
+    """``w`` (dense or sparse) as a float64 CSR array without explicit zeros, sorted indices."""
+    w = sp.csr_array(w, dtype=np.float64)
+    w.eliminate_zeros()
+    w.sort_indices()
+    return w
 
 
 class GossipTopology:
     """Base class: ``period`` mixing matrices on ``size`` ranks, used cyclically.
 
     Subclasses implement ``_build(k)`` for ``0 <= k < period`` (one ``(size, size)`` float64
-    array); matrices are built once, on first use, and handed out as copies.
+    array), or ``_build_sparse(k)`` (a scipy sparse matrix, then ``_build`` defaults to its dense
+    form); matrices are built once, on first use, and handed out as copies.
 
     Attributes
     ----------
@@ -96,6 +125,8 @@ class GossipTopology:
         self.period = int(period)
         self.params = dict(params or {})
         self._mats = None
+        self._sparse = None
+        self._columns = {}
 
     def __repr__(self):
         extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
@@ -107,8 +138,31 @@ class GossipTopology:
         """True when every iteration uses the same matrix (period 1)."""
         return self.period == 1
 
-    def _build(self, k):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _build(self, k):
+        """Dense ``W_k``; by default the dense form of :meth:`_build_sparse`."""
+        if type(self)._build_sparse is GossipTopology._build_sparse:  # pragma: no cover
+            raise NotImplementedError(f"{type(self).__name__} defines neither _build nor "
+                                      "_build_sparse")
+        return self._sparse_all()[k].toarray()
+
+    def _build_sparse(self, k):
+        """Sparse ``W_k``; by default from the dense :meth:`_build` (memory-guarded)."""
+        return self._all()[k]
+
+    def _sparse_all(self):
+        if self._sparse is None:
+            mats = []
+            for k in range(self.period):
+                w = _as_csr(self._build_sparse(k))
+                if w.shape != (self.size, self.size):
+                    raise TopologyError(f"mixing matrix {k} of {self.name} has shape {w.shape}, "
+                                        f"not ({self.size}, {self.size})")
+                mats.append(w)
+            self._sparse = mats
+        return self._sparse
+
+    def _sparse_k(self, k):
+        return self._sparse_all()[_check_iteration(k) % self.period]
 
     def require_dense(self):
         """Raise :class:`~topocoll.errors.ResourceLimitError` unless the dense matrices and the
@@ -137,6 +191,23 @@ class GossipTopology:
         """The ``period`` mixing matrices, in order (copies)."""
         return [w.copy() for w in self._all()]
 
+    def sparse_matrix(self, k=0):
+        """``W_k`` as a ``scipy.sparse.csr_array`` (a copy; no explicit zeros, sorted indices).
+
+        Needs memory for the non-zero weights only, so it works where :meth:`matrix` is
+        refused (a one-peer ring on 20000 ranks holds 40000 weights per iteration, not 4e8).
+
+        >>> from topocoll.gossip import gossip_topology
+        >>> w = gossip_topology("ring", 20000).sparse_matrix(1)
+        >>> w.shape, w.nnz, w[0, 19999]
+        ((20000, 20000), 40000, np.float64(0.5))
+        """
+        return self._sparse_k(k).copy()
+
+    def sparse_matrices(self):
+        """The ``period`` mixing matrices as CSR arrays, in order (copies)."""
+        return [w.copy() for w in self._sparse_all()]
+
     def groups(self, k=0):
         """decent_dp's view of iteration ``k``: ``[(ranks, weight), ...]``, or ``None`` when the
         topology is only a weighted digraph."""
@@ -148,23 +219,32 @@ class GossipTopology:
         Only non-zero weights of other ranks are listed (Bluefog's ``neighbor_weights``).
         """
         rank = _check_rank(rank, self.size)
-        row = self._all()[_check_iteration(k) % self.period][rank]
-        src = np.flatnonzero(row)
-        return float(row[rank]), {int(j): float(row[j]) for j in src if j != rank}
+        w = self._sparse_k(k)
+        lo, hi = w.indptr[rank], w.indptr[rank + 1]
+        cols, vals = w.indices[lo:hi], w.data[lo:hi]
+        own = vals[cols == rank]
+        return (float(own[0]) if own.size else 0.0,
+                {int(j): float(v) for j, v in zip(cols, vals) if j != rank})
 
     def out_neighbors(self, k, rank):
         """Sorted ranks that use ``rank``'s value in iteration ``k`` (its send list)."""
         rank = _check_rank(rank, self.size)
-        col = self._all()[_check_iteration(k) % self.period][:, rank]
-        return [int(i) for i in np.flatnonzero(col) if i != rank]
+        k = _check_iteration(k) % self.period
+        if k not in self._columns:   # CSC once per iteration: each query is then O(degree)
+            self._columns[k] = self._sparse_k(k).tocsc()
+            self._columns[k].sort_indices()
+        w = self._columns[k]
+        rows = w.indices[w.indptr[rank]:w.indptr[rank + 1]]
+        return [int(i) for i in rows if i != rank]
 
     def degrees(self, k=0):
         """``(in_degree, out_degree)`` arrays of iteration ``k``: other ranks each rank receives
         from / sends to (self weights not counted)."""
-        w = self._all()[_check_iteration(k) % self.period]
-        nz = w != 0
-        np.fill_diagonal(nz, False)
-        return nz.sum(axis=1), nz.sum(axis=0)
+        w = self._sparse_k(k)
+        rows = np.repeat(np.arange(self.size), np.diff(w.indptr))
+        off = rows != w.indices
+        return (np.bincount(rows[off], minlength=self.size),
+                np.bincount(w.indices[off], minlength=self.size))
 
     def to_networkx(self, k=0):
         """Iteration ``k`` as a ``networkx.DiGraph`` in Bluefog's convention: an edge
@@ -178,11 +258,10 @@ class GossipTopology:
         """
         import networkx as nx
 
-        w = self._all()[_check_iteration(k) % self.period]
+        w = self._sparse_k(k).tocoo()
         g = nx.DiGraph(name=self.name)
         g.add_nodes_from(range(self.size))
-        dst, src = np.nonzero(w)
-        g.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w[dst, src].tolist()))
+        g.add_weighted_edges_from(zip(w.col.tolist(), w.row.tolist(), w.data.tolist()))
         return g
 
 
@@ -275,18 +354,28 @@ in exactly one group per iteration (a group of one sits out)
         ``ranks`` a sorted tuple; every rank appears exactly once, singletons included."""
         return list(self._groups[_check_iteration(k) % self.period])
 
-    def _build(self, k):
+    def _build_sparse(self, k):
         n = self.size
-        w = np.zeros((n, n))
+        require_sparse(self.name, n, sum(len(r) ** 2 for r, _ in self._groups[k]))
+        rows, cols, vals = [], [], []
         for ranks, weight in self._groups[k]:
             g = len(ranks)
+            idx = np.asarray(ranks, dtype=np.int64)
             if g == 1:
-                w[ranks[0], ranks[0]] = 1.0
+                rows.append(idx)
+                cols.append(idx)
+                vals.append(np.ones(1))
                 continue
-            idx = np.asarray(ranks)
-            w[np.ix_(idx, idx)] = (1.0 - weight) / (g - 1)
-            w[idx, idx] = weight
-        return w
+            # Every (i, j) of the group once: the diagonal keeps ``weight``, the rest shares.
+            r = np.repeat(idx, g)
+            c = np.tile(idx, g)
+            v = np.full(g * g, (1.0 - weight) / (g - 1))
+            v[r == c] = weight
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
+        return sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                            shape=(n, n))
 
 
 class GraphTopology(GossipTopology):
@@ -295,10 +384,11 @@ class GraphTopology(GossipTopology):
     Parameters
     ----------
     name : str
-    matrices : array or sequence of arrays
+    matrices : array, sparse matrix, or sequence of them
         One ``(n, n)`` matrix (static) or one per iteration of the period (dynamic), in
         topocoll's convention: ``W[i, j]`` is the weight rank ``i`` gives rank ``j``'s value.
         (A Bluefog ``networkx`` graph stores the transpose; use :meth:`from_networkx`.)
+        A scipy sparse matrix is kept sparse: the analysis then never needs ``n x n`` floats.
     params : dict, optional
 
     Examples
@@ -306,16 +396,20 @@ class GraphTopology(GossipTopology):
     >>> t = GraphTopology("halves", [[0.5, 0.5], [0.5, 0.5]])
     >>> t.is_static, t.in_neighbors(0, 1)
     (True, (0.5, {0: 0.5}))
+    >>> import scipy.sparse as sp
+    >>> GraphTopology("id", sp.eye_array(3)).sparse_matrix().nnz
+    3
     """
 
     def __init__(self, name, matrices, params=None):
-        if isinstance(matrices, np.ndarray) and matrices.ndim == 2:
+        if sp.issparse(matrices) or (isinstance(matrices, np.ndarray) and matrices.ndim == 2):
             matrices = [matrices]
         else:
             matrices = list(matrices)
-            if matrices and np.ndim(matrices[0]) == 1:  # one matrix given as a list of rows
-                matrices = [matrices]
-        arr = [np.asarray(m, dtype=np.float64) for m in matrices]
+            if matrices and not sp.issparse(matrices[0]) and np.ndim(matrices[0]) == 1:
+                matrices = [matrices]  # one matrix given as a list of rows
+        arr = [_as_csr(m) if sp.issparse(m) else np.asarray(m, dtype=np.float64)
+               for m in matrices]
         if not arr:
             raise TopologyError("a graph topology needs at least one mixing matrix")
         n = arr[0].shape[0] if arr[0].ndim == 2 else 0
@@ -323,12 +417,16 @@ class GraphTopology(GossipTopology):
             if m.ndim != 2 or m.shape != (n, n) or n < 1:
                 raise TopologyError(f"mixing matrix {k} has shape {m.shape}; every matrix must "
                                     f"be square and of the same size ({n})")
-            if not np.all(np.isfinite(m)):
+            if not np.all(np.isfinite(m.data if sp.issparse(m) else m)):
                 raise TopologyError(f"mixing matrix {k} holds a non-finite weight")
         super().__init__(name, n, len(arr), params)
         self._given = arr
 
     def _build(self, k):
+        w = self._given[k]
+        return w.toarray() if sp.issparse(w) else w
+
+    def _build_sparse(self, k):
         return self._given[k]
 
     @classmethod

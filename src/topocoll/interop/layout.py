@@ -1,4 +1,7 @@
-"""Where a collective's data lives in MSCCL's three per-rank buffers.
+"""Where a collective's data lives in MSCCL's three per-rank buffers: the one buffer layout of
+every collective. The exporter, the lint and the replay use it with ``K`` chunks per shard; the
+torch runtime (:func:`topocoll.runtime.plan.layout`) uses it with one chunk per shard and adds
+element sizes.
 
 MSCCL divides each rank's input (``i``), output (``o``) and scratch (``s``) buffer into chunks;
 a program moves chunks between them. With ``K`` chunks per shard (docs/format.md: a shard is
@@ -72,7 +75,7 @@ class Layout:
     whole): then ``g`` is simply the buffer's chunk ``g`` (see :meth:`pieces`).
     """
 
-    def __init__(self, collective, n, k, root):
+    def __init__(self, collective, n, k=1, root=None):
         self.collective = _collective(collective)
         name = self.collective.name
         self.n, self.root = int(n), root

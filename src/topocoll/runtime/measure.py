@@ -27,7 +27,8 @@ from ..errors import UnsupportedError
 from ..units import format_size, parse_size
 from .executor import ScheduleCollective
 
-__all__ = ["bus_factor", "measure_schedule", "measure_file", "buffer_elements", "local_memory",
+__all__ = ["bus_factor", "measure_schedule", "measure_file", "buffer_elements", "rounded_bytes",
+           "local_memory",
            "DTYPES", "DTYPE_BYTES"]
 
 #: Bytes of one element of each type ``topocoll run --dtype`` accepts.
@@ -49,29 +50,40 @@ def buffer_elements(collective, n, nbytes, dtype):
     """Elements of the input tensor for a buffer of ``nbytes`` (the ``S`` of the module text)
     of ``dtype`` on ``n`` ranks.
 
-    ``nbytes`` must be a whole number of elements, and for the collectives whose buffer is
-    ``n`` shards (allgather, reduce-scatter, scatter, gather, all-to-all) a whole number of
-    elements per shard: a size that would be rounded is refused, not silently changed.
+    The buffer is a whole number of elements, and for the collectives whose buffer is ``n``
+    shards (allgather, reduce-scatter, scatter, gather, all-to-all) a whole number of elements
+    per shard: ``nbytes`` is rounded down to that (:func:`rounded_bytes` says to what, so the
+    caller can say so), and a size below one such unit is refused.
 
     >>> buffer_elements("allgather", 4, 1024, "float32")      # one shard of 256 bytes
     64
     >>> buffer_elements("allreduce", 3, 3, "float32")
     Traceback (most recent call last):
     ...
-    topocoll.errors.UnsupportedError: size 3B is not a whole number of float32 elements (4 bytes each); use a multiple of 4B, e.g. 4B
+    topocoll.errors.UnsupportedError: size 3B is less than one float32 element (4 bytes); use at least 4B
     """
     itemsize = DTYPE_BYTES[dtype]
-    sharded = collective in ("allgather", "gather", "reduce_scatter", "scatter", "alltoall")
-    unit = itemsize * (n if sharded else 1)
+    unit = _unit(collective, n, itemsize)
     nbytes = int(nbytes)
-    if nbytes < unit or nbytes % unit:
-        what = (f"{n} shards of whole {dtype} elements ({itemsize} bytes each)" if sharded
-                else f"a whole number of {dtype} elements ({itemsize} bytes each)")
-        up = max(unit, -(-nbytes // unit) * unit)
-        raise UnsupportedError(f"size {format_size(nbytes)} is not {what}; use a multiple of "
-                               f"{format_size(unit)}, e.g. {format_size(up)}")
-    total = nbytes // itemsize
+    if nbytes < unit:
+        what = (f"{n} shards of one {dtype} element ({itemsize} bytes each)" if unit > itemsize
+                else f"one {dtype} element ({itemsize} bytes)")
+        raise UnsupportedError(f"size {format_size(nbytes)} is less than {what}; use at least "
+                               f"{format_size(unit)}")
+    total = nbytes // unit * unit // itemsize
     return total // n if collective in ("allgather", "gather") else total
+
+
+def rounded_bytes(collective, n, nbytes, dtype):
+    """The bytes :func:`buffer_elements` actually runs for ``nbytes``: rounded down to whole
+    elements (per shard, where the buffer is ``n`` shards)."""
+    unit = _unit(collective, n, DTYPE_BYTES[dtype])
+    return int(nbytes) // unit * unit
+
+
+def _unit(collective, n, itemsize):
+    sharded = collective in ("allgather", "gather", "reduce_scatter", "scatter", "alltoall")
+    return itemsize * (n if sharded else 1)
 
 
 def local_memory(collective, n, nbytes):

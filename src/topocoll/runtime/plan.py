@@ -1,7 +1,10 @@
-"""A schedule as a per-rank plan of messages, and the buffer layout of every collective.
+"""A schedule as a per-rank plan of messages, on the buffer layout of every collective.
 
-The layout says which part of the user's tensors each shard is (``N`` ranks, rank ``i`` plays
-node ``i``):
+Where each shard sits in a rank's input and output buffers is written once, in
+:class:`topocoll.interop.layout.Layout` (MSCCL's layout, which msccl-tools, the runtime and
+this module share). :func:`layout` adds the element sizes for a tensor of ``numel`` elements
+(a :class:`TensorLayout`), which makes it the following (``N`` ranks, rank ``i`` plays node
+``i``):
 
 ===============  ==========================  ==========================  =====================
 collective       input (per rank)            output (per rank)           shard ``x``
@@ -43,13 +46,17 @@ import numpy as np
 
 from ..collectives import REDUCE
 from ..errors import InputTypeError, UnsupportedError
+from ..interop.layout import Layout
 
-__all__ = ["Layout", "layout", "RankPlan", "StepPlan", "rank_plan", "simulate_plans",
+__all__ = ["TensorLayout", "layout", "RankPlan", "StepPlan", "rank_plan", "simulate_plans",
            "simulation_inputs"]
+
+#: Collectives that torch.distributed calls on one tensor, which holds the result
+ONE_TENSOR = ("allreduce", "broadcast", "reduce")
 
 
 @dataclass(frozen=True)
-class Layout:
+class TensorLayout:
     """Element sizes of one collective's tensors and shards (see the module table).
 
     Attributes
@@ -62,8 +69,11 @@ class Layout:
         ``output_numel == 0`` means the collective works in place on the input.
     shard_sizes : numpy.ndarray
         Elements of each shard.
-    shard_starts : numpy.ndarray
-        Offset of each shard in the tensor it is cut from (see the module table).
+    slot_starts : numpy.ndarray
+        Offset of each slot of a buffer: slot ``i`` of ``buffers`` (one shard's place) starts
+        at element ``slot_starts[i]`` of that buffer.
+    buffers : Layout
+        Which shard sits in which slot of each rank's input and output (one chunk per shard).
     """
 
     collective: str
@@ -72,15 +82,22 @@ class Layout:
     input_numel: int
     output_numel: int
     shard_sizes: np.ndarray
-    shard_starts: np.ndarray
+    slot_starts: np.ndarray
+    buffers: Layout
 
     @property
     def in_place(self):
         return self.output_numel == 0
 
+    def cut(self, tensor, shard, slot):
+        """The part of a flat ``tensor`` (an input or output buffer) that is ``slot``, holding
+        ``shard``."""
+        a = int(self.slot_starts[slot])
+        return tensor[a:a + int(self.shard_sizes[shard])]
+
 
 def layout(collective, nodes, numel, root=None):
-    """The :class:`Layout` of ``collective`` on ``nodes`` ranks for an input of ``numel``
+    """The :class:`TensorLayout` of ``collective`` on ``nodes`` ranks for an input of ``numel``
     elements; raises :class:`~topocoll.errors.UnsupportedError` when it does not divide as the
     layout needs.
 
@@ -94,27 +111,21 @@ def layout(collective, nodes, numel, root=None):
     if isinstance(numel, bool) or not isinstance(numel, (int, np.integer)) or numel < 1:
         raise InputTypeError(f"a tensor needs at least one element, got {numel!r}")
     n, numel = int(nodes), int(numel)
-    name = collective
-    if name in ("allgather", "gather"):
-        size = numel
-        sizes = np.full(n, size, dtype=np.int64)
-        return Layout(name, n, root, numel, n * size, sizes, np.arange(n) * size)
-    if name in ("reduce_scatter", "scatter", "alltoall"):
-        if numel % n:
+    buffers = Layout(collective, n, 1, root)
+    name = buffers.collective.name
+    slots = max(buffers.input_chunks, buffers.output_chunks)
+    if name == "allreduce":             # the one split that need not divide: shards differ by 1
+        bounds = np.arange(n + 1, dtype=np.int64) * numel // n
+        sizes, starts = np.diff(bounds), bounds[:-1]
+    else:
+        if numel % buffers.input_chunks:
             raise UnsupportedError(f"{name} on {n} ranks needs an input of a multiple of {n} "
                                    f"elements (one shard per rank), got {numel}")
-        size = numel // n
-        shards = n * n if name == "alltoall" else n
-        sizes = np.full(shards, size, dtype=np.int64)
-        starts = (np.arange(shards) % n) * size
-        out = numel if name == "alltoall" else size
-        return Layout(name, n, root, numel, out, sizes, starts)
-    if name == "allreduce":
-        bounds = np.arange(n + 1, dtype=np.int64) * numel // n
-        return Layout(name, n, root, numel, 0, np.diff(bounds), bounds[:-1])
-    if name in ("broadcast", "reduce"):
-        return Layout(name, n, root, numel, 0, np.array([numel]), np.array([0]))
-    raise UnsupportedError(f"no buffer layout for collective {name!r}")
+        size = numel // buffers.input_chunks
+        sizes = np.full(buffers.num_shards, size, dtype=np.int64)
+        starts = np.arange(slots, dtype=np.int64) * size
+    out = 0 if name in ONE_TENSOR else int(sizes[0]) * buffers.output_chunks
+    return TensorLayout(name, n, root, numel, out, sizes, starts, buffers)
 
 
 @dataclass
@@ -138,7 +149,7 @@ class RankPlan:
     """What one rank does: its steps in order, the shards it touches, and the layout."""
 
     rank: int
-    layout: Layout
+    layout: TensorLayout
     steps: list
     shards: np.ndarray
 
@@ -178,14 +189,9 @@ def rank_plan(schedule, rank, numel, *, element_ranges=None):
 
 def _own_shards(lay, rank):
     """Shards the rank holds data of at the start or must hold at the end."""
-    n, name, root = lay.nodes, lay.collective, lay.root
-    if name in ("allgather", "allreduce", "reduce_scatter"):
-        return np.arange(n)
-    if name in ("broadcast", "reduce"):
-        return np.array([0])
-    if name in ("scatter", "gather"):
-        return np.arange(n) if rank == root else np.array([rank])
-    return np.r_[rank * n + np.arange(n), np.arange(n) * n + rank]   # alltoall
+    b = lay.buffers
+    return np.unique(np.array([g for g, _ in b.inputs(rank)] + [g for g, _ in b.outputs(rank)],
+                              dtype=np.int64))
 
 
 # ------------------------------------------------------------------ state: start, pack, apply
@@ -194,18 +200,18 @@ def in_place_shards(plan, inputs, output):
     every shard of the in-place collectives (allreduce, broadcast, reduce: the tensor is the
     result), and the output slices of an allgather. Other shards need buffers of their own
     (a reduce-scatter must not change its input)."""
-    lay = plan.layout
-    name = lay.collective
+    lay, rank = plan.layout, plan.rank
+    name, b = lay.collective, lay.buffers
     views = {}
-    if name in ("allreduce", "broadcast", "reduce"):
+    if name in ONE_TENSOR:
         source = inputs
     elif name == "allgather" and output is not None:
         source = output
     else:
         return views
     for s in plan.shards.tolist():
-        a = int(lay.shard_starts[s])
-        views[s] = source[a:a + int(lay.shard_sizes[s])]
+        slot = b.output_of(rank, s)
+        views[s] = lay.cut(source, s, b.input_of(rank, s) if slot is None else slot)
     return views
 
 
@@ -215,7 +221,6 @@ def initial_state(plan, inputs, zeros, state=None, views=None):
     earlier call with the same plan is zeroed and reused; ``views`` (from
     :func:`in_place_shards`) replace buffers by views of the user's tensors."""
     lay, rank = plan.layout, plan.rank
-    n, name = lay.nodes, lay.collective
     views = views or {}
     if state is None:
         state = {int(s): zeros(int(lay.shard_sizes[s])) for s in plan.shards if s not in views}
@@ -224,26 +229,10 @@ def initial_state(plan, inputs, zeros, state=None, views=None):
             if s not in views:
                 buffer[:] = 0
     state = {**state, **views}
-    if name in ("allreduce", "broadcast", "reduce") and views:
+    if lay.collective in ONE_TENSOR and views:
         return state                      # the shards are the input itself
-
-    def cut(shard, offset=None):
-        a = int(lay.shard_starts[shard]) if offset is None else offset
-        return inputs[a:a + int(lay.shard_sizes[shard])]
-
-    if name in ("allgather", "gather"):
-        state[rank][:] = inputs
-    elif name in ("reduce_scatter", "allreduce"):
-        for x in range(n):
-            state[x][:] = cut(x)
-    elif name == "reduce" or (name == "broadcast" and rank == lay.root):
-        state[0][:] = inputs
-    elif name == "scatter" and rank == lay.root:
-        for x in range(n):
-            state[x][:] = cut(x)
-    elif name == "alltoall":
-        for y in range(n):
-            state[rank * n + y][:] = cut(rank * n + y)
+    for shard, slot in lay.buffers.inputs(rank):
+        state[shard][:] = lay.cut(inputs, shard, slot)
     return state
 
 
@@ -289,26 +278,11 @@ def finish(plan, state, inputs, output, views=None):
     """Write the result into ``output`` (or ``inputs`` for in-place collectives); nothing to
     write where the shards were views of it."""
     lay, rank = plan.layout, plan.rank
-    n, name = lay.nodes, lay.collective
     target = inputs if lay.in_place else output
     if views:
         return target
-    if name in ("allgather",) or (name == "gather" and rank == lay.root):
-        for x in range(n):
-            a = int(lay.shard_starts[x])
-            target[a:a + int(lay.shard_sizes[x])] = state[x]
-    elif name in ("reduce_scatter", "scatter"):
-        target[:] = state[rank]
-    elif name == "allreduce":
-        for x in range(n):
-            a = int(lay.shard_starts[x])
-            target[a:a + int(lay.shard_sizes[x])] = state[x]
-    elif name == "broadcast" or (name == "reduce" and rank == lay.root):
-        target[:] = state[0]
-    elif name == "alltoall":
-        for x in range(n):
-            a = x * int(lay.shard_sizes[0])
-            target[a:a + int(lay.shard_sizes[0])] = state[x * n + rank]
+    for shard, slot in lay.buffers.outputs(rank):
+        lay.cut(target, shard, slot)[:] = state[shard]
     return target
 
 

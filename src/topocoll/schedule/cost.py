@@ -1,5 +1,7 @@
 """The step-synchronous alpha-beta cost model (docs/math.md section 1).
 
+The lower bounds it prints live in :mod:`topocoll.schedule.bounds` (importable from here too).
+
 Step t costs ``alpha_t + beta_t``: ``alpha_t`` is the largest latency of a link used in step t,
 ``beta_t`` the largest, over ordered node pairs (u, v), of the bytes sent u -> v in step t divided
 by the summed bandwidth of the u -> v links. ``T_L = sum alpha_t``, ``T_B = sum beta_t``.
@@ -16,8 +18,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import TopologyError
-from ..topology.metrics import diameter as _diameter, eccentricity, moore_depth
+from ..topology.metrics import diameter as _diameter
 from ..units import parse_bandwidth, parse_size, parse_time
+from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_bound
 from .model import as_schedule
 
 __all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound"]
@@ -55,59 +58,16 @@ def step_costs(schedule):
     return steps[starts], alpha, beta
 
 
-def bandwidth_lower_bound(collective, topology, root=None):
-    """Lower bound on ``T_B`` per byte of M, from what some node must send or receive.
-
-    A node that must receive R bytes through ingress bandwidth B_in needs ``T_B >= R / B_in`` in
-    the step model (likewise for sending); on a uniform network of node bandwidth B this is
-    ``(N-1)/N * M/B`` for allgather and reduce-scatter, twice that for allreduce.
-    """
-    n = topology.num_nodes
-    ing = topology.ingress_bandwidth()
-    egr = topology.egress_bandwidth()
-    if n == 1:
-        return 0.0
-    spread = (n - 1) / n
-    name = collective.name
-    if name == "allgather":
-        return spread / ing.min()
-    if name == "reduce_scatter":
-        return spread / egr.min()
-    if name == "allreduce":
-        return spread / ing.min() + spread / egr.min()
-    if name == "alltoall":
-        return spread / min(ing.min(), egr.min())
-    others = np.ones(n, dtype=bool)
-    others[root] = False
-    if name == "broadcast":
-        return max(1.0 / egr[root], 1.0 / ing[others].min())
-    if name == "reduce":
-        return max(1.0 / ing[root], 1.0 / egr[others].min())
-    if name == "scatter":
-        return max(spread / egr[root], (1.0 / n) / ing[others].min())
-    return max(spread / ing[root], (1.0 / n) / egr[others].min())  # gather
-
-
-def steps_lower_bound(collective, topology, root=None):
-    """Fewest steps: the diameter (twice for allreduce as reduce-scatter + allgather), or the
-    root's eccentricity for rooted collectives."""
-    name = collective.name
-    if topology.num_nodes == 1:
-        return 0
-    if name in ("broadcast", "scatter"):
-        return eccentricity(topology, root, direction="out")
-    if name in ("reduce", "gather"):
-        return eccentricity(topology, root, direction="in")
-    d = _diameter(topology)
-    return 2 * d if name == "allreduce" else d
-
-
 @dataclass
 class Evaluation:
     """Cost of a schedule for one buffer size M (times in seconds).
 
-    ``moore_steps`` and ``diameter`` are graph quantities; ``moore_optimal`` and
-    ``diameter_optimal`` compare ``steps`` with them (doubled for allreduce).
+    ``bw_lower_bound`` (seconds at this size) and ``steps_lower_bound`` hold for every valid
+    schedule of the collective on this topology, in the step model and the link model alike
+    (:mod:`topocoll.schedule.bounds`); ``moore_steps`` holds for every digraph of this size and
+    largest degree. ``diameter_optimal`` and ``moore_optimal`` say that ``steps`` meets
+    ``steps_lower_bound`` and ``moore_steps`` (neither is doubled for allreduce: a complete
+    digraph allreduces in one step).
     """
 
     collective: str
@@ -158,9 +118,8 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     t_l = float(alpha_t.sum())
     t_b = float(beta_t.sum()) * size
     bound = float(bandwidth_lower_bound(coll, topo, schedule.root)) * size
-    factor = 2 if coll.name == "allreduce" else 1
-    degree = int(topo.out_degree().max())
-    moore = moore_depth(topo.num_nodes, degree)
+    degree = int(topo.out_degree().max()) if topo.num_links else 0
+    moore = moore_steps_lower_bound(coll, topo)
     lower_steps = steps_lower_bound(coll, topo, schedule.root)
     diam = _diameter(topo)
     return Evaluation(
@@ -171,4 +130,4 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
         bw_ratio=t_b / bound if bound > 0 else float("nan"),
         diameter=diam, steps_lower_bound=lower_steps,
         diameter_optimal=bool(steps.size <= lower_steps),
-        moore_steps=moore, moore_optimal=bool(steps.size <= factor * moore))
+        moore_steps=moore, moore_optimal=bool(steps.size <= moore))

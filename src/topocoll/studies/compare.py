@@ -30,6 +30,7 @@ from ..results import Result, Status
 from ..errors import (FileAccessError, InputTypeError, ResourceLimitError, ScheduleFormatError,
                       TopocollError, UnsupportedError)
 from ..fileio import is_special, parse_json, read_input
+from ..schedule.bounds import degree_lower_bound
 from ..schedule.cost import evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
 from ..schedule.model import Schedule
@@ -51,9 +52,11 @@ _CANONICAL_HEAD = b'{\n"format": "topocoll.schedule"'
 class SizeCost:
     """One entry's cost at one buffer size (seconds).
 
-    ``time_lower_bound`` is this topology's bound (its diameter's steps and the bandwidth
-    bound); ``degree_lower_bound`` the best any topology of the same size and degree could do
-    (Moore-depth steps and the same bandwidth bound), and ``*_ratio`` the time over each."""
+    ``time_lower_bound`` is this topology's bound (its steps bound and bandwidth bound,
+    docs/math.md section 1); ``degree_lower_bound`` what no schedule on any topology of the same
+    size, degree and node egress beats (Moore-depth steps and the topology-agnostic bandwidth
+    bound, :func:`topocoll.schedule.bounds.degree_lower_bound`), and ``*_ratio`` the time over
+    each: two ratios, two names."""
 
     size: float
     T_B: float
@@ -236,12 +239,14 @@ def _row(schedule, name, source, sizes, settings):
     per_byte = e0.T_B / e0.size
     bound_per_byte = e0.bw_lower_bound / e0.size
     latency_bound = e0.steps_lower_bound * alpha
-    # the Moore depth bounds every topology of this size and degree (twice for allreduce)
-    moore = e0.moore_steps * (2 if e0.collective == "allreduce" else 1)
+    # what no topology of this size, degree and node egress beats (a theorem, unlike this
+    # topology's own bandwidth bound, which another topology of the same degree may beat)
+    moore, any_per_byte = degree_lower_bound(e0.collective, topo.num_nodes, _degree(topo),
+                                             float(topo.egress_bandwidth().max()))
     costs = []
     for e in evals:
         bound = latency_bound + e.bw_lower_bound
-        degree_bound = moore * alpha + e.bw_lower_bound
+        degree_bound = moore * alpha + any_per_byte * e.size
         costs.append(SizeCost(size=e.size, T_B=e.T_B, time=e.time, time_lower_bound=bound,
                               ratio=e.time / bound if bound > 0 else None,
                               degree_lower_bound=degree_bound,

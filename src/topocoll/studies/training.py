@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
-from ..units import format_size, format_time, parse_bandwidth, parse_size, parse_time
+from ..units import (format_size, format_time, parse_bandwidth, parse_size, parse_time,
+                     whole_number)
 
 __all__ = ["ProfileLayer", "Profile", "Allreduce", "IterationResult", "simulate_iteration",
            "AllreduceCost", "LinkModelCost", "lower_bound_cost", "schedule_cost",
            "baseline_cost",
-           "plot_timeline", "POLICIES", "BASELINES"]
+           "plot_iteration", "POLICIES", "BASELINES"]
 
 #: The overlap policies :func:`simulate_iteration` knows.
 POLICIES = ("wait-free", "buckets")
@@ -119,6 +120,10 @@ class Profile:
         if self.compute_time < last:
             raise UnsupportedError(f"profile {self.name!r}: compute time {self.compute_time!r} "
                                    f"ends before the last gradient is ready ({last!r})")
+        if self.forward_time > self.compute_time:
+            raise UnsupportedError(f"profile {self.name!r}: the forward pass "
+                                   f"({self.forward_time!r} s) cannot take longer than the whole "
+                                   f"compute ({self.compute_time!r} s), which includes it")
 
     @classmethod
     def from_layers(cls, name, layers, *, compute_time=None, forward_time=0.0, description=""):
@@ -167,9 +172,11 @@ class Profile:
 def _size(value, what):
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputTypeError(f"{what} must be a size in bytes, got {value!r}")
-    if isinstance(value, (int, float)):
-        return _number(value, what)
-    return float(parse_size(value, what=what))
+    value = _number(value, what) if isinstance(value, (int, float)) else \
+        float(parse_size(value, what=what))
+    if value != int(value):
+        raise UnsupportedError(f"{what} must be a whole number of bytes, got {value!r}")
+    return value
 
 
 def _time(value, what):
@@ -395,9 +402,11 @@ class AllreduceCost:
 
 
 def lower_bound_cost(nodes, degree, *, alpha, bandwidth):
-    """No allreduce on N nodes of degree d beats ``2 * (moore_depth(N, d) * alpha + (N-1)/N *
-    M / B)``: Moore-bound steps in each of reduce-scatter and allgather, and every node receives
-    (N-1)/N of the buffer in each.
+    """The two-phase bound: no allreduce on N nodes of degree d made of a reduce-scatter
+    followed by an allgather beats ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``
+    (Moore-depth steps in each phase; every node sends, then receives, (N-1)/N of the buffer).
+    Allreduces of other shapes may (see
+    :func:`topocoll.finder.workload.any_allreduce_lower_bound`).
 
     >>> c = lower_bound_cost(1024, 4, alpha="10us", bandwidth="100Gbps")
     >>> c.steps, round(c(2**20) * 1e6, 1)
@@ -405,16 +414,10 @@ def lower_bound_cost(nodes, degree, *, alpha, bandwidth):
     """
     from ..topology.metrics import moore_depth
 
-    nodes, degree = _int(nodes, "nodes", 2), _int(degree, "degree", 1)
+    nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
     return AllreduceCost.from_step_model(2 * moore_depth(nodes, degree),
                                          2.0 * (nodes - 1) / nodes, alpha=alpha,
-                                         bandwidth=bandwidth, name="lower bound")
-
-
-def _int(value, what, low):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UnsupportedError(f"{what} must be a whole number >= {low}, got {value!r}")
-    return value
+                                         bandwidth=bandwidth, name="two-phase bound")
 
 
 def schedule_cost(schedule, *, alpha, bandwidth, name=None):
@@ -494,14 +497,14 @@ def baseline_cost(baseline, nodes, *, alpha, bandwidth):
     if baseline not in BASELINES:
         raise UnsupportedError(f"unknown baseline {baseline!r}; use one of "
                                f"{', '.join(BASELINES)}")
-    nodes = _int(nodes, "nodes", 3)
+    nodes = whole_number(nodes, "nodes", 3)
     family, algorithm = BASELINES[baseline]
     schedule = generate(topology(f"{family}:{nodes}"), "allreduce", algorithm)
     return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=baseline)
 
 
 # ---------------------------------------------------------------------- plot
-def plot_timeline(result, path, *, profile=None, title=None):
+def plot_iteration(result, path, *, profile=None, title=None):
     """Draw one iteration: compute (forward, backward) on one row, the allreduces on another,
     and the gradients' ready times as ticks when ``profile`` is given. Returns ``path``."""
     from ..plotting import new_axes, save_figure

@@ -51,9 +51,9 @@ from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
 from ..schedule.transforms import concatenate, relabel, reverse
 from ..topology.model import Topology
-from ..topology.transforms import (_grouped, _positive_int, bidirectional_union,
-                                   cartesian_power, cartesian_product, degree_expansion,
-                                   line_graph, ragged)
+from ..topology.transforms import (_grouped, bidirectional_union, cartesian_power,
+                                   cartesian_product, degree_expansion, line_graph, ragged)
+from ..units import whole_number
 
 __all__ = ["line_graph_expansion", "degree_expansion_schedule", "cartesian_power_expansion",
            "bidirectional_expansion", "product_schedule", "expand_schedule", "predict",
@@ -123,10 +123,10 @@ def predict(kind, steps, t_b, N, d=None, **params):
     if kind == "line":
         return steps + 1, t_b + 1.0 / N
     if kind == "degree":
-        m = _positive_int(params.get("m"), "m", "degree expansion")
+        m = whole_number(params.get("m"), "degree expansion: m")
         return steps + (1 if m > 1 else 0), t_b + (m - 1) / (m * N)
     if kind == "power":
-        n = _positive_int(params.get("n"), "n", "cartesian power")
+        n = whole_number(params.get("n"), "cartesian power: n")
         if N == 1:
             return n * steps, 0.0
         return n * steps, t_b * N / (N - 1) * (1.0 - float(N) ** -n)
@@ -149,10 +149,10 @@ def expanded_size(kind, N, d, **params):
     if kind == "line":
         return d * N, d
     if kind == "degree":
-        m = _positive_int(params.get("m"), "m", "degree expansion")
+        m = whole_number(params.get("m"), "degree expansion: m")
         return m * N, m * d
     if kind == "power":
-        n = _positive_int(params.get("n"), "n", "cartesian power")
+        n = whole_number(params.get("n"), "cartesian power: n")
         return N ** n, n * d
     if kind == "bidirectional":
         return N, 2 * d
@@ -556,7 +556,7 @@ def degree_expansion_schedule(schedule, m, *, collective=None):
     """The schedule on the degree expansion G*m (Zhao et al., section 5.2, Definition 4): m
     copies of every node; steps + 1 (none for m = 1), T_B ``t_B + (m-1)/(m*N)`` in units of
     M/B, so a bandwidth-optimal base stays bandwidth-optimal."""
-    m = _positive_int(m, "m", "degree expansion")
+    m = whole_number(m, "degree expansion: m")
     return _expand("degree", schedule, {"m": m}, lambda g: degree_expansion(g, m),
                    lambda ag, topo: _degree_allgather(ag, m, topo), collective)
 
@@ -565,7 +565,7 @@ def cartesian_power_expansion(schedule, n, *, collective=None):
     """The schedule on the Cartesian power G^n (Zhao et al., section 5.3, Definition 14): n parts
     of every shard run the base along the dimensions in rotated orders; n * steps, T_B
     ``t_B * N/(N-1) * (N^n-1)/N^n`` in units of M/B (bandwidth-optimal from an optimal base)."""
-    n = _positive_int(n, "n", "cartesian power")
+    n = whole_number(n, "cartesian power: n")
     return _expand("power", schedule, {"n": n}, lambda g: cartesian_power(g, n),
                    lambda ag, topo: _power_allgather(ag, n, topo), collective)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..collectives import collective as _collective
 from ..errors import TopocollError, UnsupportedError
-from ..units import parse_size, parse_time
+from ..units import parse_size, parse_time, whole_number
 
 __all__ = ["take_options", "int_option", "bool_option", "size_option", "time_option",
            "choice_option", "any_option", "dims_option", "require_links",
@@ -41,14 +41,14 @@ def int_option(minimum):
     """A parser for an integer option ``>= minimum`` (digit strings are accepted, as from a CLI)."""
     def parse(algorithm, name, value):
         if isinstance(value, str) and value.strip().lstrip("+").isdigit():
+            if len(value.strip()) > 30:   # int() refuses thousands of digits with a traceback
+                raise UnsupportedError(f"algorithm {algorithm}: option {name} has "
+                                       f"{len(value.strip())} digits; no count is that long")
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise UnsupportedError(f"algorithm {algorithm}: option {name} must be an integer, "
-                                   f"got {value!r}")
-        if value < minimum:
-            raise UnsupportedError(f"algorithm {algorithm}: option {name} must be >= {minimum}, "
-                                   f"got {value}")
-        return int(value)
+        try:
+            return whole_number(value, f"algorithm {algorithm}: option {name}", minimum)
+        except TopocollError as exc:        # every option error is an UnsupportedError
+            raise UnsupportedError(str(exc)) from None
     return parse
 
 

@@ -15,6 +15,9 @@ same way for every generator (``-O chunks=4`` on the command line, ``chunks=4`` 
 False
 >>> sorted(ALGORITHMS["dbt"].options)
 ['chunks']
+>>> s = generate("ring:4", "alltoall", "lp", rounds=2)
+>>> s.algorithm, s.meta["rounds"]
+('alltoall-pipelined', 2)
 """
 
 from dataclasses import dataclass, field
@@ -22,6 +25,7 @@ from typing import Callable
 
 from ..collectives import COLLECTIVES, collective as _collective
 from ..errors import UnsupportedError
+from ..limits import require_memory
 from ..topology import topology as _topology
 from . import baselines, bfb, classic, torus_rings, trees
 from . import packing
@@ -30,7 +34,7 @@ from .options import (any_option, bool_option, choice_option, dims_option, fract
                       size_option, take_options, time_option)
 from .ten import synthesis as ten
 
-__all__ = ["Generator", "ALGORITHMS", "generate"]
+__all__ = ["Generator", "ALGORITHMS", "generate", "lp_alltoall_schedule"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,28 @@ class Generator:
     summary: str
     make: Callable = field(repr=False)
     options: dict = field(default_factory=dict, repr=False)
+
+
+def lp_alltoall_schedule(topology, collective, *, root=None, progress=None, rounds=None,
+                         size=None):
+    """The ``lp`` generator: the all-to-all path LP's optimal routes
+    (:func:`topocoll.throughput.alltoall_routes`), pipelined in ``rounds`` rounds to near the
+    LP's time (:func:`topocoll.throughput.schedule.pipelined_alltoall_schedule`).
+
+    ``rounds`` defaults to the fewest that come within 5% of the LP time in the step model;
+    with the buffer ``size`` M, also at most as many as keep the links' latencies within 5% of
+    the LP time at M (without it, rounds are chosen as if latencies were free). ``topocoll
+    schedule -c alltoall`` uses this generator by default, at its ``--size``.
+    """
+    from ..throughput import alltoall_routes
+    from ..throughput.schedule import pipelined_alltoall_schedule
+
+    if _collective(collective).name != "alltoall":
+        raise UnsupportedError(f"algorithm lp makes alltoall, not {_collective(collective).name}")
+    res = alltoall_routes(topology, progress=progress)
+    if not res.success:
+        raise UnsupportedError(f"{topology.name}: {res.message}")
+    return pipelined_alltoall_schedule(res, topology, rounds=rounds, size=size)
 
 
 def _table(*generators):
@@ -105,6 +131,10 @@ ALGORITHMS = _table(
               "traditional torus schedule: ring collectives dimension after dimension "
               "(options multiport, dims)", torus_rings.torus_rings_schedule,
               {"multiport": bool_option, "dims": dims_option}),
+    Generator("lp", ("alltoall",),
+              "the all-to-all path LP's optimal routes, pipelined to near the LP's time "
+              "(options rounds, size)", lp_alltoall_schedule,
+              {"rounds": int_option(1), "size": size_option}),
 )
 
 
@@ -146,4 +176,26 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     elif root is not None:
         raise UnsupportedError(f"{coll.name} takes no root")
     parsed = take_options(algorithm, options, generator.options)
+    fewest = least_transfers(coll.name, topo.num_nodes)
+    require_memory(fewest * _BYTES_PER_TRANSFER, f"the {coll.name} schedule on {topo.num_nodes} "
+                   f"nodes (at least {fewest:,} transfers)")
     return generator.make(topo, coll, root=root, progress=progress, **parsed)
+
+
+#: Bytes a generator holds per transfer while it builds a schedule (the row and its indices).
+_BYTES_PER_TRANSFER = 64
+
+
+def least_transfers(collective, n):
+    """The fewest transfers of any schedule of ``collective`` on ``n`` nodes (a transfer
+    carries a piece of one shard): in an allgather each node receives each of the ``n - 1``
+    shards it lacks at least once, in a reduce-scatter or allreduce each node's contribution to
+    each of the other ``n - 1`` shards leaves it in at least one transfer of that shard, in an all-to-all every pair's shard moves,
+    and a rooted collective moves at least one transfer per non-root node.
+
+    >>> least_transfers("allgather", 4), least_transfers("allreduce", 4), least_transfers("reduce", 4)
+    (12, 12, 3)
+    """
+    pairs = n * (n - 1)
+    return {"allgather": pairs, "reduce_scatter": pairs, "allreduce": pairs,
+            "alltoall": pairs}.get(collective, n - 1)

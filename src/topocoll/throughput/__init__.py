@@ -22,11 +22,11 @@ from .balance import balanced_throughput, shortest_path_sample
 from .colgen import colgen_throughput
 from .dual import certificate, hop_shortest_paths, pair_distances
 from .linklp import link_lp, link_throughput
-from .pathlp import hop_limits, pareto_frontier, path_throughput
+from .pathlp import hop_frontier, hop_limits, path_throughput
 from .result import AlltoallResult, PathSet
 from .rewire import (OBJECTIVES, RewireResult, RewireStep, alltoall_objective, distance_objective,
                      rewire)
-from .schedule import Quantized, alltoall_schedule, quantize, rational_chunks
+from .schedule import Quantized, alltoall_schedule, quantize_paths, rational_chunks
 from .mwu import MwuRun, mwu_lengths
 from .solve import METHODS, alltoall_routes, throughput
 from .symmetric import symmetric_certificate, symmetric_throughput
@@ -35,7 +35,7 @@ __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_t
            "path_throughput", "colgen_throughput", "balanced_throughput",
            "shortest_path_sample", "mwu_lengths", "MwuRun",
            "symmetric_throughput", "symmetric_certificate",
-           "pareto_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize",
+           "hop_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize_paths",
            "Quantized", "rational_chunks", "certificate", "pair_distances",
            "hop_shortest_paths", "METHODS", "rewire", "RewireResult", "RewireStep",
            "distance_objective", "alltoall_objective", "OBJECTIVES"]

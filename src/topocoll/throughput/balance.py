@@ -48,9 +48,10 @@ from ..limits import require_memory
 from ..results import Status
 from ..topology.cuts import distance_bound, throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
+from ..units import whole_number
 from .dual import in_links
 from .linklp import _check, disconnected_result
-from .mwu import mwu_lengths, whole_number
+from .mwu import mwu_lengths
 from .pathlp import route_summary, routes, take_paths
 from .result import AlltoallResult
 
@@ -141,7 +142,7 @@ def shortest_path_sample(topology, samples=MIN_SAMPLES, *, seed=0):
     >>> int(np.bincount(pair).max())          # opposite corners: 3! shortest paths
     6
     """
-    samples = whole_number("samples", samples)
+    samples = whole_number(samples, "samples")
     psrc, pdst, _, _ = topology.pairs
     n = topology.num_nodes
     dist = distance_matrix(topology)
@@ -282,8 +283,8 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
     if not 0 < float(tolerance) < 1:
         raise InputTypeError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
     if samples is not None:
-        samples = whole_number("samples", samples)
-    max_steps = whole_number("max_steps", max_steps, least=0)
+        samples = whole_number(samples, "samples")
+    max_steps = whole_number(max_steps, "max_steps", 0)
     began = time.perf_counter()
     deadline = None if time_limit is None else began + float(time_limit)
     n = topology.num_nodes

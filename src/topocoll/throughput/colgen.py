@@ -45,11 +45,12 @@ from ..limits import require_memory
 from ..results import Status
 from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
+from ..units import whole_number
 from . import lp as _lp
 from .dual import _positive, link_ids, shortest_path_trees, tree_paths
 from .linklp import _check, disconnected_result
 from .lp import solve_lp
-from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths, whole_number
+from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths
 from .pathlp import route_summary, routes
 from .result import AlltoallResult
 
@@ -229,14 +230,14 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         certificate's).
     """
     _check(topology)
-    mwu_steps = whole_number("mwu_steps", mwu_steps)
-    keep = whole_number("keep", keep)
-    max_new = whole_number("max_new", max_new)
-    max_paths = whole_number("max_paths", max_paths)
-    mwu_refine = whole_number("mwu_refine", mwu_refine, least=0)
+    mwu_steps = whole_number(mwu_steps, "mwu_steps")
+    keep = whole_number(keep, "keep")
+    max_new = whole_number(max_new, "max_new")
+    max_paths = whole_number(max_paths, "max_paths")
+    mwu_refine = whole_number(mwu_refine, "mwu_refine", 0)
     if not 0 <= float(slack) < np.inf:
         raise InputTypeError(f"slack must be a finite number >= 0, got {slack!r}")
-    max_rounds = whole_number("max_rounds", max_rounds)
+    max_rounds = whole_number(max_rounds, "max_rounds")
     n = topology.num_nodes
     psrc, pdst, cap, _ = topology.pairs
     num_e = psrc.size

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputTypeError
+from ..units import whole_number
 from .dual import link_ids, shortest_path_trees
 
 __all__ = ["MwuRun", "mwu_lengths", "tree_loads", "DEFAULT_STEPS", "DEFAULT_REFINE"]
@@ -85,14 +86,6 @@ def tree_loads(pred, eid, num_links):
                        minlength=num_links)
 
 
-def whole_number(name, value, least=1):
-    """``value`` as an int if it is a whole number >= ``least``, else an
-    :class:`InputTypeError` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise InputTypeError(f"{name} must be a whole number >= {least}, got {value!r}")
-    return int(value)
-
-
 def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, refine=0, progress=None):
     """Near-optimal dual lengths of the all-to-all LP and the trees they route on.
 
@@ -118,8 +111,8 @@ def mwu_lengths(topology, *, steps=DEFAULT_STEPS, eps=0.3, keep=8, refine=0, pro
     -------
     MwuRun
     """
-    steps, keep = whole_number("steps", steps), whole_number("keep", keep)
-    refine = whole_number("refine", refine, least=0)
+    steps, keep = whole_number(steps, "steps"), whole_number(keep, "keep")
+    refine = whole_number(refine, "refine", 0)
     if not 0 < float(eps) <= 1:
         raise InputTypeError(f"eps must be in (0, 1], got {eps!r}")
     psrc, pdst, cap, _ = topology.pairs

@@ -42,7 +42,7 @@ from .dual import _positive, hop_shortest_paths, link_ids, tree_paths
 from .linklp import _check, disconnected_result, link_utilization
 from .result import AlltoallResult, PathSet
 
-__all__ = ["path_throughput", "pareto_frontier", "hop_limits"]
+__all__ = ["path_throughput", "hop_frontier", "hop_limits"]
 
 
 def hop_limits(topology, max_hops):
@@ -297,7 +297,7 @@ def _reorder(paths, order):
                    share=paths.share[order])
 
 
-def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", size=None,
+def hop_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", size=None,
                     progress=None):
     """Throughput against the hop bound: the path LP for ``max_hops = 0, 1, 2, ...`` until it
     reaches the link LP's ``lambda`` (or ``max_extra``). Returns a list of dicts with
@@ -315,7 +315,7 @@ def pareto_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", 
 
     >>> from topocoll.topology import topology
     >>> [(p["max_hops"], round(p["lambda"], 4))
-    ...  for p in pareto_frontier(topology("genkautz:12,2", bandwidth=1.0))]
+    ...  for p in hop_frontier(topology("genkautz:12,2", bandwidth=1.0))]
     [(0, 0.0667), (1, 0.0698), (None, 0.0698)]
     """
     from .linklp import link_throughput

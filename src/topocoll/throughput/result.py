@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..results import Result, Status
+from ..results import Result
 from ..units import parse_size
 
 __all__ = ["AlltoallResult", "PathSet"]

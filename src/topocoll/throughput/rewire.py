@@ -29,7 +29,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from ..errors import InputTypeError, SpecError, TopologyError, UnsupportedError
+from ..errors import InputTypeError, SpecError, TopologyError
 from ..results import Result, Status
 from ..units import parse_size
 from ..topology.metrics import require_strongly_connected

@@ -14,7 +14,7 @@ reported: with rounded shares the busiest link sets ``lambda_q = min_e c_e / loa
 >>> from topocoll.topology import topology
 >>> from topocoll.throughput.pathlp import path_throughput
 >>> r = path_throughput(topology("ring:5", bandwidth=1.0), max_hops=0)
->>> q = quantize(r, topology("ring:5", bandwidth=1.0))
+>>> q = quantize_paths(r, topology("ring:5", bandwidth=1.0))
 >>> q.chunks, q.loss
 (1, 0.0)
 >>> s = alltoall_schedule(r, topology("ring:5", bandwidth=1.0))
@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..schedule.model import Schedule, transfer_array
 
-__all__ = ["Quantized", "quantize", "alltoall_schedule", "pipelined_alltoall_schedule",
+__all__ = ["Quantized", "quantize_paths", "alltoall_schedule", "pipelined_alltoall_schedule",
            "rational_chunks", "balance_offsets", "step_time_ratio"]
 
 
@@ -81,7 +81,7 @@ def _largest_remainder(pair, share, chunks):
     return base + extra
 
 
-def quantize(result, topology, chunks=None, *, max_chunks=64):
+def quantize_paths(result, topology, chunks=None, *, max_chunks=64):
     """Round the path shares of a path-LP ``result`` to whole chunks.
 
     Parameters
@@ -128,7 +128,7 @@ def alltoall_schedule(result, topology, *, chunks=None, max_chunks=64):
     ``max_hops`` and the LP's time per byte of M, ``1 / (N lambda)``.
     """
     topo = topology
-    q = quantize(result, topo, chunks, max_chunks=max_chunks)
+    q = quantize_paths(result, topo, chunks, max_chunks=max_chunks)
     paths, counts, k = q.paths, q.counts, q.chunks
     n = result.num_nodes
     pair = paths.src * n + paths.dst

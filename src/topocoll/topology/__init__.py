@@ -4,6 +4,15 @@
 >>> t = topology("hypercube:4")
 >>> t.num_nodes, diameter(t)
 (16, 4)
+
+``topology(spec)`` is the builder (a :class:`Topology` from a spec string, a file, a networkx
+graph or a Topology); at the top level it is ``topocoll.build_topology``, because there
+``topocoll.topology`` is this subpackage:
+
+>>> import topocoll
+>>> import topocoll.topology as tt
+>>> tt.Topology is topocoll.topology.Topology, tt.topology is topocoll.build_topology
+(True, True)
 """
 
 from .families import (DISTANCE_REGULAR_GRAPHS, circulant_graph, complete_bipartite_graph,

@@ -228,6 +228,29 @@ class Topology:
         per_node = self.out_degree(multi=True)
         return self.with_links(bandwidth=float(bandwidth) / per_node[self.src], name=name)
 
+    def describe_bandwidth(self):
+        """The links' bandwidth in words, for tables and JSON documents: one bandwidth per
+        link, else one egress per node split evenly over its links, else the range.
+
+        >>> from topocoll.topology import topology
+        >>> topology("torus:4x4").describe_bandwidth()
+        '100Gbps per link'
+        >>> topology("genkautz:10,3").with_node_bandwidth(12.5e9).describe_bandwidth()
+        '100Gbps per node, split over its links'
+        """
+        from ..units import format_bandwidth
+
+        bw = self.bandwidth
+        if bw.size == 0:
+            return "no links"
+        if np.all(bw == bw[0]):
+            return f"{format_bandwidth(bw[0])} per link"
+        egress = np.bincount(self.src, weights=bw, minlength=self.num_nodes)
+        senders = egress[np.bincount(self.src, minlength=self.num_nodes) > 0]
+        if np.allclose(senders, senders[0], rtol=1e-9):
+            return f"{format_bandwidth(senders[0])} per node, split over its links"
+        return f"links of {format_bandwidth(bw.min())} to {format_bandwidth(bw.max())}"
+
     def require_no_switches(self, what="this tool"):
         """Raise :class:`TopologyError` if the topology still has switch nodes."""
         if self.switches:

@@ -26,7 +26,14 @@ The families, as ``topocoll topologies`` lists them:
   ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``;
 * all-to-all expanders (:mod:`~topocoll.topology.families.alltoall`):
   ``jellyfish:N,D[,SEED]``, ``xpander:N,D[,SEED]``, ``slimfly:Q``, ``polarfly:Q``,
-  ``moddebruijn:N,D``.
+  ``moddebruijn:N,D``;
+* explicit digraphs: ``rewired:N,D:CODE`` (the heads of every node, encoded; the bases the
+  finder's optimizer rewires, see :func:`~topocoll.topology.composite.rewired_spec`).
+
+Composite specs (:mod:`~topocoll.topology.composite`) apply the operators ``line(SPEC)``,
+``degree(SPEC,m=M)``, ``power(SPEC,n=P)``, ``product(SPEC,SPEC,...)`` and ``bidir(SPEC)`` to
+specs, nested to any depth: every name the finder prints is one
+(``line(line(dcirculant:8:1,3))``), and builds the topology the finder evaluated.
 
 >>> topology("torus:4x6x3")
 Topology('torus:4x6x3', nodes=72, links=432)
@@ -38,6 +45,10 @@ Topology('torus:4x6x3', nodes=72, links=432)
 Topology('twistedtorus:4x4x8', nodes=128, links=768)
 >>> topology("drg:pg23-incidence").meta["intersection_array"]
 [[4, 3, 3], [1, 1, 4]]
+>>> topology("line(dcirculant:8:1,3)")
+Topology('line(dcirculant:8:1,3)', nodes=16, links=32)
+>>> [op["name"] for op in describe_operators()]
+['line', 'degree', 'power', 'product', 'bidir']
 """
 
 import os
@@ -48,13 +59,16 @@ from typing import Callable
 from ..errors import InputTypeError, SpecError
 from ..units import parse_bandwidth, parse_time
 from . import families as fam
+from .composite import (MAX_DIGITS, OPERATORS, build_composite, is_composite, parse_composite,
+                        rewired_graph, shown_spec)
 from .families import alltoall as a2a
 from .families import cayley as cay
 from .io import load_topology
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from .model import Topology
 
-__all__ = ["Family", "FAMILIES", "topology", "parse_spec", "describe_families"]
+__all__ = ["Family", "FAMILIES", "topology", "parse_spec", "parse_composite", "describe_families",
+           "describe_operators"]
 
 _INT = re.compile(r"^[+-]?\d+$")
 _FILE_SUFFIXES = (".json", ".graphml")
@@ -107,6 +121,9 @@ def _int(text):
     text = text.strip()
     if not _INT.match(text):
         raise _ArgError(f"{text!r} is not a whole number")
+    if len(text) > MAX_DIGITS:   # int() itself refuses thousands of digits with a traceback
+        raise _ArgError(f"a number of {len(text)} digits; parameters have at most "
+                        f"{MAX_DIGITS}")
     return int(text)
 
 
@@ -180,6 +197,11 @@ def _seeded(fields):
             raise _ArgError("the seed is given twice")
         kwargs["seed"] = _int(fields[1])
     return kwargs
+
+
+def _rewired(fields):
+    n, d = _ints(fields[0], ",", 2, "N,D")
+    return {"n": n, "d": d, "code": fields[1].strip()}
 
 
 def _word(key):
@@ -292,6 +314,11 @@ FAMILIES = _families(
            "modified de Bruijn digraph: i -> D*i+j mod N, self-loops redirected among the loop "
            "nodes so every in- and out-degree is D", "moddebruijn:16,2",
            a2a.modified_de_bruijn_graph, _pair("n", "d")),
+    Family("rewired", "N,D:CODE",
+           "explicit digraph: node i links to the D heads in row i of CODE (URL-safe base64 of "
+           "the heads, big-endian, as few bytes each as hold N-1); the finder's optimizer "
+           "names the bases it rewires so", "rewired:4,2:AQICAwMAAAE", rewired_graph, _rewired,
+           fields=2),
 )
 
 
@@ -315,10 +342,14 @@ def parse_spec(spec):
     text = spec.strip()
     if not text:
         raise SpecError("empty topology spec; give e.g. torus:4x4 or a .json/.graphml file")
+    if is_composite(text):
+        raise SpecError(f"bad topology spec {shown_spec(spec)}: parse_spec reads one family spec, and this "
+                        "is a composite spec (an operator applied to specs); read it with "
+                        "parse_composite")
     name, *rest = text.split(":")
     family = FAMILIES.get(name.strip().lower())
     if family is None:
-        raise SpecError(f"unknown topology family {name.strip()!r} in {spec!r}; known families: "
+        raise SpecError(f"unknown topology family {name.strip()[:40]!r} in {shown_spec(spec)}; known families: "
                         f"{', '.join(sorted(FAMILIES))} (or a .json/.graphml file)")
     args, options = rest[:family.fields], rest[family.fields:]
     words = {word for word, _, _ in family.options}
@@ -326,19 +357,19 @@ def parse_spec(spec):
            and options[0].strip().lower() not in words):
         args.append(options.pop(0))
     if len(args) < family.fields or any(not a.strip() for a in args):
-        raise SpecError(f"bad topology spec {spec!r}: {family.name} is missing its arguments; "
+        raise SpecError(f"bad topology spec {shown_spec(spec)}: {family.name} is missing its arguments; "
                         f"{_usage(family)}")
     try:
         kwargs = family.parse(tuple(args))
     except _ArgError as err:
-        raise SpecError(f"bad topology spec {spec!r}: {err}; {_usage(family)}") from None
+        raise SpecError(f"bad topology spec {shown_spec(spec)}: {err}; {_usage(family)}") from None
     known = {word: (key, value) for word, key, value in family.options}
     for option in options:
         word = option.strip().lower()
         if word not in known:
             takes = (f"{family.name} takes options: {', '.join(known)}" if known
                      else f"{family.name} takes no options")
-            raise SpecError(f"bad topology spec {spec!r}: unknown option {option.strip()!r}; "
+            raise SpecError(f"bad topology spec {shown_spec(spec)}: unknown option {option.strip()!r}; "
                             f"{takes}")
         key, value = known[word]
         kwargs[key] = value
@@ -359,8 +390,10 @@ def topology(spec, *, bandwidth=None, latency=None):
     Parameters
     ----------
     spec : str, path, Topology or networkx graph
-        A family spec (``"torus:4x6x3"``, see :data:`FAMILIES`), a ``.json``/``.graphml`` file,
-        a Topology (returned as is), or a networkx graph (converted).
+        A family spec (``"torus:4x6x3"``, see :data:`FAMILIES`), a composite spec
+        (``"line(dcirculant:8:1,3)"``, see :mod:`~topocoll.topology.composite`), a
+        ``.json``/``.graphml`` file, a Topology (returned as is), or a networkx graph
+        (converted).
     bandwidth, latency : float or str, optional
         When given, every link gets this bandwidth (bytes/s, or e.g. ``"100Gbps"``) or latency
         (s, or e.g. ``"10us"``). Otherwise generated topologies get the defaults
@@ -403,6 +436,15 @@ def topology(spec, *, bandwidth=None, latency=None):
         raise InputTypeError("a topology is given as a spec string, a file path, a Topology or a "
                              f"networkx graph, not {type(spec).__name__}")
     text = spec.strip()
+    if is_composite(text) and not os.path.exists(text):
+        node = parse_composite(text)         # every syntax error before anything is built
+        try:
+            return override(build_composite(
+                node, lambda leaf: topology(leaf, bandwidth=bandwidth, latency=latency)))
+        except SpecError as err:
+            msg = str(err).removeprefix("bad topology spec ")
+            raise SpecError(f"bad topology spec {shown_spec(spec)}: "
+                            f"{'leaf ' if msg != str(err) else ''}{msg}") from None
     if _looks_like_file(text):
         return override(load_topology(text))
     family, kwargs = parse_spec(text)
@@ -411,7 +453,7 @@ def topology(spec, *, bandwidth=None, latency=None):
                               bandwidth=LINK_BANDWIDTH if bw is None else bw,
                               latency=LINK_LATENCY if lat is None else lat)
     except SpecError as err:
-        raise SpecError(f"bad topology spec {spec!r}: {err}") from None
+        raise SpecError(f"bad topology spec {shown_spec(spec)}: {err}") from None
 
 
 def describe_families():
@@ -422,3 +464,14 @@ def describe_families():
     """
     return [{"name": f.name, "params": f.params, "summary": f.summary, "example": f.example}
             for f in FAMILIES.values()]
+
+
+def describe_operators():
+    """One dict per operator of composite specs (``name``, ``params``, ``summary``,
+    ``example``), for listings next to :func:`describe_families`.
+
+    >>> describe_operators()[1]["example"]
+    'degree(complete:4,m=2)'
+    """
+    return [{"name": op.name, "params": op.params, "summary": op.summary, "example": op.example}
+            for op in OPERATORS.values()]

@@ -26,6 +26,7 @@ Everything is built from the link columns with numpy, never per link in Python.
 import numpy as np
 
 from ..errors import InputTypeError, TopologyError
+from ..units import whole_number
 from .model import Topology
 
 __all__ = ["line_graph", "degree_expansion", "cartesian_product", "cartesian_power",
@@ -72,14 +73,6 @@ def _as_topology(value, what):
         return Topology.from_networkx(value)
     raise InputTypeError(f"{what} needs a Topology, a spec string or a networkx graph, got "
                          f"{type(value).__name__}")
-
-
-def _positive_int(value, name, what):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{what}: {name} must be an integer, got {value!r}")
-    if value < 1:
-        raise TopologyError(f"{what} needs {name} >= 1, got {value}")
-    return int(value)
 
 
 def _symmetry_dims(topology):
@@ -131,7 +124,7 @@ def degree_expansion(topology, m):
     (6, 12, [0, 0, 1, 1], [2, 3, 2, 3])
     """
     g = _as_topology(topology, "degree expansion")
-    m = _positive_int(m, "m", "degree expansion")
+    m = whole_number(m, "degree expansion: m")
     g.require_no_switches("degree expansion")
     loops = g.src == g.dst
     if np.any(loops):  # a Topology rejects them; kept for objects built around that rule
@@ -212,7 +205,7 @@ def cartesian_power(topology, n):
     (27, 6, [3, 3, 3])
     """
     g = _as_topology(topology, "cartesian power")
-    n = _positive_int(n, "n", "cartesian power")
+    n = whole_number(n, "cartesian power: n")
     g.require_no_switches("the cartesian power")
     return _product([g] * n, f"power({g.name},n={n})",
                     {"construction": "cartesian_power", "base": g.name, "n": n})

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topocoll.errors import (InputTypeError, InvalidScheduleError, NotStronglyConnectedError,
-                             SpecError, TopologyError)
+                             SpecError, TopologyError, UnsupportedError)
 from topocoll.synth.ten.ilp import (EVENT_DTYPE, STATUS_MESSAGES, IlpResult, ilp_events,
                                     lower_bound, shortest_path_events)
 from topocoll.topology import topology
@@ -334,7 +334,7 @@ def _base():
 
 @pytest.mark.parametrize("change, error", [
     (dict(num_nodes="3"), InputTypeError),
-    (dict(num_nodes=0), SpecError),
+    (dict(num_nodes=0), UnsupportedError),
     (dict(link_src=np.zeros((3, 1), int)), SpecError),
     (dict(link_src=np.array([0.0, 1.0, 2.0])), InputTypeError),
     (dict(link_dst=np.array([1, 2])), SpecError),
@@ -348,9 +348,9 @@ def _base():
     (dict(pre=np.array([[1, 0, 0], [0, 0, 0], [0, 0, 1]], dtype=bool)), SpecError),
     (dict(time_limit=0), SpecError),
     (dict(time_limit="10s"), InputTypeError),
-    (dict(node_limit=-1), SpecError),
+    (dict(node_limit=-1), UnsupportedError),
     (dict(node_limit=1.5), InputTypeError),
-    (dict(max_solves=0), SpecError),
+    (dict(max_solves=0), UnsupportedError),
     (dict(max_solves=True), InputTypeError),
     (dict(window=0), SpecError),
     (dict(window=1.5), InputTypeError),

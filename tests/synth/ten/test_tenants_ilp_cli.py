@@ -63,12 +63,12 @@ def test_cli_synth_verify_simulate_evaluate(tmp_path):
     assert verify(load_schedule(out)).valid
     assert runner.invoke(cli, ["verify", str(out)]).exit_code == 0
     r = runner.invoke(cli, ["simulate", str(out), "--json"])
-    sim = json.loads(r.output)
+    sim = json.loads(r.output)["schedules"][0]
     assert sim["time"] == pytest.approx(9606.0e-6)
     # the step model beside it: 12 steps of one 40 MiB chunk at 50 GiB/s plus 0.5 us
     assert sim["steps"] == 12 and sim["step_model_time"] == pytest.approx(12 * 800.5e-6)
     r = runner.invoke(cli, ["evaluate", str(out), "--size", "1GiB", "--json"])
-    ev = json.loads(r.output)
+    ev = json.loads(r.output)["sizes"][0]
     assert ev["link_model_time"] == pytest.approx(9606.0e-6) and "T_B" in ev
 
 
@@ -78,6 +78,7 @@ def test_cli_tenants_and_errors(tmp_path):
                             "-o", str(tmp_path / "t"), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert len(doc["files"]) == 2 and all(t["status"] == "verified" for t in doc["tenants"])
+    assert len(doc["files"]) == 2 and all(t["verified"] for t in doc["tenants"])
+    assert doc["success"] is True and doc["status"] == 0
     r = runner.invoke(cli, ["synth", "mesh:3x3", "-c", "allgather", "--fail-links", "0-8"])
     assert r.exit_code != 0

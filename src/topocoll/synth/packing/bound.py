@@ -1,5 +1,6 @@
-"""The exact optimum of allgather, reduce-scatter and allreduce by spanning-tree packing
-(docs/math.md section 9).
+"""The exact optimum of allgather and reduce-scatter by spanning-tree packing, and of
+allreduce among schedules made of a reduce-scatter followed by an allgather (the *two-phase*
+optimum: an allreduce of another shape may be faster; docs/math.md sections 1 and 9).
 
 Allgather: every byte of the shards of the nodes in a set S must leave S at least once, so for
 every nonempty proper subset S, ``T_B >= (M/N) * |S| / c_out(S)`` (``c_out``: summed bandwidth

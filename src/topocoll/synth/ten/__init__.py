@@ -9,7 +9,11 @@
   translated;
 * :mod:`.cutbound`, :mod:`.releasebound` -- the pair-cut, pair-forwarding and release-time
   terms of the chunk lower bound;
-* :mod:`.ilp` -- the ILP on HiGHS (horizon search, early termination, time clustering);
+* :mod:`.ilp` -- the ILP on HiGHS (horizon search, early termination, time clustering), the
+  entry to its parts: :mod:`.ilp_inputs` (checks), :mod:`.ilp_bounds` (earliest arrivals, the
+  lower bound), :mod:`.listsched` (list scheduling: the upper bound and the completion of
+  partial schedules), :mod:`.ilp_model` (one model, solved on HiGHS) and :mod:`.ilp_search`
+  (the horizon search and time clustering);
 * :mod:`.tenants` -- several collectives sharing one network.
 """
 

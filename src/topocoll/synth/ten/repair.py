@@ -40,7 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ilp import _INF, _as_events, _build, _distances, _extract, _prune, _solve, _to_needed
+from .ilp_bounds import INF, distances, to_needed
+from .ilp_model import build_model, extract_sends, solve_model
+from .listsched import as_events, prune
 
 __all__ = ["repair_events", "deadline_events", "replay_time", "link_deadlines", "RepairResult",
            "MAX_VARS", "WORK", "DEADLINE_MAX_VARS", "DEADLINE_WORK", "CHECKS", "WINDOWS"]
@@ -95,7 +97,7 @@ class _Windows:
         self.src, self.dst, self.steps = src, dst, steps
         self.pre, self.post = pre, post
         self.need = post & ~pre
-        self.dist = _distances(num_nodes, src, dst, steps)
+        self.dist = distances(num_nodes, src, dst, steps)
         self.seed = seed
         self.max_vars = MAX_VARS if max_vars is None else max_vars
         self.work = WORK if work is None else work
@@ -117,13 +119,14 @@ class _Windows:
         arrive = events["start"] + steps[events["link"]]
         keep = (events["start"] < t0) & (arrive <= deadline[events["link"]])
         kept = events[keep]
-        avail = np.where(pre, 0, _INF).astype(np.int64)
+        avail = np.where(pre, 0, INF).astype(np.int64)
         free = np.zeros(src.size, np.int64)
         np.minimum.at(avail, (kept["chunk"], dst[kept["link"]]), arrive[keep])
         np.maximum.at(free, kept["link"], arrive[keep])
         missing = self.need & (avail > horizon)
-        model = _build((avail, free, t0), horizon, deadline - steps, missing.astype(float), src,
-                       dst, steps, _to_needed(missing, self.dist), pace=pace)
+        model = build_model((avail, free, t0), horizon, deadline - steps,
+                            missing.astype(float), src, dst, steps,
+                            to_needed(missing, self.dist), pace=pace)
         if model.num_vars > min(self.max_vars, self.work - self.spent):
             return None
         goal = [model.hold_index.get((c, n)) for c, n in np.argwhere(missing).tolist()]
@@ -131,14 +134,15 @@ class _Windows:
             return _SHORT
         require = np.array([pos + size - 1 for pos, _, size in goal], dtype=np.int64)
         # presolve off: measured 2-3x faster on the feasible windows
-        _, x, _, _ = _solve(model, None, None, self.seed + self.solves, None, require=require,
-                            checks=self.checks, presolve="off")
+        _, x, _, _ = solve_model(model, None, None, self.seed + self.solves, None,
+                                 require=require, checks=self.checks, presolve="off")
         self.solves += 1
         self.spent += model.num_vars
         if x is None:
             return False
         fixed = list(zip(kept["chunk"].tolist(), kept["link"].tolist(), kept["start"].tolist()))
-        return _as_events(_prune(fixed + _extract(model, x), pre, self.post, src, dst, steps))
+        return as_events(prune(fixed + extract_sends(model, x), pre, self.post, src, dst,
+                               steps))
 
     def left(self):
         return self.spent < self.work

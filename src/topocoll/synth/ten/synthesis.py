@@ -43,6 +43,7 @@ from scipy.sparse import csgraph, csr_matrix
 from ... import defaults
 from ...collectives import collective as _collective
 from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from ...limits import require_memory
 from ...schedule.model import Schedule, transfer_array
 from ...schedule.transforms import concatenate, reverse
 from ...topology import topology as _topology
@@ -55,7 +56,8 @@ from .releasebound import release_time_bound
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
            "chunk_lower_bound", "events_to_schedule", "METHODS",
            "TEN_COLLECTIVES", "auto_restarts", "mixed_links", "AUTO_RESTARTS",
-           "GREEDY_DISCRETIZATIONS", "REPAIR_WORK", "AT_BOUND"]
+           "GREEDY_DISCRETIZATIONS", "REPAIR_WORK", "AT_BOUND", "prepare_topology",
+           "GreedyRequest"]
 
 #: Synthesis methods.
 METHODS = ("greedy", "ilp")
@@ -120,6 +122,29 @@ def chunk_conditions(collective, num_nodes, chunks=1, root=None):
         post = np.zeros((k, n), dtype=bool)
         post[np.arange(k), target[shard_of]] = True
     return pre, post
+
+
+#: Most restarts of the greedy one call may ask for (each is a full greedy run).
+MAX_RESTARTS = 10_000
+#: Most chunk-link pairs the ILP may model per time slot: beyond it the model alone outgrows
+#: any machine this runs on (the greedy, method="greedy", has no such limit).
+MAX_ILP_CHUNK_LINKS = 1 << 18
+#: Bytes of greedy state per chunk and node (holdings, arrival times, conditions).
+_BYTES_PER_CHUNK_NODE = 24
+
+
+def _check_work(topo, coll, chunks, method, restarts):
+    """Counts checked before any work: what cannot end, or cannot fit, is refused now."""
+    if restarts is not None and restarts > MAX_RESTARTS:
+        raise UnsupportedError(f"restarts must be at most {MAX_RESTARTS:,}, got {restarts:,}")
+    n = topo.num_nodes
+    k = coll.num_shards(n) * chunks
+    if method == "ilp" and k * max(topo.num_links, 1) > MAX_ILP_CHUNK_LINKS:
+        raise UnsupportedError(
+            f"the ILP of {k:,} chunks on {topo.num_links:,} links has {k * topo.num_links:,} "
+            f"send variables per slot, more than {MAX_ILP_CHUNK_LINKS:,}: use fewer chunks or "
+            "method='greedy'")
+    require_memory(k * n * _BYTES_PER_CHUNK_NODE, f"TEN synthesis of {k:,} chunks on {n} nodes")
 
 
 def _check_chunks(chunks):
@@ -416,12 +441,19 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
             if r.makespan <= target:           # at the lower bound: no restart can do better
                 break
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
             jobs = [(arrays, s, rule) for s, rule in zip(seeds, rules)]
             for i, res in enumerate(pool.map(_greedy_job, jobs)):
                 results.append(res)
                 if progress is not None:
                     progress(i + 1, restarts)
+        except BaseException:
+            # Ctrl-C or a failed run: drop the queued restarts instead of running them all
+            # before the error can surface (shutting down with wait=True would)
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         # the runs a serial search would have made (it stops at the bound)
         hit = [i for i, r in enumerate(results) if r[0] <= target]
         results = results[:hit[0] + 1] if hit else results
@@ -433,8 +465,33 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
                                                 "best_rule": rules[best]}
 
 
-def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, workers,
-                   progress, repair, symmetric):
+@dataclass(frozen=True)
+class GreedyRequest:
+    """What a greedy synthesis of one non-combining collective was asked for: the prepared
+    topology ``topo``, the collective ``coll`` and its ``root``, ``chunks`` per shard, buffer
+    ``size`` in bytes, the ``time_step`` (None: automatic), the ``seed``, ``restarts`` (None:
+    :func:`auto_restarts`), ``workers`` and the ``progress`` callback, as
+    :func:`synthesize` takes them."""
+
+    topo: Topology
+    coll: object
+    root: object
+    chunks: int
+    size: float
+    time_step: object
+    seed: int
+    restarts: object
+    workers: object
+    progress: object
+
+    def problem(self, discretization=None):
+        """The :class:`TenProblem` of the request, discretized by ``discretization``."""
+        return ten_problem(self.topo, self.coll, chunks=self.chunks, size=self.size,
+                           root=self.root, time_step=self.time_step,
+                           discretization=discretization)
+
+
+def _greedy_search(req, *, repair, symmetric):
     """On mixed links of a network with a translation symmetry, first the translated all-gather
     of :mod:`.cayley` (at the slot bound but above the bound in seconds, with the per-link
     deadline windows of :mod:`.repair`); unless it is within :data:`AT_BOUND` of the chunk
@@ -442,8 +499,8 @@ def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, wo
     coarser discretization; the schedule of least replay time (:func:`~.repair.replay_time`).
 
     Returns ``(problem, capacity bound, bound, events, makespan, info)``."""
-    problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root, time_step=time_step,
-                          discretization=GREEDY_DISCRETIZATION)
+    problem = req.problem(GREEDY_DISCRETIZATION)
+    seed = req.seed
     capacity, bound = _bounds(problem)
     if repair is None:
         repair = mixed_links(problem) and \
@@ -451,10 +508,10 @@ def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, wo
     if symmetric is None:
         symmetric = mixed_links(problem)
     sym = None
-    if symmetric and coll.name == "allgather":
+    if symmetric and req.coll.name == "allgather":
         from .cayley import symmetric_events
-        sym = symmetric_events(problem.topology, problem.link_cost, problem.link_steps, chunks,
-                               bound, seed=seed)
+        sym = symmetric_events(problem.topology, problem.link_cost, problem.link_steps,
+                               req.chunks, bound, seed=seed)
     if sym is not None:
         fixed = None
         sym_time, sym_events, sym_span = _replay(problem, sym.events), sym.events, sym.makespan
@@ -470,8 +527,7 @@ def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, wo
             info = {"restart_makespans": [], "best_restart": None, "best_seed": None,
                     "best_rule": None, "repair": fixed, "symmetric": tried}
             return problem, capacity, bound, sym_events, sym_span, info
-    found = _greedy_runs(problem, topo, coll, root, chunks, size, time_step, seed, restarts,
-                         workers, progress, repair, bound)
+    found = _greedy_runs(req, problem, repair=repair, bound=bound)
     ends, problem_g, events, makespan, info = found
     if sym is None:
         return problem_g, capacity, bound, events, makespan, dict(info, symmetric=None)
@@ -486,19 +542,19 @@ def _greedy_search(topo, coll, root, chunks, size, time_step, seed, restarts, wo
     return problem, capacity, bound, sym_events, sym_span, dict(info, symmetric=tried)
 
 
-def _greedy_runs(problem, topo, coll, root, chunks, size, time_step, seed, restarts, workers,
-                 progress, repair, bound):
-    """The greedy part of :func:`_greedy_search`: ``(replay time, problem, events, makespan,
-    info)``; the replay time is None without the repair (not computed)."""
+def _greedy_runs(req, problem, *, repair, bound):
+    """The greedy part of :func:`_greedy_search` for ``req`` (a :class:`GreedyRequest`) from
+    its first ``problem``: ``(replay time, problem, events, makespan, info)``; the replay time
+    is None without the repair (not computed)."""
+    seed, restarts, workers, progress = req.seed, req.restarts, req.workers, req.progress
     if not repair:
         slots = int(math.ceil(bound / problem.time_step - 1e-9))
         events, makespan, info = _run_greedy(problem, seed, restarts, workers, progress, slots)
         return None, problem, events, makespan, dict(info, repair=None)
     best, tried, solves = None, [], 0
-    for disc in GREEDY_DISCRETIZATIONS if time_step is None else (None,):
+    for disc in GREEDY_DISCRETIZATIONS if req.time_step is None else (None,):
         if disc is not GREEDY_DISCRETIZATION and disc is not None:
-            problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root,
-                                  discretization=disc)
+            problem = req.problem(disc)
         if problem.time_step in tried:
             continue
         tried.append(problem.time_step)
@@ -559,7 +615,11 @@ def _run_ilp(problem, seed, limits, window, progress):
     return res.events, int(res.makespan), info
 
 
-def _prepare_topology(topology, unwind_degree, fail_links, fail_nodes):
+def prepare_topology(topology, unwind_degree=None, fail_links=None, fail_nodes=None):
+    """``topology`` (a :class:`Topology` or spec) with the failed links and nodes removed and
+    its switches unwound (degree ``unwind_degree``), as :func:`synthesize` takes it; an
+    :class:`~topocoll.errors.UnsupportedError` for a degree without switches or fewer than
+    two nodes."""
     from ...topology.unwind import fail_links as _fail_links, fail_nodes as _fail_nodes, \
         unwind_switches
     topo = _topology(topology)
@@ -693,7 +753,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputTypeError(f"seed must be a non-negative integer, got {seed!r}")
     _check_chunks(chunks)
-    topo = _prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
+    topo = prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
     coll = _collective(collective)
     if coll.rooted:
         root = 0 if root is None else root
@@ -704,6 +764,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     elif root is not None:
         raise UnsupportedError(f"{coll.name} takes no root")
     size = parse_size(size)
+    _check_work(topo, coll, int(chunks), method, restarts)
     opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
                 workers=workers, time_step=time_step, window=window, progress=progress,
                 repair=repair, symmetric=symmetric,
@@ -751,9 +812,11 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
         meta["reversed_from"] = base.name
         return out.replace(meta=meta)
     if method == "greedy":
+        req = GreedyRequest(topo=topo, coll=coll, root=root, chunks=chunks, size=size,
+                            time_step=time_step, seed=seed, restarts=restarts, workers=workers,
+                            progress=progress)
         problem, capacity, bound, events, makespan, info = _greedy_search(
-            topo, coll, root, chunks, size, time_step, seed, restarts, workers, progress, repair,
-            symmetric)
+            req, repair=repair, symmetric=symmetric)
     else:
         problem = ten_problem(topo, coll, chunks=chunks, size=size, root=root,
                               time_step=time_step)

@@ -35,7 +35,7 @@ from ...errors import UnsupportedError
 from ...schedule.model import Schedule, transfer_array
 from ...units import parse_size
 from .greedy import greedy_events
-from .synthesis import _prepare_topology, chunk_conditions, discretize
+from .synthesis import chunk_conditions, discretize, prepare_topology
 
 __all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant"]
 
@@ -160,7 +160,7 @@ def synthesize_tenants(topology, tenants, *, chunks=1, size=defaults.SYNTHESIS_S
     tenants = [parse_tenant(t) for t in tenants]
     if not tenants:
         raise UnsupportedError("give at least one tenant collective")
-    topo = _prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
+    topo = prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
     n = topo.num_nodes
     for coll, root in tenants:
         if root is not None and not 0 <= root < n:

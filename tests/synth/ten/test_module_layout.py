@@ -1,0 +1,44 @@
+"""The TEN ILP and the MSCCL export are split by job; what their parts share is public, and the
+entry modules keep their public names."""
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import topocoll.interop.export as export
+import topocoll.synth.ten.ilp as ilp
+from topocoll.synth.ten import synthesis
+
+SRC = Path(__file__).resolve().parents[3] / "src" / "topocoll"
+
+PARTS = ["synth/ten/ilp.py", "synth/ten/ilp_inputs.py", "synth/ten/ilp_bounds.py",
+         "synth/ten/listsched.py", "synth/ten/ilp_model.py", "synth/ten/ilp_search.py",
+         "synth/ten/repair.py", "synth/ten/tenants.py", "interop/export.py",
+         "interop/export_deps.py", "interop/export_fusion.py", "interop/export_blocks.py",
+         "interop/export_writer.py", "interop/export_limits.py"]
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_parts_import_no_private_names_of_each_other(part):
+    tree = ast.parse((SRC / part).read_text())
+    private = [f"{node.module}.{alias.name}" for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and node.level
+               for alias in node.names if alias.name.startswith("_")]
+    assert private == []
+
+
+def test_entry_modules_keep_their_public_names():
+    assert set(ilp.__all__) == {"ilp_events", "IlpResult", "EVENT_DTYPE", "STATUS_MESSAGES",
+                                "lower_bound", "shortest_path_events"}
+    for name in ("export_msccl", "ExportResult", "exact_chunks", "quantize", "astra_command",
+                 "ASTRA_COLLECTIVES", "HINT", "SEND_HINT", "PROTOCOLS", "LIMITS", "WIDTHS",
+                 "CAPACITY"):
+        assert name in export.__all__ and hasattr(export, name)
+
+
+def test_greedy_runs_takes_a_request_not_thirteen_positionals():
+    params = inspect.signature(synthesis._greedy_runs).parameters.values()
+    positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert len(positional) <= 2
