@@ -98,6 +98,11 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
     del data
     verify(schedule).raise_if_invalid()      # before any process starts
     n = schedule.topology.num_nodes
+    cores = os.cpu_count() or 1
+    if not torchrun and nproc is None and n > max(cores, _SMALL_WORLD):
+        raise _Fail(f"the schedule is for {n} nodes, more than this machine's {cores} cores: "
+                    f"give --nproc {n} to start {n} processes here anyway, or start it with "
+                    "torchrun")
     try:   # a size below one element per shard, or that cannot fit: refused before any process
         buffer_elements(schedule.collective.name, n, size, dtype)
         runs = rounded_bytes(schedule.collective.name, n, size, dtype)
@@ -134,11 +139,6 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
         if int(os.environ["RANK"]) != 0:
             return
     else:
-        cores = os.cpu_count() or 1
-        if nproc is None and n > max(cores, _SMALL_WORLD):
-            raise _Fail(f"the schedule is for {n} nodes, more than this machine's {cores} "
-                        f"cores: give --nproc {n} to start {n} processes here anyway, or start "
-                        "it with torchrun")
         nproc = n if nproc is None else nproc
         if nproc != n:
             raise _Fail(f"the schedule is for {n} nodes; --nproc {nproc} would not run it "
