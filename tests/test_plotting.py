@@ -127,3 +127,189 @@ def test_a_failed_plot_keeps_the_old_file(tmp_path, monkeypatch):
         save_figure(fig, old)
     assert old.read_bytes() == b"old plot"
     assert [p.name for p in tmp_path.iterdir()] == ["p.png"]    # no temporary left behind
+
+
+# ------------------------------------------------------------------ readable figures
+# Every figure topocoll draws must be readable by a stranger: colour bars with a label where a
+# colour encodes a number, a legend where it encodes a category, time axes in a unit that fits
+# (and says which), titles that fit inside the figure. These tests look at the matplotlib
+# objects each function hands to save_figure.
+
+def _capture(monkeypatch, module):
+    """Record the figures ``module.save_figure`` is given (still writing them)."""
+    import topocoll.plotting as plotting
+
+    figures = []
+    real = plotting.save_figure
+
+    def keep(fig, *args, **kwargs):
+        figures.append(fig)
+        return real(fig, *args, **kwargs)
+
+    monkeypatch.setattr(module, "save_figure", keep)
+    return figures
+
+
+def _inside_figure(fig, artist):
+    """``artist``'s drawn extent lies inside the figure (one pixel of slack)."""
+    box = artist.get_window_extent(fig.canvas.get_renderer())
+    frame = fig.bbox
+    return (box.x0 >= frame.x0 - 1 and box.x1 <= frame.x1 + 1 and box.y0 >= frame.y0 - 1
+            and box.y1 <= frame.y1 + 1)
+
+
+def _main_axes(fig):
+    """The axes with a time axis: those whose x label names a time unit."""
+    return [a for a in fig.axes if a.get_xlabel().startswith("time (")]
+
+
+def _timeline_figure(monkeypatch, tmp_path, results, **kwargs):
+    import topocoll.schedule.timeline as timeline
+
+    figures = _capture(monkeypatch, timeline)
+    plot_timeline(results, tmp_path / "t.png", **kwargs)
+    assert (tmp_path / "t.png").read_bytes()[:8] == PNG_MAGIC
+    (fig,) = figures
+    return fig
+
+
+def test_timeline_steps_have_a_labelled_colour_bar_and_a_scaled_time_axis(monkeypatch,
+                                                                         tmp_path):
+    r = _timed("uniring:4", "allgather", "ring")          # finishes in microseconds
+    assert 1e-6 < r.time < 1e-3
+    fig = _timeline_figure(monkeypatch, tmp_path, r)
+    (ax,) = _main_axes(fig)
+    assert ax.get_xlabel() == "time (us)"
+    assert ax.get_xlim()[1] == pytest.approx(r.time * 1e6 * 1.01)   # drawn in us, not s
+    bars = ax.collections[0]
+    assert bars.colorbar is not None and bars.colorbar.ax.get_ylabel() == "step"
+    ticks = bars.colorbar.get_ticks()
+    assert len(ticks) and all(float(t).is_integer() for t in ticks)     # whole steps
+    assert ax.get_ylabel() == "link (src->dst)"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("critical path" in t for t in legend)
+    assert _inside_figure(fig, ax.title)
+
+
+def test_timeline_a_few_shards_get_a_legend(monkeypatch, tmp_path):
+    s = generate(topology("ring:6"), "allgather", "ring")
+    b = generate(topology("ring:6"), "broadcast", "bfb")
+    fig = _timeline_figure(monkeypatch, tmp_path, simulate_many([s, b], "1MiB"),
+                           color_by="shard")
+    top = _main_axes(fig)[0]
+    legend = [t.get_text() for t in top.get_legend().get_texts()]
+    assert [t for t in legend if t.startswith("shard")] == [f"shard {k}" for k in range(6)]
+
+
+def test_timeline_heat_map_of_many_links_is_sorted_grouped_and_labelled(monkeypatch,
+                                                                       tmp_path):
+    from topocoll.schedule.timeline import HEAT_ROWS
+
+    r = _timed("torus:8x8", "broadcast", "bfb")            # 128 links used, very uneven
+    fig = _timeline_figure(monkeypatch, tmp_path, r)
+    (ax,) = _main_axes(fig)
+    (image,) = ax.images
+    rows = image.get_array().shape[0]
+    assert rows <= HEAT_ROWS and len(ax.get_yticklabels()) == rows
+    assert image.colorbar is not None
+    assert image.colorbar.ax.get_ylabel().startswith("busy fraction")
+    assert 1e-3 < r.time < 1.0 and ax.get_xlabel() == "time (ms)"
+    assert "busy" in ax.get_ylabel()
+    # rows are sorted busiest first: the busy fraction summed over time never increases
+    busy = image.get_array().sum(axis=1)
+    assert all(a >= b - 1e-9 for a, b in zip(busy[:-1], busy[1:]))
+    assert busy[0] > busy[-1]
+    assert ax.get_yticklabels()[0].get_text().startswith("#1")
+    assert _inside_figure(fig, ax.title)
+
+
+def test_timeline_64_links_by_busy_fraction_are_grouped_into_readable_rows(monkeypatch,
+                                                                          tmp_path):
+    from topocoll.schedule.timeline import HEAT_ROWS
+
+    r = _timed("torus:4x4", "allreduce", "bfb")            # 64 links
+    assert (r.link_busy > 0).sum() == 64
+    fig = _timeline_figure(monkeypatch, tmp_path, r, color_by="busy")
+    (ax,) = _main_axes(fig)
+    (image,) = ax.images
+    assert image.get_array().shape[0] <= HEAT_ROWS < 64
+    assert image.colorbar.ax.get_ylabel().startswith("busy fraction")
+
+
+def test_timeline_long_titles_are_wrapped_inside_the_figure(monkeypatch, tmp_path):
+    r = _timed("uniring:4", "allgather", "ring")
+    long = "a rather long title that names the schedule file, its collective " * 4
+    fig = _timeline_figure(monkeypatch, tmp_path, r, titles=[long])
+    (ax,) = _main_axes(fig)
+    assert ax.title.get_text().count("\n") >= 2
+    assert _inside_figure(fig, ax.title)
+
+
+def test_time_scale_picks_the_unit_that_fits():
+    from topocoll.plotting import time_scale
+
+    assert time_scale(20e-3) == (1e3, "ms")
+    assert time_scale(2.0) == (1.0, "s")
+    assert time_scale(5e-6) == (1e6, "us")
+    assert time_scale(1e-3) == (1e3, "ms")
+
+
+def _iteration(layers=60):
+    from topocoll.studies.training import Profile, simulate_iteration
+
+    p = Profile.from_layers("toy", [(f"layer{k}", 10**6, 1e-3 * (k + 1))
+                                    for k in range(layers)])
+    return p, simulate_iteration(p, lambda size: 4e-3, policy="buckets", bucket_size=25 * 2**20)
+
+
+def test_train_sim_iteration_plot_is_wrapped_scaled_and_has_a_legend(monkeypatch, tmp_path):
+    import topocoll.plotting as plotting
+    from topocoll.studies.training import plot_iteration
+
+    profile, result = _iteration()
+    figures = _capture(monkeypatch, plotting)
+    title = ("resnet50 on optcirculant:16 bfb, 16 nodes: resnet50, buckets of 25MiB: iteration "
+             "20.33ms = compute 12.58ms + exposed allreduce 7.744ms (4 allreduces, 15.57ms "
+             "busy)")
+    plot_iteration(result, tmp_path / "p.png", profile=profile, title=title)
+    (fig,) = figures
+    (ax,) = _main_axes(fig)
+    assert ax.get_xlabel() == "time (ms)"
+    assert ax.get_xlim()[1] == pytest.approx(result.iteration_time * 1e3 * 1.02)
+    assert "\n" in ax.title.get_text() and _inside_figure(fig, ax.title)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("compute") for t in legend)
+    assert any(t.startswith("allreduce") for t in legend)
+    assert _inside_figure(fig, ax.get_legend())
+
+
+def test_find_frontier_plot_has_units_and_a_legend(monkeypatch, tmp_path):
+    import topocoll.finder.plot as finder_plot
+    from topocoll.finder import find
+
+    figures = _capture(monkeypatch, finder_plot)
+    finder_plot.plot_frontier(find(24, 4, cache=False, evaluate=False), tmp_path / "f.png")
+    (fig,) = figures
+    (ax,) = fig.axes
+    assert "units of M/B" in ax.get_ylabel() and "steps" in ax.get_xlabel()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("frontier" in t for t in legend) and any("lower bound" in t for t in legend)
+    assert "predicted" in ax.get_legend().get_title().get_text()   # what the point labels say
+    assert _inside_figure(fig, ax.title) and _inside_figure(fig, ax.get_legend())
+
+
+def test_gossip_consensus_plot_labels_its_log_axis(monkeypatch, tmp_path):
+    import topocoll.plotting as plotting
+    from topocoll.gossip import plot_consensus
+    from topocoll.gossip.registry import gossip_topology
+
+    figures = _capture(monkeypatch, plotting)
+    plot_consensus([gossip_topology("ring", 16), gossip_topology("exp", 16)],
+                   tmp_path / "g.png", 20)
+    (fig,) = figures
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+    assert ax.get_xlabel().startswith("iteration")
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len([t for t in legend if "n=16" in t]) == 2
+    assert _inside_figure(fig, ax.title)

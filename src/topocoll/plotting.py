@@ -11,7 +11,7 @@ from .errors import PlotUnavailableError, UnsupportedError
 from .fileio import open_output
 
 __all__ = ["require_matplotlib", "check_plot_target", "new_axes", "new_figure", "save_figure",
-           "gantt", "busy_fraction", "busy_heatmap"]
+           "gantt", "busy_fraction", "busy_heatmap", "time_scale", "wrap_title", "add_colorbar"]
 
 
 def require_matplotlib():
@@ -179,7 +179,57 @@ def busy_fraction(row, start, end, num_rows, edges, capacity=None):
 
 def busy_heatmap(ax, fraction, edges, *, cmap="viridis"):
     """Draw ``fraction`` (rows x time bins, from :func:`busy_fraction`) as a heat map over the
-    time ``edges``, row 0 at the top, 0 to 1; returns the image (for ``colorbar``)."""
+    time ``edges``, row 0 at the top, 0 to 1; returns the image (for ``colorbar``, whose label
+    should say "busy fraction": see :func:`add_colorbar`)."""
     image = ax.imshow(fraction, aspect="auto", interpolation="nearest", cmap=cmap, vmin=0.0,
                       vmax=1.0, extent=(edges[0], edges[-1], fraction.shape[0] - 0.5, -0.5))
     return image
+
+
+#: the units a time axis may use, largest first: (name, seconds)
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def time_scale(seconds):
+    """The unit a time axis reaching ``seconds`` should use: ``(factor, unit)``, where
+    ``value * factor`` is in ``unit`` and the axis' largest tick is at least 1 in it.
+
+    >>> time_scale(0.0427), time_scale(2.5), time_scale(3e-5), time_scale(0.0)
+    ((1000.0, 'ms'), (1.0, 's'), (1000000.0, 'us'), (1.0, 's'))
+    """
+    seconds = abs(float(seconds))
+    if seconds > 0:
+        for name, size in _TIME_UNITS:
+            if seconds >= size:
+                return 1.0 / size, name
+        name, size = _TIME_UNITS[-1]
+        return 1.0 / size, name
+    return 1.0, "s"
+
+
+def wrap_title(text, width_inches, fontsize):
+    """``text`` with its lines wrapped to fit ``width_inches`` at ``fontsize`` points (about
+    0.55 em per character), so that a long title is not cut at the figure's edge.
+
+    >>> wrap_title("a " * 40, 2.0, 8).count("\\n") > 0, wrap_title("short", 6.0, 8)
+    (True, 'short')
+    """
+    import textwrap
+
+    chars = max(int(width_inches * 72.0 / (0.55 * fontsize)), 10)
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) if line else line
+                     for line in str(text).split("\n"))
+
+
+def add_colorbar(fig, mappable, label, *, ax=None, cax=None, integer=False):
+    """A colour bar for ``mappable`` (beside ``ax``, or in ``cax``) labelled ``label``; with
+    ``integer`` its ticks are whole numbers (steps, shards). Returns the colour bar."""
+    bar = fig.colorbar(mappable, ax=ax, cax=cax)
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    if integer:
+        from matplotlib.ticker import MaxNLocator
+
+        bar.locator = MaxNLocator(integer=True, nbins=8)
+        bar.update_ticks()
+    return bar

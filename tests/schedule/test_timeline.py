@@ -68,8 +68,8 @@ def test_link_report_lists_every_used_link(ring4):
         [(0, 0, 1, 3), (1, 1, 2, 3), (2, 2, 3, 3), (3, 3, 0, 3)]
     assert [d["busy"] for d in links] == pytest.approx([3.000003] * 4, abs=1e-12)
     assert [d["utilization"] for d in links] == pytest.approx([1.0] * 4)
-    # the summary keys stay as they were, and without detail nothing is added
-    assert set(r.to_dict()) == {"size", "time", "transfers", "links_used", "links",
+    # the summary keys (naming the alpha convention), and without detail nothing is added
+    assert set(r.to_dict()) == {"size", "time", "alpha_per", "transfers", "links_used", "links",
                                 "mean_utilization_used", "max_link_busy"}
 
 

@@ -6,7 +6,8 @@ from rich.table import Table
 from .. import defaults, units
 from ..schedule.cost import evaluate as _step_model
 from ..schedule.io import load_schedule, save_schedule
-from ..schedule.linkmodel import simulate as _link_model, simulate_many
+from ..schedule.linkmodel import (ALPHA_CONVENTIONS, DEFAULT_ALPHA_PER, simulate as _link_model,
+                                  simulate_many)
 from ..schedule.timeline import plot_timeline
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..errors import InvalidScheduleError
@@ -227,19 +228,25 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
 @_renamed("--comm-model", "model", old=("--model",), default="link", show_default=True,
           type=click.Choice(["step", "link", "both"]),
               help="Price in the link model, the alpha-beta step model, or both side by side.")
+@click.option("--alpha-per", "alpha_per", type=click.Choice(list(ALPHA_CONVENTIONS)),
+              default=DEFAULT_ALPHA_PER, show_default=True,
+              help="Which transfers pay a link's latency in the link model: one per message "
+                   "(back-to-back transfers of a step on a link), once per step per link (the "
+                   "step model's charge), or every transfer (TACOS's per-chunk charge).")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Write the link-model timeline (a Gantt chart of the links, critical path "
                    "outlined; one panel per file) to this file (.png, .svg, .pdf; needs "
                    "matplotlib).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
+def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json):
     """Time schedule FILES in the link model (TACOS); several files share one network.
 
     This command is the door to the link model; the link-model time column of ``topocoll
     evaluate`` is a shortcut to ``--comm-model both`` here.
 
     --json prints one object for one file or several: the status keys (success, status,
-    status_name, message), model, size, time (the latest finish), plot and schedules, one
+    status_name, message), model, alpha_per (the link model's alpha convention; the step
+    model charges alpha per step), size, time (the latest finish), plot and schedules, one
     entry per file (file, collective, algorithm, time, the per-link busy times and critical
     path in the link model, step_model for the step model).
     """
@@ -253,7 +260,8 @@ def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
         results = None
         if model != "step":
             update("timing in the link model", 0, None)
-            results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth)
+            results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth,
+                                    alpha_per=alpha_per)
         # the step model beside it (each schedule alone on the network)
         update("verifying and pricing in the step model", 0, None)
         steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth)
@@ -271,7 +279,8 @@ def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
                  "in the link model" + (", sharing one network" if len(rows) > 1 else ""))
         _print_json(document(Status.SUCCESS, f"{len(rows)} schedule{'s' if len(rows) > 1 else ''}"
                              f" at {format_size(size)} {where}: done after "
-                             f"{format_time(finish)}", model=model, size=float(size),
+                             f"{format_time(finish)}", model=model,
+                             alpha_per="step" if model == "step" else alpha_per, size=float(size),
                              time=finish, plot=plot, schedules=rows))
         return
     shared = " sharing one network" if len(files) > 1 and model != "step" else ""
@@ -281,7 +290,7 @@ def simulate(files, size, alpha, link_bandwidth, model, plot, as_json):
         cols = ("file", "collective", "algorithm", "transfers", "steps", "T_L", "T_B", "time")
     else:
         title = (f"link model at {format_size(size)}{shared}: a link carries one transfer at a "
-                 "time for latency + bytes/bandwidth")
+                 f"time for bytes/bandwidth, plus its latency once per {alpha_per}")
         cols = ("file", "collective", "algorithm", "transfers", "links used", "finish",
                 "busiest link", "critical path")
         cols += ("step model (alone)",) if model == "link" else \
@@ -320,7 +329,7 @@ def _simulate_row(file, schedule, result, evaluation, model, plot):
     step = {"time": evaluation.time, "T_L": evaluation.T_L, "T_B": evaluation.T_B,
             "steps": evaluation.steps}
     if model == "step":
-        doc.update(size=float(evaluation.size), time=evaluation.time,
+        doc.update(size=float(evaluation.size), time=evaluation.time, alpha_per="step",
                    transfers=schedule.num_transfers, step_model=step)
     else:
         doc.update(result.to_dict(detail=True))

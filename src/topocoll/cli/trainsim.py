@@ -50,24 +50,48 @@ def workload_profile(model, bucket_size=None):
     return Workload.from_layers(profile.forward_order_bytes(), bucket_size)
 
 
-def _baseline(name, nodes, alpha, bandwidth, store):
-    """A baseline's allreduce cost, through the finder's cache: ``steps`` and ``T_B`` in units
-    of M/B determine it at any latency and bandwidth (every link has latency alpha)."""
-    from ..studies.training import AllreduceCost, baseline_cost
+#: Largest N whose chosen allreduce is built and verified whole unless --verify-full says so;
+#: above it an expanded candidate is priced by construction from its verified base.
+EXPLICIT_NODES = 1024
 
-    key = f"{name}:{nodes}"
+#: How a baseline's cost was obtained with --verify-full (its schedule generated and priced).
+GENERATED = "generated explicit"
+
+
+def _baseline(name, nodes, alpha, bandwidth, store, full=False):
+    """A baseline's allreduce cost and how it was obtained, through the finder's cache:
+    ``steps`` and ``T_B`` in units of M/B determine it at any latency and bandwidth (every link
+    has latency alpha). By default from the baseline's structure (closed form, equal to the
+    generated schedule's price); ``full``: the schedule generated and priced."""
+    from ..studies.training import (CLOSED_FORM, AllreduceCost, baseline_closed_form,
+                                    baseline_cost)
+
+    method = GENERATED if full else CLOSED_FORM
+    # an affine price is steps and T_B; a pipelined one (DBT) depends on alpha and B as well
+    key = f"{name}:{nodes}:{'generated' if full else 'closed'}:{alpha!r}:{bandwidth!r}"
     doc = store.get("baseline", key)
     if doc is None:
-        cost = baseline_cost(name, nodes, alpha=alpha, bandwidth=bandwidth)
-        doc = {"steps": cost.steps, "t_b": cost.per_byte * bandwidth}
+        price = baseline_cost if full else baseline_closed_form
+        cost = price(name, nodes, alpha=alpha, bandwidth=bandwidth)
+        if isinstance(cost, AllreduceCost):
+            doc = {"steps": cost.steps, "t_b": cost.per_byte * bandwidth, "method": method}
+        else:
+            doc = {"pipelined": cost.to_dict(), "method": method}
         store.put("baseline", key, doc)
+    if "pipelined" in doc:
+        from ..schedule.cost import PipelinedCost
+
+        return PipelinedCost.from_dict(doc["pipelined"]), method
     return AllreduceCost.from_step_model(doc["steps"], doc["t_b"], alpha=alpha,
-                                         bandwidth=bandwidth, name=name)
+                                         bandwidth=bandwidth, name=name), method
 
 
 def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth, store,
-          progress, comm_model="step"):
-    """Our allreduce cost, its name, and the (nodes, degree) it runs on."""
+          progress, comm_model="step", full=None):
+    """Our allreduce cost, the (nodes, degree) it runs on, the finder's result (or None) and
+    how the cost was obtained (``{"method": .., "exact": ..}``). ``full``: build and verify
+    the finder's choice whole (None: when N <= :data:`EXPLICIT_NODES`)."""
+    from ..finder.core import EXPLICIT
     from ..schedule.verify import verify
     from ..studies.training import AllreduceCost, schedule_cost
 
@@ -104,20 +128,26 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
             from ..studies.training import LinkModelCost
 
             return LinkModelCost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
-                None
-        return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, None
+                None, {"method": EXPLICIT, "exact": True}
+        return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
+            None, {"method": EXPLICIT, "exact": True}
     from ..finder import Workload, find
 
     d = min(4, nodes - 1) if degree is None else degree   # complete:N is the most there is
     workload = Workload.from_layers(profile.forward_order_bytes(), bucket)
+    if full is None:
+        full = nodes <= EXPLICIT_NODES
     result = find(nodes, d, workload, alpha=alpha, node_bandwidth=bandwidth, cache=store,
-                  progress=progress)
+                  progress=progress, method="explicit" if full else "construction")
     if not result.success or result.evaluation is None:
         raise _Fail(f"the finder found no topology: {result.message}")
     ev = result.evaluation
     cost = AllreduceCost.from_step_model(ev["steps"], 2.0 * ev["T_B_per_phase"], alpha=alpha,
                                          bandwidth=bandwidth, name=f"{result.best.name} bfb")
-    return cost, nodes, d, result
+    how = {"method": ev.get("method", EXPLICIT), "exact": bool(ev.get("exact", True))}
+    if "base" in ev:
+        how["base"] = ev["base"]
+    return cost, nodes, d, result, how
 
 
 @click.command("train-sim")
@@ -158,13 +188,18 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
 @click.option("--cycle-time", metavar="DURATION", callback=_duration("--cycle-time"),
               help="Length of one cycle of an ASTRA-sim workload "
                    f"[default: {units.format_time(defaults.CYCLE_TIME)}].")
+@click.option("--verify-full", is_flag=True,
+              help="Build and verify the finder's whole allreduce and generate the baselines' "
+                   f"schedules, at any N [default: only up to {EXPLICIT_NODES} nodes; above, an "
+                   "expanded topology is priced by construction from its verified base, and the "
+                   "baselines always by closed form].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw our iteration's timeline (compute and allreduces) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node_bandwidth,
-              policy, bucket, batch, gpu_flops, efficiency, dtype, cycle_time, no_cache, plot,
-              as_json):
+              policy, bucket, batch, gpu_flops, efficiency, dtype, cycle_time, verify_full,
+              no_cache, plot, as_json):
     """Simulate one data-parallel training iteration: compute overlapped with allreduces.
 
     A model's gradients become ready layer by layer during backpropagation; each allreduce
@@ -173,8 +208,8 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
     for N, d and this workload) runs next to the two-phase bound, ShiftedRing and DBT on N nodes.
     """
     from ..finder import Cache
-    from ..studies.training import (lower_bound_cost, plot_iteration as plot_timeline,
-                                    simulate_iteration)
+    from ..studies.training import (CLOSED_FORM, lower_bound_cost,
+                                    plot_iteration as plot_timeline, simulate_iteration)
 
     if schedule_file is not None and spec is not None:
         raise _Fail("give --schedule or --topology, not both")
@@ -204,18 +239,21 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
     store = Cache(enabled=not no_cache)
     lines = _Lines("train-sim")
     with lines, store:
-        ours, nodes, degree, found = _ours(schedule_file, spec, nodes, degree, profile, bucket,
-                                           alpha, node_bandwidth, store, lines.update,
-                                           comm_model)
+        ours, nodes, degree, found, pricing = _ours(schedule_file, spec, nodes, degree, profile,
+                                                bucket, alpha, node_bandwidth, store,
+                                                lines.update, comm_model,
+                                                True if verify_full else None)
         if nodes < 3:
             raise _Fail(f"train-sim needs at least 3 nodes, got {nodes}")
         costs = {"two-phase bound": lower_bound_cost(nodes, degree, alpha=alpha,
                                                  bandwidth=node_bandwidth)}
+        methods = {"two-phase bound": CLOSED_FORM}
         skipped = {}
         for name in ("ShiftedRing", "DBT"):
             lines.update(f"{name} allreduce on {nodes} nodes", 0, None)
             try:
-                costs[name] = _baseline(name, nodes, alpha, node_bandwidth, store)
+                costs[name], methods[name] = _baseline(name, nodes, alpha, node_bandwidth,
+                                                       store, verify_full)
             except TopocollError as exc:      # e.g. no shifted ring of 4 or 6 nodes
                 skipped[name] = str(exc)
     options = {"policy": policy, "bucket_size": bucket if policy == "buckets" else None}
@@ -233,8 +271,9 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
                 "comm_ratio": r.comm_time / bound.comm_time,
                 "iteration_ratio": r.iteration_time / bound.iteration_time}
 
-    summary = row(result, ours)
-    baselines = {name: row(r, costs[name]) for name, r in others.items()}
+    summary = {**row(result, ours), **pricing}
+    baselines = {name: {**row(r, costs[name]), "method": methods[name]}
+                 for name, r in others.items()}
     baselines.update({name: {"allreduce": name, "error": why} for name, why in skipped.items()})
     if as_json:
         doc = {**result.to_dict(), "comm_model": comm_model, "nodes": nodes, "degree": degree,
@@ -264,6 +303,10 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
                       f"{r['comm_ratio']:.3f}")
     _out.print(table)
     _out.print(profile.description, markup=False)
+    ours_how = pricing["method"] + ("" if pricing["exact"] else " (steps exact, T_B an upper bound: "
+                                "line graph)")
+    _out.print(f"priced: ours {ours_how}; " + "; ".join(
+        f"{name} {methods[name]}" for name in costs if name in methods), markup=False)
     for name, why in skipped.items():
         _out.print(f"{name}: not available: {why}", markup=False)
     if plot:

@@ -29,7 +29,16 @@ from .cache import Cache
 from .search import Candidate, Search
 from .workload import Workload
 
-__all__ = ["find", "find_range", "frontier", "FindResult", "as_workload"]
+__all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "METHODS",
+           "EXPLICIT", "BY_CONSTRUCTION"]
+
+#: How an evaluation was obtained: the whole schedule built, verified and evaluated, or the
+#: base's allreduce built and verified and the expansions' cost rules applied (docs/math.md
+#: section 4; nothing of the expanded size is built).
+EXPLICIT = "verified explicit"
+BY_CONSTRUCTION = "by construction from a verified base"
+#: ``find(method=...)``: the name -> the label the evaluation carries.
+METHODS = {"explicit": EXPLICIT, "construction": BY_CONSTRUCTION}
 
 
 @dataclass
@@ -227,15 +236,19 @@ def _choose(candidates, workload, alpha, bandwidth):
 
 
 def _evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, keep_schedule,
-                   progress):
+                   progress, method="explicit"):
     """:func:`_evaluate` with every algorithm of ``algorithms``: the fastest evaluation (its
     ``"algorithm"`` says which). An algorithm that fails on the candidate is skipped; if all
     fail, the first one's error is raised."""
     best, first_error = None, None
     for algorithm in algorithms:
         try:
-            got = _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress,
-                            algorithm=algorithm)
+            if method == "construction" and not keep_schedule:
+                got = _evaluate_by_construction(candidate, workload, alpha, bandwidth, store,
+                                                progress, algorithm=algorithm)
+            else:
+                got = _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule,
+                                progress, algorithm=algorithm)
         except (TopocollError, MemoryError) as exc:
             first_error = first_error or exc
             continue
@@ -275,22 +288,67 @@ def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progr
     start = time.perf_counter()
     first = evaluate(schedule, workload.sizes[0], check=False)
     seconds["evaluate"] = time.perf_counter() - start
-    # every link has latency alpha, so T_L = steps * alpha; T_B is linear in M/B
+    # every link has latency alpha, so T_L = steps * alpha; T_B is linear in M/B: one
+    # evaluation prices every size (the step model is affine in M)
     doc = {"steps": first.steps, "t_b": first.T_B / first.size * bandwidth / 2.0,
            "transfers": schedule.num_transfers, "verified": True,
-           "topology": schedule.topology.name}
+           "topology": schedule.topology.name, "method": EXPLICIT, "exact": True}
     store.put("evaluation", key, doc)
-    per_size = []
-    total = 0.0
-    for m, w in zip(workload.sizes, workload.weights):
-        e = first if m == first.size else evaluate(schedule, m, check=False)
-        per_size.append({"size": m, "weight": w, "steps": e.steps, "T_L": e.T_L, "T_B": e.T_B,
-                         "time": e.time})
-        total += w * e.time
-    evaluation = {"source": "fresh", "verified": True, "steps": first.steps,
-                  "transfers": schedule.num_transfers, "T_B_per_phase": doc["t_b"],
-                  "time": total, "sizes": per_size, "algorithm": algorithm}
-    return evaluation, schedule, seconds
+    return _evaluation_from(doc, workload, alpha, bandwidth, "fresh", algorithm), schedule, \
+        seconds
+
+
+def _chain(recipe):
+    """``(leaf recipe, [(kind, params), ...] innermost first)`` of a recipe."""
+    chain = []
+    while recipe[0] in ("line", "degree", "power"):
+        if recipe[0] == "line":
+            chain.append(("line", {}))
+        elif recipe[0] == "degree":
+            chain.append(("degree", {"m": recipe[2]}))
+        else:
+            chain.append(("power", {"n": recipe[2]}))
+        recipe = recipe[1]
+    return recipe, chain[::-1]
+
+
+def _evaluate_by_construction(candidate, workload, alpha, bandwidth, store, progress, *,
+                              algorithm="bfb"):
+    """Price an expanded candidate without building it: the allreduce of its leaf (the base)
+    is built and verified, its measured phases go through the expansions' cost rules
+    (:func:`topocoll.synth.expansions.predict_chain`, docs/math.md section 4). The expanded
+    schedule is valid by construction; steps are exact and T_B is exact, or an upper bound when
+    a line graph is in the chain (``"exact": False``). A candidate that is a leaf itself is
+    built, verified and evaluated (:func:`_evaluate`)."""
+    from ..schedule.verify import verify
+    from ..synth.expansions import predict_chain
+
+    leaf, chain = _chain(candidate.recipe)
+    if not chain:
+        return _evaluate(candidate, workload, alpha, bandwidth, store, False, progress,
+                         algorithm=algorithm)
+    key = f"{candidate.name}@construction" + ("" if algorithm == "bfb" else f"@{algorithm}")
+    doc = store.get("evaluation", key)
+    if doc is not None:
+        return _evaluation_from(doc, workload, alpha, bandwidth, "cache", algorithm), None, {}
+    seconds = {}
+    start = time.perf_counter()
+    if progress:
+        progress(0, None, f"building the {algorithm} allreduce on the base of {candidate.name}")
+    base = build_allreduce(leaf, algorithm=algorithm)
+    seconds["build"] = time.perf_counter() - start
+    start = time.perf_counter()
+    report = verify(base)
+    seconds["verify"] = time.perf_counter() - start
+    if not report.valid:
+        raise UnsupportedError(f"the base allreduce of {candidate.name} failed verification: "
+                               f"{report.summary()}")
+    steps, t_b, exact = predict_chain(base, chain)
+    doc = {"steps": steps, "t_b": t_b / 2.0, "transfers": None, "verified": True,
+           "topology": candidate.name, "method": BY_CONSTRUCTION, "exact": exact,
+           "base": {"topology": base.topology.name, "transfers": base.num_transfers}}
+    store.put("evaluation", key, doc)
+    return _evaluation_from(doc, workload, alpha, bandwidth, "fresh", algorithm), None, seconds
 
 
 def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
@@ -305,9 +363,13 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
         per_size.append({"size": m, "weight": w, "steps": doc["steps"], "T_L": t_l, "T_B": t_b,
                          "time": t_l + t_b})
         total += w * (t_l + t_b)
-    return {"source": source, "verified": bool(doc["verified"]), "steps": doc["steps"],
-            "transfers": doc["transfers"], "T_B_per_phase": doc["t_b"], "time": total,
-            "sizes": per_size, "algorithm": algorithm}
+    out = {"source": source, "verified": bool(doc["verified"]), "steps": doc["steps"],
+           "transfers": doc["transfers"], "T_B_per_phase": doc["t_b"], "time": total,
+           "sizes": per_size, "algorithm": algorithm, "method": doc.get("method", EXPLICIT),
+           "exact": bool(doc.get("exact", True))}
+    if "base" in doc:
+        out["base"] = dict(doc["base"])
+    return out
 
 
 def _cluster(nodes, degree, alpha, node_bandwidth, workload):
@@ -380,7 +442,8 @@ def allreduce_bytes(nodes):
 
 def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps",
          evaluate=True, keep_schedule=False, cache=True, products=True, progress=None,
-         algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None, seed=0):
+         algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None, seed=0,
+         method="explicit"):
     """The best topology and allreduce schedule for a cluster and a workload.
 
     Parameters
@@ -422,6 +485,12 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         The optimizer's number of candidate bases (deterministic for a given ``seed``).
     seed : int
         The optimizer's random seed.
+    method : {"explicit", "construction"}
+        How the choice is evaluated: ``"explicit"`` builds its whole allreduce, verifies and
+        evaluates it (default); ``"construction"`` builds and verifies only the allreduce of an
+        expanded candidate's base and applies the expansions' cost rules (docs/math.md section
+        4): steps exact, T_B exact or (line graphs) an upper bound; the evaluation's
+        ``"method"`` and ``"exact"`` say which. Far less time and memory at thousands of nodes.
 
     Returns
     -------
@@ -434,7 +503,11 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
     progress = as_progress(progress)
     algorithms = _algorithms(algorithms)
     evaluate = evaluate or optimize
-    if evaluate or keep_schedule:   # fail before the search, not after it
+    if method not in METHODS:
+        raise UnsupportedError(f"unknown evaluation method {method!r}; use one of "
+                               f"{', '.join(METHODS)}")
+    if (evaluate or keep_schedule) and (method == "explicit" or keep_schedule):
+        # fail before the search, not after it
         require_memory(allreduce_bytes(nodes), f"building and verifying the allreduce of "
                        f"{nodes} nodes (about {2.5 * nodes * nodes:.3g} transfers; --no-evaluate or "
                        "evaluate=False gives the predictions only)")
@@ -462,7 +535,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
             try:
                 evaluation, schedule, seconds = _evaluate_best(c, algorithms, workload, alpha,
                                                                bandwidth, store, keep_schedule,
-                                                               progress)
+                                                               progress, method)
             except (TopocollError, MemoryError) as exc:
                 failures.append(f"{c.name}: {exc}")
                 continue

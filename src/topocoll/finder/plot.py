@@ -4,7 +4,7 @@ matplotlib is imported only when drawing (see :mod:`topocoll.plotting`).
 """
 
 from ..errors import UnsupportedError
-from ..plotting import new_axes, save_figure
+from ..plotting import new_axes, save_figure, wrap_title
 from ..units import format_bandwidth, format_time
 
 __all__ = ["plot_frontier"]
@@ -19,7 +19,7 @@ def plot_frontier(result, path, *, title=None):
 
     if not result.frontier:
         raise UnsupportedError("nothing to plot: the frontier is empty")
-    fig, ax = new_axes((7.5, 4.8))
+    fig, ax = new_axes((9.5, 4.8))
     from matplotlib.ticker import MaxNLocator
 
     steps = [c.steps for c in result.frontier]
@@ -43,14 +43,16 @@ def plot_frontier(result, path, *, title=None):
                     color="tab:red", markersize=8, label="choice, evaluated")
     n, d = result.nodes, result.degree
     ax.plot([moore_depth(n, d)], [(n - 1) / n], "+", color="black", markersize=12,
-            label="lower bound (Moore depth, (N-1)/N)")
+            label="lower bound\n(Moore depth, (N-1)/N)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.margins(x=0.2, y=0.12)
-    ax.set_xlabel("steps per phase (allreduce: twice)")
-    ax.set_ylabel("T_B per phase (units of M/B)")
+    ax.set_xlabel("steps per phase (count; an allreduce has two phases)")
+    ax.set_ylabel("bandwidth term $T_B$ per phase\n(units of M/B: M bytes, B bytes/s per node)")
     ax.grid(True, linewidth=0.5, alpha=0.5)
-    ax.set_title(title or (f"{n} nodes, degree {d}: alpha {format_time(result.alpha)}, "
-                           f"{format_bandwidth(result.node_bandwidth)} per node; "
-                           f"{result.workload.description}"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    ax.set_title(wrap_title(title or (f"Pareto frontier: {n} nodes, degree {d}, alpha "
+                                      f"{format_time(result.alpha)}, "
+                                      f"{format_bandwidth(result.node_bandwidth)} per node; "
+                                      f"{result.workload.description}"), 6.5, 9), fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              title="point labels: topology,\npredicted workload time", title_fontsize=7)
     return save_figure(fig, path, dpi=110)

@@ -768,7 +768,7 @@ def plot_consensus(topologies, path, iterations=50, *, seed=0, title=None):
     and write it to ``path`` (``.png``, ``.svg``, ``.pdf``). Every topology starts from the same
     random values (``seed``); errors below ``1e-16`` are drawn at ``1e-16``.
     """
-    from ..plotting import check_plot_target, new_axes, save_figure
+    from ..plotting import check_plot_target, new_axes, save_figure, wrap_title
 
     check_plot_target(path)
     topologies = [_topo(t) for t in topologies]
@@ -776,16 +776,24 @@ def plot_consensus(topologies, path, iterations=50, *, seed=0, title=None):
         raise SpecError("plot_consensus needs at least one topology")
     fig, ax = new_axes((7, 4.5))
     steps = np.arange(_iterations(iterations, "iterations") + 1)
+    floored = False
     for t in topologies:
         x0 = np.random.default_rng(seed).standard_normal(t.size)
         err = np.maximum(consensus_errors(t, iterations, x0), 1e-16)
         over = "" if t.is_static else f" over {t.period} iterations"
         ax.plot(steps, err, linewidth=1.6,
                 label=f"{t.name} (n={t.size}, rho={_rho_label(period_rho(t))}{over})")
+        floored = floored or bool(np.any(err <= 1e-16))
+    if floored:
+        ax.axhline(1e-16, color="gray", linestyle=":", linewidth=1.0,
+                   label="1e-16: exact average reached (errors below drawn here)")
     ax.set_yscale("log")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("||x_k - mean|| / ||x_0 - mean||")
-    ax.set_title(title or "consensus error of gossip averaging")
+    ax.set_xlabel("iteration (gossip rounds)")
+    ax.set_ylabel("relative consensus error (log scale)\n"
+                  r"$\Vert x_k - \bar{x} \Vert \,/\, \Vert x_0 - \bar{x} \Vert$")
+    ax.set_title(wrap_title(title or "consensus error of gossip averaging from the same random "
+                            "start (lower is better)", 6.0, 11), fontsize=11)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title="topology (n: nodes; rho: worst-case error factor per period)",
+              title_fontsize=8)
     save_figure(fig, path)

@@ -23,21 +23,24 @@ from ..units import parse_bandwidth, parse_size, parse_time
 from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_bound
 from .model import as_schedule
 
-__all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound"]
+__all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound",
+           "pipelined_step_costs", "best_chunks", "PipelinedCost", "MAX_PIPELINE_CHUNKS",
+           "MODEL"]
+
+#: The name of this pricing model, carried by every row it prices (``compare``).
+MODEL = "step"
+
+#: The most chunks :func:`best_chunks` considers.
+MAX_PIPELINE_CHUNKS = 4096
 
 _REL_TOL = 1e-9
 
 
-def step_costs(schedule):
-    """Per non-empty step: ``(step, alpha_t, beta_t per byte of M)`` as three arrays.
-
-    Every transfer must use an existing link (verify first).
-    """
+def _step_pair_loads(schedule):
+    """Per (non-empty step, used pair), sorted by step: ``(step, pair, seconds per byte of M,
+    pair latency)``."""
     topo = schedule.topology
     t = schedule.transfers
-    if t.size == 0:
-        empty = np.zeros(0)
-        return empty.astype(np.int64), empty, empty
     _, _, pair_bw, pair_lat = topo.pairs
     pidx = topo.pair_index(t["src"], t["dst"])
     if np.any(pidx < 0):
@@ -51,11 +54,197 @@ def step_costs(schedule):
     load = np.bincount(inverse, weights=(t["hi"] - t["lo"]) * frac, minlength=ukey.size)
     pair = ukey % num_pairs
     per_byte = load / pair_bw[pair]
-    steps = ukey // num_pairs
+    return ukey // num_pairs, pair, per_byte, pair_lat[pair]
+
+
+def step_costs(schedule):
+    """Per non-empty step: ``(step, alpha_t, beta_t per byte of M)`` as three arrays.
+
+    Every transfer must use an existing link (verify first).
+    """
+    if schedule.transfers.size == 0:
+        empty = np.zeros(0)
+        return empty.astype(np.int64), empty, empty
+    steps, _, per_byte, lat = _step_pair_loads(schedule)
     starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
     beta = np.maximum.reduceat(per_byte, starts)
-    alpha = np.maximum.reduceat(pair_lat[pair], starts)
+    alpha = np.maximum.reduceat(lat, starts)
     return steps[starts], alpha, beta
+
+
+def pipelined_step_costs(schedule, chunks):
+    """Step-model ``(steps, T_L, T_B per byte of M)`` of ``schedule`` run as ``chunks`` = K
+    pipelined chunks (docs/math.md section 1, "Pipelined schedules").
+
+    Chunk c (c = 0..K-1) is the schedule itself on the c-th K-th of every shard (``[lo, hi)``
+    becomes ``[(c + lo)/K, (c + hi)/K)``), ``c`` steps late: pipelined step u carries, on each
+    pair, ``1/K`` of what steps ``u-K+1..u`` of the schedule carry there. Any schedule
+    pipelines so (the chunks are disjoint bytes, each following the schedule's own order); the
+    result is what :func:`evaluate` gives the pipelined schedule (for ``dbt``,
+    :func:`~topocoll.synth.trees.dbt_schedule` with ``chunks=K``, which cuts each tree's half
+    instead: the same loads), computed without building it.
+    """
+    return _pipelined(_pipeline_loads(schedule), chunks)
+
+
+def _pipeline_loads(schedule):
+    """What :func:`_pipelined` needs of a schedule: per used pair and step (all steps from the
+    first to the last), seconds per byte and whether used; per pair its latency."""
+    if schedule.transfers.size == 0:
+        return None
+    return _loads_from(*_step_pair_loads(schedule))
+
+
+def _loads_from(steps, pair, per_byte, lat):
+    steps, pair = np.asarray(steps, dtype=np.int64), np.asarray(pair, dtype=np.int64)
+    if steps.size == 0:
+        return None
+    first = int(steps.min())
+    length = int(steps.max()) - first + 1
+    upair, col = np.unique(pair, return_inverse=True)
+    w = np.zeros((upair.size, length))
+    used = np.zeros((upair.size, length))
+    np.add.at(w, (col, steps - first), per_byte)
+    used[col, steps - first] = 1.0
+    lat_of = np.zeros(upair.size)
+    np.maximum.at(lat_of, col, lat)
+    zero = np.zeros((upair.size, 1))
+    return (np.concatenate([zero, np.cumsum(w, axis=1)], axis=1),
+            np.concatenate([zero, np.cumsum(used, axis=1)], axis=1), lat_of, length)
+
+
+def _pipelined(loads, chunks):
+    chunks = int(chunks)
+    if chunks < 1:
+        raise ValueError(f"chunks must be >= 1, got {chunks}")
+    if loads is None:
+        return 0, 0.0, 0.0
+    cw, cu, lat_of, length = loads
+    # pipelined step u (0..L+K-2) holds steps max(u-K+1, 0)..min(u, L-1); with K >= L the
+    # steps L-1..K-1 all hold the whole schedule, so one of them stands for all K-L+1
+    if chunks >= length:
+        u = np.r_[np.arange(length), np.arange(chunks, chunks + length - 1)]
+        weight = np.ones(u.size)
+        weight[length - 1] = chunks - length + 1
+    else:
+        u = np.arange(length + chunks - 1)
+        weight = np.ones(u.size)
+    hi, lo = np.minimum(u + 1, length), np.maximum(u - chunks + 1, 0)
+    win = (cw[:, hi] - cw[:, lo]) / chunks
+    active = (cu[:, hi] - cu[:, lo]) > 0
+    t_b = float((win.max(axis=0) * weight).sum())
+    alpha = np.where(active, lat_of[:, None], -np.inf).max(axis=0)
+    t_l = float((np.where(np.isfinite(alpha), alpha, 0.0) * weight).sum())
+    return int((active.any(axis=0) * weight).sum()), t_l, t_b
+
+
+def _chunk_candidates(loads, size, max_chunks):
+    """The chunk counts worth pricing: the closed-form optimum ``K* = sqrt((L-1) T_B M /
+    T_L)`` of ``(L+K-1)(alpha + beta/K)`` and its neighbours, within 1..max_chunks."""
+    steps, t_l, t_b = _pipelined(loads, 1)
+    if steps <= 1 or t_b * size <= 0:
+        return [1]
+    if t_l <= 0:
+        guess = max_chunks
+    else:
+        guess = (max(steps - 1, 1) * t_b * size / t_l) ** 0.5
+    base = {1, max_chunks}
+    for f in (0.5, 0.7, 0.85, 1.0, 1.2, 1.4, 2.0):
+        k = guess * f
+        base.update((int(np.floor(k)), int(np.ceil(k))))
+    return sorted(k for k in base if 1 <= k <= max_chunks)
+
+
+def best_chunks(schedule, size, *, max_chunks=MAX_PIPELINE_CHUNKS):
+    """The chunk count K (1..max_chunks) that minimizes the step-model time of ``schedule`` run
+    as K pipelined chunks (:func:`pipelined_step_costs`) for a buffer of ``size`` bytes; ties go
+    to the fewer chunks. Returns ``(K, steps, T_L, T_B per byte)``.
+
+    Searched around the closed form of a schedule whose L steps cost ``alpha + beta`` each:
+    ``(L+K-1)(alpha + beta/K)`` is least at ``K* = sqrt((L-1) beta / alpha)``; with alpha = 0
+    more chunks are always better and ``max_chunks`` is taken.
+    """
+    return _best_chunks(_pipeline_loads(schedule), parse_size(size), int(max_chunks))
+
+
+def _best_chunks(loads, size, max_chunks):
+    best = None
+    for k in _chunk_candidates(loads, size, max_chunks):
+        steps, t_l, t_b = _pipelined(loads, k)
+        total = t_l + t_b * size
+        if best is None or total < best[0] * (1 - 1e-12):
+            best = (total, k, steps, t_l, t_b)
+    return best[1:]
+
+
+@dataclass(frozen=True)
+class PipelinedCost:
+    """A schedule run as pipelined chunks, the chunk count chosen per size: callable as
+    ``cost(M)`` = the least of ``T_L(K) + T_B(K) * M`` over the priced counts K (each affine
+    piece a row of ``pieces``: ``(K, steps, T_L, T_B per byte)``), so it is a ``comm_time``
+    for :func:`topocoll.studies.training.simulate_iteration`. ``steps``, ``latency`` and
+    ``per_byte`` describe the schedule unpipelined (K = 1)."""
+
+    name: str
+    pieces: tuple
+
+    @classmethod
+    def of(cls, schedule, sizes=(), *, name=None, max_chunks=MAX_PIPELINE_CHUNKS):
+        """The pieces for K = 1, the counts ``round(2^(j/4))`` up to ``max_chunks`` (any size
+        is then priced within a few per mille of its best K), and the best K of each of
+        ``sizes`` (exact there)."""
+        return cls._from(_pipeline_loads(schedule), name or schedule.algorithm or "schedule",
+                         sizes, max_chunks)
+
+    @classmethod
+    def _from(cls, loads, name, sizes, max_chunks):
+        top = int(max_chunks)
+        ks = {1, top} | {int(round(2 ** (j / 4))) for j in range(4 * int(np.log2(top)) + 1)}
+        ks.update(_best_chunks(loads, parse_size(m), top)[0] for m in sizes)
+        pieces = tuple((k, *_pipelined(loads, k)) for k in sorted(k for k in ks if k <= top))
+        return cls(name, pieces)
+
+    @classmethod
+    def from_loads(cls, name, steps, pairs, per_byte, latency, sizes=(), *,
+                   max_chunks=MAX_PIPELINE_CHUNKS):
+        """As :meth:`of`, from the unpipelined schedule's step model per (step, node pair):
+        four equal-length arrays ``steps``, ``pairs`` (any pair ids), ``per_byte`` (the pair's
+        load in that step over its bandwidth, seconds per byte of M) and ``latency`` (the
+        pair's). For closed forms that never build the schedule."""
+        return cls._from(_loads_from(steps, pairs, np.asarray(per_byte, dtype=float),
+                                     np.asarray(latency, dtype=float)), name, sizes, max_chunks)
+
+    @classmethod
+    def from_dict(cls, doc):
+        """The inverse of :meth:`to_dict`."""
+        return cls(doc["name"], tuple((int(p["chunks"]), int(p["steps"]), float(p["T_L"]),
+                                       float(p["T_B_per_byte"])) for p in doc["pieces"]))
+
+    def best(self, size):
+        """The piece ``(K, steps, T_L, T_B per byte)`` that is cheapest at ``size`` bytes."""
+        size = float(size)
+        return min(self.pieces, key=lambda p: (p[2] + p[3] * size, p[0]))
+
+    def __call__(self, size):
+        k, _, t_l, t_b = self.best(size)
+        return t_l + t_b * float(size)
+
+    @property
+    def steps(self):
+        return self.pieces[0][1]
+
+    @property
+    def latency(self):
+        return self.pieces[0][2]
+
+    @property
+    def per_byte(self):
+        return self.pieces[0][3]
+
+    def to_dict(self):
+        return {"name": self.name, "model": MODEL, "pipelined": True,
+                "pieces": [{"chunks": k, "steps": st, "T_L": t_l, "T_B_per_byte": t_b}
+                           for k, st, t_l, t_b in self.pieces]}
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Every directed link serves the transfers that use it one at a time, in step order (within a
 step, in the schedule's order). A transfer moves ``(hi - lo) * shard_bytes`` bytes; it starts
 when its link is free *and* its sender holds the data, keeps the link busy for
-``latency + bytes / bandwidth`` and the receiver holds the data when it ends. "Holds" follows
+``latency + bytes / bandwidth`` (the latency only where the alpha convention charges it, below)
+and the receiver holds the data when it ends. "Holds" follows
 the schedule's own causality: a transfer in step ``s`` reads what its sender received in steps
 before ``s`` (a copy is ready at its first arrival, a partial sum when every earlier
 contribution into it has arrived). Parallel links between one pair are separate servers; a
@@ -11,6 +12,20 @@ transfer takes the one on which it would finish first.
 
 This is how synthesized schedules are timed: it never looks at what the synthesizer claimed,
 only at the transfers, so it times BFB or ring schedules just as well.
+
+Which transfers pay the latency alpha is a convention, ``alpha_per`` (docs/math.md section 8):
+
+``"message"`` (the default)
+    Transfers of one schedule, one step and one link that run back to back (each one's data
+    ready by the time the link frees) form one message, and a message pays alpha once. With one
+    link per node pair the finish time is then never above the step model's ``T_L + T_B``.
+``"step"``
+    A link pays alpha once per step (per schedule): the first transfer of the step on it pays,
+    the rest do not even after the link idled. The step model's own charge; the same theorem.
+``"transfer"``
+    Every transfer pays alpha: TACOS's per-chunk charge, kept for side-by-side runs.
+
+With alpha = 0 the three agree.
 
 >>> from topocoll.topology import topology
 >>> from topocoll.synth import generate
@@ -25,11 +40,27 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..collectives import REDUCE
-from ..errors import InputTypeError, InvalidScheduleError, TopologyError
+from ..errors import InputTypeError, InvalidScheduleError, TopologyError, UnsupportedError
 from ..units import parse_bandwidth, parse_size, parse_time
 from .model import as_schedule
 
-__all__ = ["simulate", "simulate_many", "LinkModelResult", "WAITED", "INTERVAL_DTYPE"]
+__all__ = ["simulate", "simulate_many", "LinkModelResult", "WAITED", "INTERVAL_DTYPE",
+           "ALPHA_CONVENTIONS", "DEFAULT_ALPHA_PER"]
+
+#: The alpha conventions of the link model (see the module docstring), and the default.
+ALPHA_CONVENTIONS = ("message", "step", "transfer")
+DEFAULT_ALPHA_PER = "message"
+
+
+def _alpha_per(value):
+    if value is None:
+        return DEFAULT_ALPHA_PER
+    if not isinstance(value, str):
+        raise InputTypeError(f"alpha_per must be a string, got {type(value).__name__}")
+    if value.removeprefix("per-") not in ALPHA_CONVENTIONS:
+        raise UnsupportedError(f"alpha_per must be one of {', '.join(ALPHA_CONVENTIONS)}, "
+                               f"got {value!r}")
+    return value.removeprefix("per-")
 
 
 #: what set a transfer's start (``LinkModelResult.waited``): nothing (it began at time 0 with
@@ -74,6 +105,9 @@ class LinkModelResult:
         This schedule's index in :func:`simulate_many` (0 for :func:`simulate`).
     schedule : Schedule
         The schedule timed (its topology names the links).
+    alpha_per : str
+        Which transfers paid the link latency: ``"message"``, ``"step"`` or ``"transfer"``
+        (``ALPHA_CONVENTIONS``).
 
     Examples
     --------
@@ -98,6 +132,7 @@ class LinkModelResult:
     waited: np.ndarray = field(default=None, repr=False)
     tenant: int = 0
     schedule: object = field(default=None, repr=False)
+    alpha_per: str = DEFAULT_ALPHA_PER
 
     @property
     def num_transfers(self):
@@ -170,7 +205,7 @@ class LinkModelResult:
         (:meth:`critical_path_report`)."""
         used = self.link_busy > 0
         util = self.link_utilization
-        doc = {"size": float(self.size), "time": float(self.time),
+        doc = {"size": float(self.size), "time": float(self.time), "alpha_per": self.alpha_per,
                "transfers": self.num_transfers, "links_used": int(used.sum()),
                "links": int(self.link_busy.size),
                "mean_utilization_used": float(util[used].mean()) if used.any() else 0.0,
@@ -297,12 +332,14 @@ class _Tenant:
             self.red_from[kr[won]] = who[is_reduce][won]
 
 
-def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
+def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per=None):
     """Time several schedules that share one network's links (multi-tenant).
 
     All schedules must live on topologies with the same links (same ``src, dst`` columns); their
     steps share one clock, so a link serves the transfers of step 1 of every schedule before
-    those of step 2 (schedules in the order given within a step).
+    those of step 2 (schedules in the order given within a step). ``alpha_per`` is the alpha
+    convention (module docstring); a message or a step's charge is per schedule: another
+    schedule's transfer on the link always pays.
 
     Returns
     -------
@@ -313,6 +350,7 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
     if not schedules:
         raise InputTypeError("simulate_many needs at least one schedule")
     size = parse_size(size)
+    alpha_per = _alpha_per(alpha_per)
     topo, lat, bw = _links_of(schedules[0], alpha, link_bandwidth)
     for s in schedules[1:]:
         other = s.topology
@@ -361,9 +399,11 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
     # per link slot, the last transfer it carried: its tenant and index (-1: none yet)
     last_ten = np.zeros(table.shape, dtype=np.int64)
     last_idx = np.full(table.shape, -1, dtype=np.int64)
+    last_step = np.full(table.shape, -1, dtype=np.int64)
     bounds = np.flatnonzero(np.r_[True, all_step[1:] != all_step[:-1], True])
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         ten, idx = all_ten[lo:hi], all_idx[lo:hi]
+        step = all_step[lo]
         ready = np.empty(hi - lo)
         feeder = np.empty(hi - lo, dtype=np.int64)
         nbytes = np.empty(hi - lo)
@@ -390,7 +430,15 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
             sel = np.flatnonzero(rank == r)
             p = pair[sel]
             begin = np.maximum(free[p], ready[sel][:, None])
-            fin = begin + lat_tab[p] + nbytes[sel][:, None] / bw_tab[p]
+            charge = lat_tab[p]
+            if alpha_per != "transfer":
+                # same schedule, same step on this link: no new latency for a step's charge,
+                # nor for a message that goes on back to back (data ready when the link frees)
+                cont = (last_step[p] == step) & (last_ten[p] == ten[sel][:, None])
+                if alpha_per == "message":
+                    cont &= ready[sel][:, None] <= free[p]
+                charge = np.where(cont, 0.0, charge)
+            fin = begin + charge + nbytes[sel][:, None] / bw_tab[p]
             choice = np.argmin(fin, axis=1)
             ar = np.arange(sel.size)
             start[sel] = begin[ar, choice]
@@ -405,6 +453,7 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
             free[p, choice] = fin[ar, choice]
             last_idx[p, choice] = idx[sel]
             last_ten[p, choice] = ten[sel]
+            last_step[p, choice] = step
             link[sel] = table[p, choice]
         for i, tenant in enumerate(tenants):
             m = ten == i
@@ -418,12 +467,13 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None):
                 np.add.at(busy[i], link[m], end[m] - start[m])
                 tenant.deliver(idx[m], end[m])
     return [LinkModelResult(float(e.max()) if e.size else 0.0, st, e, b, size, link=ln,
-                            pred=pr, pred_tenant=pt, waited=w, tenant=i, schedule=s)
+                            pred=pr, pred_tenant=pt, waited=w, tenant=i, schedule=s,
+                            alpha_per=alpha_per)
             for i, (s, st, e, b, ln, pr, pt, w) in enumerate(
                 zip(schedules, starts, ends, busy, links, preds, pred_tens, waits))]
 
 
-def simulate(schedule, size, *, alpha=None, link_bandwidth=None):
+def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None):
     """Time one schedule in the link model (see the module docstring).
 
     Parameters
@@ -434,10 +484,13 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None):
         Buffer size M, e.g. ``"1GiB"``.
     alpha, link_bandwidth : float or str, optional
         Replace every link's latency / bandwidth.
+    alpha_per : str, optional
+        Which transfers pay a link's latency: ``"message"`` (default), ``"step"`` or
+        ``"transfer"`` (TACOS's per-chunk charge); ``"per-message"`` etc. are accepted too.
 
     Returns
     -------
     LinkModelResult
     """
     return simulate_many([as_schedule(schedule)], size, alpha=alpha,
-                         link_bandwidth=link_bandwidth)[0]
+                         link_bandwidth=link_bandwidth, alpha_per=alpha_per)[0]

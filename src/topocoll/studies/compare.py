@@ -11,6 +11,12 @@ same bandwidth (each node's ``node_bandwidth`` split over its out-links, or ever
 The lower bound of an entry at size M is ``steps_lower_bound * alpha + bw_lower_bound(M)`` (see
 :mod:`topocoll.schedule.cost`), and ``ratio`` is its time over that bound.
 
+Every row is priced by the step model (docs/math.md section 1) and says so (``model``); rows
+priced by different models are never compared (:func:`fastest` and :func:`plot_comparison`
+refuse them). Baselines that run pipelined (``dbt``, as NCCL runs it) are priced as they run:
+at each size as K pipelined chunks, K chosen to minimize the step-model time
+(:func:`topocoll.schedule.cost.best_chunks`; ``sizes[i].chunks`` says which).
+
 >>> result = compare(["ring:8", "hypercube:3"], sizes=["1KiB", "1MiB"])
 >>> result.status_name, [(r.name, r.steps, r.verified) for r in result.rows]
 ('SUCCESS', [('ring:8 bfb', 8, True), ('hypercube:3 bfb', 6, True)])
@@ -31,7 +37,7 @@ from ..errors import (FileAccessError, InputTypeError, ResourceLimitError, Sched
                       TopocollError, UnsupportedError)
 from ..fileio import is_special, parse_json, read_input
 from ..schedule.bounds import degree_lower_bound
-from ..schedule.cost import evaluate
+from ..schedule.cost import MODEL as _STEP_MODEL, PipelinedCost, evaluate
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
 from ..schedule.model import Schedule
 from ..schedule.verify import verify
@@ -46,6 +52,10 @@ __all__ = ["compare", "plot_comparison", "fastest", "CompareResult", "Comparison
            "SizeCost", "describe_settings"]
 
 _CANONICAL_HEAD = b'{\n"format": "topocoll.schedule"'
+
+#: Generators whose schedules run pipelined: generated rows of these are priced at each size
+#: with the chunk count that minimizes the step-model time.
+PIPELINED_ALGORITHMS = ("dbt",)
 
 
 @dataclass
@@ -66,6 +76,7 @@ class SizeCost:
     degree_lower_bound: float | None = None
     degree_ratio: float | None = None
     fastest: bool = False
+    chunks: int | None = None
 
 
 @dataclass
@@ -78,6 +89,9 @@ class ComparisonRow:
     ``latency_lower_bound`` is ``steps_lower_bound * alpha``; ``T_B_per_byte`` and
     ``bw_lower_bound_per_byte`` give ``T_B`` and its bound for any size M by multiplication.
     ``alpha`` and ``node_bandwidth`` or ``link_bandwidth`` are what every entry was given.
+    ``model`` names the pricing model (``"step"``). A pipelined row (``pipelined``: the
+    pieces ``[chunks, steps, T_L, T_B_per_byte]`` it was priced with) costs the least piece at
+    each size; ``steps``, ``T_L`` and ``T_B_per_byte`` are then the unpipelined schedule's.
     """
 
     name: str
@@ -102,14 +116,20 @@ class ComparisonRow:
     alpha: float | None = None
     node_bandwidth: float | None = None
     link_bandwidth: float | None = None
+    model: str = _STEP_MODEL
+    pipelined: list | None = None
 
     @property
     def priced(self):
         return self.verdict == "ok"
 
     def time_at(self, size):
-        """Total time for a buffer of ``size`` bytes (any size: the cost is linear in M)."""
-        return self.T_L + self.T_B_per_byte * parse_size(size)
+        """Total time for a buffer of ``size`` bytes (any size: the cost is linear in M, or for
+        a pipelined row the least of its pieces)."""
+        m = parse_size(size)
+        if self.pipelined:
+            return min(t_l + t_b * m for _, _, t_l, t_b in self.pipelined)
+        return self.T_L + self.T_B_per_byte * m
 
     def lower_bound_at(self, size):
         """The lower bound on the time for ``size`` bytes on this topology."""
@@ -224,7 +244,7 @@ def _fair(topo, alpha, node_bandwidth, link_bandwidth):
     return topo
 
 
-def _row(schedule, name, source, sizes, settings):
+def _row(schedule, name, source, sizes, settings, pipelined=False):
     topo = schedule.topology
     alpha = settings["alpha"]
     base = dict(name=name, source=source, topology=topo.name, algorithm=schedule.algorithm,
@@ -243,18 +263,26 @@ def _row(schedule, name, source, sizes, settings):
     # topology's own bandwidth bound, which another topology of the same degree may beat)
     moore, any_per_byte = degree_lower_bound(e0.collective, topo.num_nodes, _degree(topo),
                                              float(topo.egress_bandwidth().max()))
+    pipe = PipelinedCost.of(schedule, sizes) if pipelined else None
     costs = []
     for e in evals:
         bound = latency_bound + e.bw_lower_bound
         degree_bound = moore * alpha + any_per_byte * e.size
-        costs.append(SizeCost(size=e.size, T_B=e.T_B, time=e.time, time_lower_bound=bound,
-                              ratio=e.time / bound if bound > 0 else None,
+        t_b, time, chunks = e.T_B, e.time, None
+        if pipe is not None:       # the chunk count that is cheapest at this size
+            chunks, _, t_l, t_b_per_byte = pipe.best(e.size)
+            t_b = t_b_per_byte * e.size
+            time = t_l + t_b
+        costs.append(SizeCost(size=e.size, T_B=t_b, time=time, time_lower_bound=bound,
+                              ratio=time / bound if bound > 0 else None,
                               degree_lower_bound=degree_bound,
-                              degree_ratio=e.time / degree_bound if degree_bound > 0 else None))
+                              degree_ratio=time / degree_bound if degree_bound > 0 else None,
+                              chunks=chunks))
     return ComparisonRow(**base, verdict="ok", verified=True, steps=e0.steps, diameter=e0.diameter,
                          steps_lower_bound=e0.steps_lower_bound, moore_steps=moore, T_L=e0.T_L,
                          T_B_per_byte=per_byte, latency_lower_bound=latency_bound,
-                         bw_lower_bound_per_byte=bound_per_byte, sizes=costs)
+                         bw_lower_bound_per_byte=bound_per_byte, sizes=costs,
+                         pipelined=None if pipe is None else [list(p) for p in pipe.pieces])
 
 
 def _degree(topo):
@@ -368,7 +396,8 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
                                           verdict="unsupported", verified=None,
                                           reason=str(exc), **settings))
             else:
-                rows.append(_row(s, name, entry.source, sizes, settings))
+                rows.append(_row(s, name, entry.source, sizes, settings,
+                                 pipelined=algorithm in PIPELINED_ALGORITHMS))
         if progress:
             progress(done, len(jobs))
 
@@ -385,6 +414,7 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
 
 def _result(rows, sizes, collective, settings):
     """The :class:`CompareResult` of finished rows: 3 if any schedule failed verification."""
+    _one_model(rows)
     invalid = [r.name for r in rows if r.verdict == "invalid"]
     unsupported = sum(r.verdict == "unsupported" for r in rows)
     priced = len(rows) - len(invalid) - unsupported
@@ -433,15 +463,27 @@ class CompareResult(Result):
     def to_dict(self):
         """The core result fields, the settings, every row and the fastest row per size."""
         winners = [self.fastest(i) for i in range(len(self.sizes))]
-        return {**super().to_dict(), "collective": self.collective, "alpha": self.alpha,
+        return {**super().to_dict(), "collective": self.collective,
+                "model": _one_model(self.rows), "alpha": self.alpha,
                 "node_bandwidth": self.node_bandwidth, "link_bandwidth": self.link_bandwidth,
                 "sizes": list(self.sizes), "rows": [r.to_dict() for r in self.rows],
                 "fastest": [{"size": m, "name": w.name if w else None}
                             for m, w in zip(self.sizes, winners)]}
 
 
+def _one_model(rows):
+    """The pricing model every row names; rows priced by different models are refused."""
+    models = sorted({getattr(r, "model", _STEP_MODEL) for r in rows})
+    if len(models) > 1:
+        raise UnsupportedError(f"rows priced by different models ({', '.join(models)}) are "
+                               "not comparable; price them all in one model")
+    return models[0] if models else _STEP_MODEL
+
+
 def fastest(rows, index):
-    """The priced row with the smallest time at ``sizes[index]`` (the first on ties), or None."""
+    """The priced row with the smallest time at ``sizes[index]`` (the first on ties), or None.
+    Rows priced by different models are refused (UnsupportedError)."""
+    _one_model(rows)
     priced = [r for r in rows if r.priced]
     return min(priced, key=lambda r: r.sizes[index].time) if priced else None
 
@@ -462,6 +504,7 @@ def plot_comparison(rows, path, *, title=None):
 
     matplotlib is imported here (see :mod:`topocoll.plotting`).
     """
+    _one_model(rows)
     priced = [r for r in rows if r.priced]
     if not priced:
         raise UnsupportedError("nothing to plot: no schedule was verified and priced")
@@ -475,7 +518,7 @@ def plot_comparison(rows, path, *, title=None):
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     for r in priced:
-        line, = ax.plot(grid, r.T_L + r.T_B_per_byte * grid, linewidth=1.6, label=r.name)
+        line, = ax.plot(grid, [r.time_at(m) for m in grid], linewidth=1.6, label=r.name)
         ax.plot([c.size for c in r.sizes], [c.time for c in r.sizes], "o",
                 color=line.get_color(), markersize=4)
     best = priced[_best_overall(priced)]

@@ -48,7 +48,7 @@ from ..units import (format_size, format_time, parse_bandwidth, parse_size, pars
 
 __all__ = ["ProfileLayer", "Profile", "Allreduce", "IterationResult", "simulate_iteration",
            "AllreduceCost", "LinkModelCost", "lower_bound_cost", "schedule_cost",
-           "baseline_cost",
+           "baseline_cost", "baseline_closed_form", "CLOSED_FORM",
            "plot_iteration", "POLICIES", "BASELINES"]
 
 #: The overlap policies :func:`simulate_iteration` knows.
@@ -487,9 +487,17 @@ def baseline_cost(baseline, nodes, *, alpha, bandwidth):
     nodes (degree 4): ``"ShiftedRing"`` (TopoOpt's two superposed rings on ``shiftedring:N``)
     or ``"DBT"`` (NCCL's double binary tree on ``dbt:N``), generated and priced once.
 
+    DBT is priced as NCCL runs it, pipelined: a
+    :class:`~topocoll.schedule.cost.PipelinedCost` whose chunk count K minimizes the step-model
+    time of each size (docs/math.md section 1, "Pipelined schedules"); its ``steps``,
+    ``latency`` and ``per_byte`` are those of the unpipelined schedule (K = 1).
+
     >>> c = baseline_cost("ShiftedRing", 8, alpha="10us", bandwidth="100Gbps")
     >>> c.steps, round(c.per_byte * 12.5e9, 6)     # 2(N-1) steps, T_B = 2 (N-1)/N M/B
     (14, 1.75)
+    >>> d = baseline_cost("DBT", 16, alpha="10us", bandwidth="100Gbps")
+    >>> d.best(2**26)[0], d(2**26) < d.latency + d.per_byte * 2**26   # 64 MiB: K chunks
+    (91, True)
     """
     from ..synth import generate
     from ..topology.registry import topology
@@ -500,30 +508,131 @@ def baseline_cost(baseline, nodes, *, alpha, bandwidth):
     nodes = whole_number(nodes, "nodes", 3)
     family, algorithm = BASELINES[baseline]
     schedule = generate(topology(f"{family}:{nodes}"), "allreduce", algorithm)
+    if baseline == "DBT":       # NCCL pipelines chunks along the trees
+        from ..schedule.cost import PipelinedCost
+
+        topo = schedule.topology.with_links(latency=float(parse_time(alpha, what="alpha")))
+        topo = topo.with_node_bandwidth(float(parse_bandwidth(bandwidth, what="bandwidth")))
+        return PipelinedCost.of(schedule.replace(topology=topo), name=baseline)
     return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=baseline)
+
+
+#: How :func:`baseline_closed_form` prices: the step model from the baseline's structure.
+CLOSED_FORM = "closed form"
+
+
+def baseline_closed_form(baseline, nodes, *, alpha, bandwidth):
+    """The cost :func:`baseline_cost` gives, without building the schedule (whose ``~N^2``
+    transfers take minutes and gigabytes at thousands of nodes):
+
+    * ``"ShiftedRing"``: two rings, each with half of every shard, ring reduce-scatter then
+      ring allgather: ``2(N-1)`` steps, every link carrying ``M/(2N)`` per step at ``B/2``
+      (each node has two out-links), so ``T_B = 2(N-1)/N * M/B``;
+    * ``"DBT"``: :func:`topocoll.synth.trees.dbt_schedule` moves, for *every* shard, half a
+      shard over each tree edge at the same step (up at ``H - depth + 1``, down at
+      ``H + depth``), so a link's load in a step is ``M/2`` times the number of trees using it
+      then, whatever N is: the step model of the ``dbt:N`` topology (node bandwidth split over
+      each node's links) is priced from the two trees' ``O(N)`` edges, pipelined in chunks as
+      :func:`baseline_cost` prices it (:meth:`~topocoll.schedule.cost.PipelinedCost.from_loads`).
+
+    Both agree with the generated schedules (tests/studies/test_training_scale.py checks them
+    against :func:`baseline_cost` on small N).
+
+    >>> c = baseline_closed_form("ShiftedRing", 8, alpha="10us", bandwidth="100Gbps")
+    >>> c.steps, round(c.per_byte * 12.5e9, 6)
+    (14, 1.75)
+    """
+    import numpy as np
+
+    from ..topology.families.trees import dbt_trees
+    from ..topology.registry import topology
+
+    if baseline not in BASELINES:
+        raise UnsupportedError(f"unknown baseline {baseline!r}; use one of "
+                               f"{', '.join(BASELINES)}")
+    nodes = whole_number(nodes, "nodes", 3)
+    alpha_s = float(parse_time(alpha, what="alpha"))
+    bw = float(parse_bandwidth(bandwidth, what="bandwidth"))
+    family = BASELINES[baseline][0]
+    topo = topology(f"{family}:{nodes}")       # same errors as the generator (no shiftedring:6)
+    if baseline == "ShiftedRing":
+        steps, t_b = 2 * (nodes - 1), 2.0 * (nodes - 1) / nodes
+        return AllreduceCost.from_step_model(steps, t_b, alpha=alpha_s, bandwidth=bw,
+                                             name=baseline)
+    topo = topo.with_links(latency=alpha_s).with_node_bandwidth(bw)
+    src, dst, step = [], [], []
+    for parent in dbt_trees(nodes):
+        depth = np.zeros(nodes, dtype=np.int64)
+        cur = parent.copy()
+        while np.any(cur >= 0):
+            live = cur >= 0
+            depth[live] += 1
+            cur[live] = parent[cur[live]]
+        height = int(depth.max())
+        kids = np.flatnonzero(parent >= 0)
+        src += [kids, parent[kids]]
+        dst += [parent[kids], kids]
+        step += [height - depth[kids] + 1, height + depth[kids]]
+    src, dst, step = np.concatenate(src), np.concatenate(dst), np.concatenate(step)
+    _, _, pair_bw, pair_lat = topo.pairs
+    pidx = topo.pair_index(src, dst)
+    key = step * pair_bw.size + pidx
+    ukey, inverse = np.unique(key, return_inverse=True)
+    load = 0.5 * np.bincount(inverse, minlength=ukey.size)     # half of M per tree
+    pair = ukey % pair_bw.size
+    per_byte = load / pair_bw[pair]
+    steps = ukey // pair_bw.size
+    if hasattr(baseline_cost_model(), "from_loads"):    # priced pipelined, as baseline_cost does
+        return baseline_cost_model().from_loads(baseline, steps, pair, per_byte, pair_lat[pair])
+    starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+    latency = float(np.maximum.reduceat(pair_lat[pair], starts).sum())
+    return AllreduceCost(baseline, latency, float(np.maximum.reduceat(per_byte, starts).sum()),
+                         int(starts.size))
+
+
+def baseline_cost_model():
+    """The class DBT's price is (:class:`topocoll.schedule.cost.PipelinedCost`: NCCL pipelines
+    chunks along the trees), or :class:`AllreduceCost` where that is missing."""
+    from ..schedule import cost
+
+    return getattr(cost, "PipelinedCost", AllreduceCost)
 
 
 # ---------------------------------------------------------------------- plot
 def plot_iteration(result, path, *, profile=None, title=None):
     """Draw one iteration: compute (forward, backward) on one row, the allreduces on another,
-    and the gradients' ready times as ticks when ``profile`` is given. Returns ``path``."""
-    from ..plotting import new_axes, save_figure
+    and the gradients' ready times as ticks when ``profile`` is given; the communication not
+    hidden behind compute is shaded. The time axis is in us, ms or s (whichever fits), the
+    legend sits beside the axes and a long title is wrapped. Returns ``path``."""
+    from ..plotting import new_axes, save_figure, time_scale, wrap_title
+    from ..units import format_time
 
-    fig, ax = new_axes((10, 3))
+    k, unit = time_scale(result.iteration_time)
+    text = wrap_title(title or result.message, 7.6, 8)
+    fig, ax = new_axes((10, 3 + 0.16 * text.count("\n")))
     forward = profile.forward_time if profile is not None else 0.0
     if forward > 0:
-        ax.broken_barh([(0, forward)], (1.1, 0.8), facecolors="tab:gray", label="forward")
-    ax.broken_barh([(forward, result.compute_time - forward)], (1.1, 0.8),
-                   facecolors="tab:blue", label="backward")
-    bars = [(a.start, max(a.end - a.start, 0.0)) for a in result.allreduces]
+        ax.broken_barh([(0, forward * k)], (1.1, 0.8), facecolors="tab:gray",
+                       label="compute: forward")
+    ax.broken_barh([(forward * k, (result.compute_time - forward) * k)], (1.1, 0.8),
+                   facecolors="tab:blue", label="compute: backward")
+    bars = [(a.start * k, max(a.end - a.start, 0.0) * k) for a in result.allreduces]
     ax.broken_barh(bars, (0.1, 0.8), facecolors="tab:orange", edgecolors="black",
-                   linewidth=0.3, label="allreduce")
+                   linewidth=0.3, label=f"allreduce ({len(bars)} of them)")
+    if result.iteration_time > result.compute_time:
+        ax.axvspan(result.compute_time * k, result.iteration_time * k, color="tab:red",
+                   alpha=0.12, linewidth=0,
+                   label=f"exposed allreduce ({format_time(result.exposed_comm)})")
+    rows, names = [0.5, 1.5], ["allreduce", "compute"]
     if profile is not None:
-        ax.vlines([x.ready for x in profile.layers], 1.9, 2.1, colors="black", linewidth=0.4,
-                  label="gradient ready")
-    ax.set_yticks([0.5, 1.5], ["allreduce", "compute"])
-    ax.set_xlabel("time (s)")
-    ax.set_xlim(0, result.iteration_time * 1.02)
-    ax.set_title(title or result.message, fontsize=8)
-    ax.legend(loc="upper left", fontsize=7, ncol=4)
+        ax.vlines([x.ready * k for x in profile.layers], 2.1, 2.5, colors="black",
+                  linewidth=0.4, label="a layer's gradient ready")
+        rows.append(2.3)
+        names.append("gradients")
+    ax.set_yticks(rows, names)
+    ax.set_ylim(0.0, rows[-1] + 0.3)
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_xlim(0, result.iteration_time * k * 1.02)
+    ax.set_title(text, fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     return save_figure(fig, path)

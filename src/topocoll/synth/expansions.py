@@ -57,7 +57,7 @@ from ..units import whole_number
 
 __all__ = ["line_graph_expansion", "degree_expansion_schedule", "cartesian_power_expansion",
            "bidirectional_expansion", "product_schedule", "expand_schedule", "predict",
-           "expanded_size", "measure", "reverse_isomorphism", "EXPANSIONS",
+           "expanded_size", "measure", "predict_chain", "reverse_isomorphism", "EXPANSIONS",
            "ISOMORPHISM_LIMIT"]
 
 #: Largest topology for which an isomorphism to the transpose is searched (networkx VF2).
@@ -134,6 +134,46 @@ def predict(kind, steps, t_b, N, d=None, **params):
         return steps, t_b
     raise UnsupportedError("products of different graphs take BFB; there is no closed-form "
                            "prediction for them")
+
+
+def predict_chain(schedule, chain):
+    """Predicted ``(steps, t_b, exact)`` of ``schedule`` (an allgather, reduce-scatter or
+    allreduce) taken through the expansions ``chain``, a sequence of ``(kind, params)`` applied
+    in order (``("line", {})``, ``("degree", {"m": 2})``, ``("power", {"n": 2})``), without
+    building anything: each phase's measured cost goes through :func:`predict` level by level,
+    exactly as the expansion functions record it in ``meta["predicted"]``. ``exact`` is False
+    when a line graph is in the chain (its T_B is then an upper bound, docs/math.md section 4);
+    the steps are exact. ``t_b`` in units of M/B.
+
+    >>> from topocoll.topology import topology
+    >>> from topocoll.synth.bfb import bfb_allreduce
+    >>> base = bfb_allreduce(topology("complete:4"))
+    >>> predict_chain(base, [("degree", {"m": 2})])
+    (4, 1.75, True)
+    """
+    if not isinstance(schedule, Schedule):
+        raise InputTypeError(f"predict_chain needs a Schedule, got {type(schedule).__name__}")
+    name = schedule.collective.name
+    if name == "allreduce":
+        phases = list(_split_allreduce(schedule))
+    elif name in ("allgather", "reduce_scatter"):
+        phases = [schedule]
+    else:
+        raise UnsupportedError(f"predict_chain handles {', '.join(_SUPPORTED)}, not {name}")
+    n0 = schedule.topology.num_nodes
+    d0 = int(schedule.topology.out_degree().max())
+    steps_total, t_b_total, exact = 0, 0.0, True
+    for phase in phases:
+        steps, t_b = measure(phase)
+        n, d = n0, d0
+        for kind, params in chain:
+            kind = _kind(kind)
+            steps, t_b = predict(kind, steps, t_b, n, **params)
+            n, d = expanded_size(kind, n, d, **params)
+            exact = exact and kind != "line"
+        steps_total += steps
+        t_b_total += t_b
+    return int(steps_total), float(t_b_total), exact
 
 
 def expanded_size(kind, N, d, **params):

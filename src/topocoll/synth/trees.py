@@ -19,6 +19,11 @@ cable: half that), ``T_L = S alpha``. One level per step (K = 1) gives
 ``T_B = 2H * M/(2b) = H M/b``; large K approaches ``M/(2b)``, against the allreduce bound
 ``2 (N-1)/N * M/B`` with node bandwidth B <= 4b.
 
+The K-chunk schedule is the ``chunks=1`` schedule pipelined (docs/math.md section 1, "Pipelined
+schedules"): ``compare`` and train-sim's baseline price DBT at each size M with the K that
+minimizes ``(2H + K - 1)(alpha + M/(2 K b))``, near ``K* = sqrt((2H - 1) M / (2 b alpha))``
+(:func:`topocoll.schedule.cost.best_chunks`), as NCCL runs it, not as one unpipelined pass.
+
 >>> from topocoll.topology import topology
 >>> s = dbt_schedule(topology("dbt:8"), "allreduce")
 >>> s.num_steps, s.meta["depths"]
