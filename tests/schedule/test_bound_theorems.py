@@ -203,7 +203,7 @@ def test_bounds_below_the_exact_optima(t, data):
 
 @given(strongly_connected_digraphs(max_nodes=4), st.sampled_from(sorted(COLLECTIVES)),
        st.data())
-@settings(max_examples=25)
+@settings(max_examples=8)
 def test_bounds_below_the_ten_ilp_optimum(t, coll, data):
     root = data.draw(st.integers(0, t.num_nodes - 1)) if COLLECTIVES[coll].rooted else None
     s = generate(t, coll, "ten", method="ilp", root=root, node_limit=2000)
