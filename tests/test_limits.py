@@ -118,9 +118,9 @@ def test_isolated_nodes_are_counted_without_a_table_per_node(monkeypatch, tmp_pa
 def test_first_missing_matches_the_set_difference(present, n):
     import numpy as np
 
-    from topocoll.schedule.verify import _first_missing
+    from topocoll.schedule.verify import first_missing
 
-    got = _first_missing(np.array(present, dtype=np.int64), n, 4).tolist()
+    got = first_missing(np.array(present, dtype=np.int64), n, 4).tolist()
     want = [i for i in range(min(n, 20)) if i not in present][:4]
     assert got == want
 

@@ -28,7 +28,11 @@ import re
 from .errors import InputTypeError, UnitError, UnsupportedError
 
 __all__ = ["parse_time", "parse_bandwidth", "parse_size", "format_time", "format_size",
-           "format_bandwidth", "whole_number"]
+           "format_bandwidth", "whole_number", "MAX_DIGITS"]
+
+#: Digits a whole number typed by a user (a spec's parameter, an option's value) may have: any
+#: count or size topocoll takes has far fewer, and int() refuses thousands with a traceback.
+MAX_DIGITS = 30
 
 _NUMBER = r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
 _PATTERN = re.compile(r"^\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*$")

@@ -158,3 +158,19 @@ def ring8_schedule(ring8_generated, tmp_path):
     shutil.copyfile(path, target)
     return target
 
+
+
+def leaf_commands(group=None, prefix=()):
+    """``(("gossip", "info"), command)`` for every command under ``group`` (default: the whole
+    ``topocoll`` group), sub-groups walked: what the option and JSON checks iterate over."""
+    import click
+
+    if group is None:
+        from topocoll.cli.main import cli as group
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, prefix + (name,))
+        else:
+            yield prefix + (name,), command

@@ -24,7 +24,8 @@ import click
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from topocoll.cli.main import cli, main
+from tests.cli.conftest import leaf_commands
+from topocoll.cli.main import main
 
 from tests.helpers import DATA, schedule_fixtures
 
@@ -93,16 +94,7 @@ COMMAND_POOLS = {("lint",): {"file": XML}, ("import",): {"file": XML},
                                                                      "-3", "x"])}}
 
 
-def _leaves(group, prefix=()):
-    for name in group.list_commands(None):
-        command = group.get_command(None, name)
-        if isinstance(command, click.Group):
-            yield from _leaves(command, prefix + (name,))
-        else:
-            yield prefix + (name,), command
-
-
-COMMANDS = dict(_leaves(cli))
+COMMANDS = dict(leaf_commands())
 
 
 def _values(path, param):

@@ -39,6 +39,8 @@ from pathlib import Path
 import click
 import pytest
 
+from tests.cli.conftest import leaf_commands
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 VALID = DATA / "valid-allgather-bfb-circulant6.json"
 INVALID = DATA / "invalid-causality.json"
@@ -146,13 +148,8 @@ SKIP = {("rewire", "max_swaps"), ("survey", "nodes"), ("find", "nodes"), ("find"
         ("import", "output"), ("run", "nproc")}
 
 
-def _leaves(group, prefix=()):
-    for name in group.list_commands(None):
-        command = group.get_command(None, name)
-        if isinstance(command, click.Group):
-            yield from _leaves(command, prefix + (name,))
-        else:
-            yield " ".join(prefix + (name,)), command
+def _leaves():
+    return ((" ".join(path), command) for path, command in leaf_commands())
 
 
 def _option_values(command, param):
@@ -220,10 +217,8 @@ def _option_values(command, param):
 def _generated():
     """For every option of every command: each hostile value of its kind, on the command's
     base line (every other case with ``--json``, so that both outputs are checked)."""
-    from topocoll.cli.main import cli
-
     cases = []
-    for command, cmd in _leaves(cli):
+    for command, cmd in _leaves():
         base = BASES[command]
         for param in cmd.params:
             if not isinstance(param, click.Option) or param.is_flag or param.name == "help":
@@ -1167,11 +1162,9 @@ def _folders(tmp_path):
 
 
 def test_the_table_is_large_and_reaches_every_command():
-    from topocoll.cli.main import cli
-
     assert len(CASES) >= 500
     assert len({case.id for case in CASES}) == len(CASES)
-    commands = {name for name, _ in _leaves(cli)}
+    commands = {name for name, _ in _leaves()}
     assert commands <= {case.command for case in CASES}, commands - {c.command for c in CASES}
 
 

@@ -21,21 +21,13 @@ from topocoll.synth import ALGORITHMS, generate
 from topocoll.topology import topology
 from topocoll.schedule.verify import verify
 
-from tests.cli.conftest import run_cli
+from tests.cli.conftest import leaf_commands, run_cli
 
 # Commands that print no JSON because they compute nothing: none so far.
 NO_JSON = set()
 
 
-def commands(group=cli, prefix=()):
-    """``(("gossip", "info"), command)`` for every leaf command under ``group``."""
-    ctx = click.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        if isinstance(command, click.Group):
-            yield from commands(command, prefix + (name,))
-        else:
-            yield prefix + (name,), command
+commands = leaf_commands
 
 
 def command(path):

@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 import pytest
 
+from tests.cli.conftest import leaf_commands
 from topocoll.cli import common
 from topocoll.cli.common import _Choice, _Option, _parse_duration
-from topocoll.cli.main import cli
 from topocoll.errors import TopocollError
 
 from tests.cli.conftest import run_cli
@@ -24,18 +24,9 @@ TICKED = re.compile(r"`([^`]+)`")
 
 # --- reading the commands and the table ------------------------------------------------------
 
-def commands(group=cli, prefix=()):
-    """``{"gossip cost": command, ...}``: every command under ``group``, sub-groups walked."""
-    ctx = click.Context(group)
-    found = {}
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        path = (*prefix, name)
-        if isinstance(command, click.Group):
-            found.update(commands(command, path))
-        else:
-            found[" ".join(path)] = command
-    return found
+def commands():
+    """``{"gossip cost": command, ...}``: every command, sub-groups walked."""
+    return {" ".join(path): command for path, command in leaf_commands()}
 
 
 def _section(text, heading):

@@ -71,7 +71,7 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
     """
     from ..fileio import is_special
     from ..runtime.launch import require_torch, run_local
-    from ..runtime.measure import (DTYPE_BYTES, buffer_elements, local_memory, measure_file,
+    from ..runtime.measure import (SHARDED, buffer_elements, local_memory, measure_file,
                                    measure_schedule, rounded_bytes)
     from ..runtime.sources import loads_runnable, read_runnable, runnable_format
     from ..schedule.verify import verify
@@ -108,8 +108,7 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
         runs = rounded_bytes(schedule.collective.name, n, size, dtype)
         note = None
         if runs != int(size):   # said (once every check has passed), not silent
-            per = " per shard" if buffer_elements(schedule.collective.name, n, runs, dtype) \
-                * DTYPE_BYTES[dtype] != runs else ""
+            per = " per shard" if schedule.collective.name in SHARDED else ""
             note = (f"note: --size {units.format_size(size)} is not a whole number of {dtype} "
                     f"elements{per}; running {runs} bytes")
             size = runs

@@ -264,27 +264,17 @@ def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progr
     """Build (leaves scheduled by ``algorithm``), verify and evaluate one candidate; the
     evaluation dict, the schedule and the seconds spent."""
     from ..schedule.cost import evaluate
-    from ..schedule.verify import verify
 
     key = candidate.name if algorithm == "bfb" else f"{candidate.name}@{algorithm}"
     doc = store.get("evaluation", key)
     if doc is not None and not keep_schedule:
         return _evaluation_from(doc, workload, alpha, bandwidth, "cache", algorithm), None, {}
     seconds = {}
-    start = time.perf_counter()
-    if progress:
-        progress(0, None, f"building the {algorithm} allreduce on {candidate.name}")
-    schedule = build_allreduce(candidate, algorithm=algorithm)
-    schedule = priced(schedule, alpha=alpha, node_bandwidth=bandwidth)
-    seconds["build"] = time.perf_counter() - start
-    if progress:
-        progress(0, None, f"verifying {schedule.num_transfers} transfers")
-    start = time.perf_counter()
-    report = verify(schedule)
-    seconds["verify"] = time.perf_counter() - start
-    if not report.valid:
-        raise UnsupportedError(f"the allreduce built for {candidate.name} failed verification: "
-                               f"{report.summary()}")
+    schedule = _built_and_verified(
+        lambda: priced(build_allreduce(candidate, algorithm=algorithm), alpha=alpha,
+                       node_bandwidth=bandwidth),
+        f"the {algorithm} allreduce on {candidate.name}",
+        f"the allreduce built for {candidate.name}", progress, seconds)
     start = time.perf_counter()
     first = evaluate(schedule, workload.sizes[0], check=False)
     seconds["evaluate"] = time.perf_counter() - start
@@ -320,7 +310,6 @@ def _evaluate_by_construction(candidate, workload, alpha, bandwidth, store, prog
     schedule is valid by construction; steps are exact and T_B is exact, or an upper bound when
     a line graph is in the chain (``"exact": False``). A candidate that is a leaf itself is
     built, verified and evaluated (:func:`_evaluate`)."""
-    from ..schedule.verify import verify
     from ..synth.expansions import predict_chain
 
     leaf, chain = _chain(candidate.recipe)
@@ -332,23 +321,35 @@ def _evaluate_by_construction(candidate, workload, alpha, bandwidth, store, prog
     if doc is not None:
         return _evaluation_from(doc, workload, alpha, bandwidth, "cache", algorithm), None, {}
     seconds = {}
-    start = time.perf_counter()
-    if progress:
-        progress(0, None, f"building the {algorithm} allreduce on the base of {candidate.name}")
-    base = build_allreduce(leaf, algorithm=algorithm)
-    seconds["build"] = time.perf_counter() - start
-    start = time.perf_counter()
-    report = verify(base)
-    seconds["verify"] = time.perf_counter() - start
-    if not report.valid:
-        raise UnsupportedError(f"the base allreduce of {candidate.name} failed verification: "
-                               f"{report.summary()}")
+    base = _built_and_verified(lambda: build_allreduce(leaf, algorithm=algorithm),
+                               f"the {algorithm} allreduce on the base of {candidate.name}",
+                               f"the base allreduce of {candidate.name}", progress, seconds)
     steps, t_b, exact = predict_chain(base, chain)
     doc = {"steps": steps, "t_b": t_b / 2.0, "transfers": None, "verified": True,
            "topology": candidate.name, "method": BY_CONSTRUCTION, "exact": exact,
            "base": {"topology": base.topology.name, "transfers": base.num_transfers}}
     store.put("evaluation", key, doc)
     return _evaluation_from(doc, workload, alpha, bandwidth, "fresh", algorithm), None, seconds
+
+
+def _built_and_verified(build, what, failure, progress, seconds):
+    """``build()``'s schedule, verified (or an UnsupportedError naming ``failure``), with the
+    seconds of each part added to ``seconds``."""
+    from ..schedule.verify import verify
+
+    start = time.perf_counter()
+    if progress:
+        progress(0, None, f"building {what}")
+    schedule = build()
+    seconds["build"] = time.perf_counter() - start
+    if progress:
+        progress(0, None, f"verifying {schedule.num_transfers} transfers")
+    start = time.perf_counter()
+    report = verify(schedule)
+    seconds["verify"] = time.perf_counter() - start
+    if not report.valid:
+        raise UnsupportedError(f"{failure} failed verification: {report.summary()}")
+    return schedule
 
 
 def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):

@@ -33,9 +33,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import TopocollError
 from ..results import Result, Status
-from ..schedule.verify import verify
+from ..schedule.verify import first_missing, verify
 from .export import CAPACITY, LIMITS, PROTOCOLS, WIDTHS
 from .layout import Layout as _Layout
 from .layout import RUNTIME_SPELLINGS, RUNTIME_NAMES
@@ -276,7 +278,7 @@ def _static(program, rules):
             elif i in seen:
                 rules.add("gpu-id", g, "gpu", f"rank {i} appears twice")
             seen.add(i)
-        absent = _first_absent(seen, ngpus, 9)   # ngpus may be a billion: no range(ngpus)
+        absent = first_missing(np.array(sorted(seen), dtype=np.int64), ngpus, 9).tolist()
         if absent:
             rules.add("gpu-id", program, "algo", f"ngpus={ngpus} but rank(s) "
                       f"{', '.join(map(str, absent[:8]))}{' ...' if len(absent) > 8 else ''} "
@@ -293,17 +295,6 @@ def _static(program, rules):
                       f"rank {src} sends {len(s)} time(s) to rank {dst} on channel {chan} "
                       f"(cnt {[c for c, _ in s][:6]}) but rank {dst} receives {len(r)} time(s) "
                       f"(cnt {[c for c, _ in r][:6]}): sends and receives must match in order")
-
-
-def _first_absent(seen, n, k):
-    """The first ``k`` of ``0..n-1`` not in ``seen``, in at most ``len(seen) + k`` looks
-    (never a set of ``n`` elements)."""
-    out, i = [], 0
-    while i < n and len(out) < k:
-        if i not in seen:
-            out.append(i)
-        i += 1
-    return out
 
 
 def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):

@@ -81,9 +81,12 @@ def rounded_bytes(collective, n, nbytes, dtype):
     return int(nbytes) // unit * unit
 
 
+#: Collectives whose buffer is ``n`` shards: their sizes are whole elements per shard.
+SHARDED = ("allgather", "gather", "reduce_scatter", "scatter", "alltoall")
+
+
 def _unit(collective, n, itemsize):
-    sharded = collective in ("allgather", "gather", "reduce_scatter", "scatter", "alltoall")
-    return itemsize * (n if sharded else 1)
+    return itemsize * (n if collective in SHARDED else 1)
 
 
 def local_memory(collective, n, nbytes):

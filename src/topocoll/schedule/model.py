@@ -12,8 +12,12 @@ from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError
 from ..topology.model import Topology
 
-__all__ = ["Schedule", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems"]
+__all__ = ["Schedule", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems",
+           "BUILD_BYTES_PER_TRANSFER"]
 
+#: Bytes a generator holds per transfer while it builds a schedule (the row and the index
+#: arrays that make it; measured peak about 100): what memory guards multiply by.
+BUILD_BYTES_PER_TRANSFER = 128
 TRANSFER_DTYPE = np.dtype([("step", "<i4"), ("src", "<i4"), ("dst", "<i4"), ("shard", "<i8"),
                            ("lo", "<f8"), ("hi", "<f8"), ("op", "i1")])
 

@@ -34,7 +34,7 @@ from ..collectives import REDUCE
 from ..errors import InvalidScheduleError
 from .model import as_schedule, transfer_problems
 
-__all__ = ["verify", "VerifyReport", "Violation"]
+__all__ = ["verify", "VerifyReport", "Violation", "first_missing"]
 
 _NEVER = np.iinfo(np.int32).max
 _STATE_BUDGET = 1 << 27   # bytes of simulation state per shard batch
@@ -168,7 +168,7 @@ def _batches(shards_sorted, atoms, num_shards, per_atom_bytes):
         s0 = s1
 
 
-def _first_missing(present, n, k):
+def first_missing(present, n, k):
     """The first ``k`` of ``0..n-1`` not in the sorted unique array ``present``, in
     O(len(present) + k) (never an array of ``n``)."""
     out = []
@@ -223,7 +223,7 @@ def verify(schedule, *, max_errors=10):
         # (and before any N-sized array: a file may declare a billion nodes and four links)
         touched = np.unique(np.concatenate([topo.src, topo.dst]))
         if touched.size < n:
-            lonely = _first_missing(touched, n, max_errors)
+            lonely = first_missing(touched, n, max_errors)
             found.add("isolated", np.full(lonely.size, -1), node=lonely,
                       touched=np.array([touched.size]), count=np.array([n - touched.size]))
             return _report(schedule, found, t, good, None, max_errors, warnings)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..collectives import collective as _collective
 from ..errors import TopocollError, UnsupportedError
-from ..units import parse_size, parse_time, whole_number
+from ..units import MAX_DIGITS, parse_size, parse_time, whole_number
 
 __all__ = ["take_options", "int_option", "bool_option", "size_option", "time_option",
            "choice_option", "any_option", "dims_option", "require_links",
@@ -41,7 +41,7 @@ def int_option(minimum):
     """A parser for an integer option ``>= minimum`` (digit strings are accepted, as from a CLI)."""
     def parse(algorithm, name, value):
         if isinstance(value, str) and value.strip().lstrip("+").isdigit():
-            if len(value.strip()) > 30:   # int() refuses thousands of digits with a traceback
+            if len(value.strip()) > MAX_DIGITS:
                 raise UnsupportedError(f"algorithm {algorithm}: option {name} has "
                                        f"{len(value.strip())} digits; no count is that long")
             value = int(value)

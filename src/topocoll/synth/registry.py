@@ -26,6 +26,7 @@ from typing import Callable
 from ..collectives import COLLECTIVES, collective as _collective
 from ..errors import UnsupportedError
 from ..limits import require_memory
+from ..schedule.model import BUILD_BYTES_PER_TRANSFER
 from ..topology import topology as _topology
 from . import baselines, bfb, classic, torus_rings, trees
 from . import packing
@@ -177,13 +178,9 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
         raise UnsupportedError(f"{coll.name} takes no root")
     parsed = take_options(algorithm, options, generator.options)
     fewest = least_transfers(coll.name, topo.num_nodes)
-    require_memory(fewest * _BYTES_PER_TRANSFER, f"the {coll.name} schedule on {topo.num_nodes} "
+    require_memory(fewest * BUILD_BYTES_PER_TRANSFER, f"the {coll.name} schedule on {topo.num_nodes} "
                    f"nodes (at least {fewest:,} transfers)")
     return generator.make(topo, coll, root=root, progress=progress, **parsed)
-
-
-#: Bytes a generator holds per transfer while it builds a schedule (the row and its indices).
-_BYTES_PER_TRANSFER = 64
 
 
 def least_transfers(collective, n):

@@ -48,10 +48,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SpecError
+from ..units import MAX_DIGITS
 
-#: Digits a number in a spec may have: any size a generator accepts has far fewer (and int()
-#: refuses thousands of digits with a traceback).
-MAX_DIGITS = 30
 
 
 def shown_spec(text, limit=80):

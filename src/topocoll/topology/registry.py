@@ -57,10 +57,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputTypeError, SpecError
-from ..units import parse_bandwidth, parse_time
+from ..units import MAX_DIGITS, parse_bandwidth, parse_time
 from . import families as fam
-from .composite import (MAX_DIGITS, OPERATORS, build_composite, is_composite, parse_composite,
-                        rewired_graph, shown_spec)
+from .composite import (OPERATORS, build_composite, is_composite, parse_composite, rewired_graph,
+                        shown_spec)
 from .families import alltoall as a2a
 from .families import cayley as cay
 from .io import load_topology

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...limits import require_memory
 from ...collectives import COPY
-from ...schedule.model import Schedule, TRANSFER_DTYPE
+from ...schedule.model import BUILD_BYTES_PER_TRANSFER, Schedule, TRANSFER_DTYPE
 from ...schedule.transforms import concatenate, reverse
 from ...topology import topology as _topology
 from ..options import require_collective
@@ -31,10 +31,6 @@ from .bound import PACKING_COLLECTIVES
 from .forest import DEFAULT_DEPTH_SLACK, DEFAULT_MAX_CHUNKS, DEFAULT_TOLERANCE, pack_trees
 
 __all__ = ["trees_schedule", "forest_allgather", "TREES_COLLECTIVES"]
-
-#: Bytes held per transfer while a schedule is built (its row and the index arrays that make it;
-#: measured peak, about 100).
-_BYTES_PER_TRANSFER = 128
 
 TREES_COLLECTIVES = PACKING_COLLECTIVES
 
@@ -56,7 +52,7 @@ def forest_allgather(forest):
     tree, node = np.nonzero(forest.parents >= 0)
     level = forest.depths[tree, node]              # the chunk c crosses in step c + level
     count = tree.size
-    require_memory(count * k * _BYTES_PER_TRANSFER,
+    require_memory(count * k * BUILD_BYTES_PER_TRANSFER,
                    f"the trees schedule of {count * k} transfers ({k} chunks per tree)")
     chunk = np.tile(np.arange(k), count)
     tree_c = np.repeat(tree, k)
