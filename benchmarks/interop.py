@@ -12,9 +12,19 @@ docs/interop.md, "Bounded buffers": the Simple protocol holds 2, LL and LL128 8;
 for the ``--unfused`` form).
 
     python benchmarks/interop.py
+
+``--refusal FILE`` instead times how long ``export`` takes to refuse a schedule the runtime
+cannot hold (the 1024-rank allreduce ``make run`` writes to ``out/allreduce.json.gz``): with the
+pre-check (``topocoll.interop.export_precheck``, median of 3 runs) and, with ``--without``, once
+without it (the full translation: minutes and about 6 GB). Wall clock and CPU time (what an idle
+machine would show), the load average and the cores are printed.
+
+    python benchmarks/interop.py --refusal out/allreduce.json.gz --without
 """
 
+import os
 import statistics
+import sys
 import time
 
 from topocoll.interop import export_msccl, import_msccl
@@ -73,5 +83,43 @@ def main():
               f"{need:>4} {need_plain:>7}")
 
 
+def _refuse(path):
+    """Seconds (wall, CPU) until ``export`` refuses ``path``, and its message."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        export_msccl(path)
+        message = "accepted"
+    except Exception as exc:          # the refusal is what is measured
+        message = str(exc)
+    return time.perf_counter() - wall, time.process_time() - cpu, message
+
+
+def refusal(path, without=False, runs=3):
+    """The ``--refusal`` table (see the module docstring)."""
+    import topocoll.interop.export as export_module
+
+    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    rows = []
+    got = [_refuse(path) for _ in range(runs)]
+    rows.append(("with pre-check", statistics.median(g[0] for g in got),
+                 statistics.median(g[1] for g in got), got[0][2]))
+    if without:
+        real = export_module.precheck
+        export_module.precheck = lambda *args, **kwargs: None
+        try:
+            rows.append(("without (full translation)",) + _refuse(path))
+        finally:
+            export_module.precheck = real
+    print(f"{'export':28} {'wall s':>8} {'cpu s':>8}  message")
+    for label, wall, cpu, message in rows:
+        print(f"{label:28} {wall:>8.1f} {cpu:>8.1f}  {message[:110]}")
+    if without:
+        print(f"{'cpu ratio (without / with)':28} {rows[1][2] / rows[0][2]:>17.1f}")
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+
+
 if __name__ == "__main__":
-    main()
+    if "--refusal" in sys.argv:
+        refusal(sys.argv[sys.argv.index("--refusal") + 1], without="--without" in sys.argv)
+    else:
+        main()

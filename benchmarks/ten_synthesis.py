@@ -13,10 +13,30 @@ and the ILP repair (commit cf1a153, median of seeds 0-2), its ratio against the 
 it was measured against.
 
     .venv/bin/python benchmarks/ten_synthesis.py [--runs 3] [--quick]
+
+``--scale`` times the large cases, each in a fresh process (so peak RSS is its own) ``--repeat``
+times (medians): the default ``synthesize`` all-gather on torus:128x128 (16,384 nodes; made in
+the symmetric form, its rows into node 0, since the explicit one has 268 million transfers) and
+on the 64x64 mesh (no translation symmetry: the explicit greedy), beside the targets (60 s; 2 GB
+on the mesh) and the figures before the lean greedy (measured on this machine with the code of
+the same day: "before cpu", "before MB"; CPU seconds, since the machine is shared).
+``--growth`` times the same call against N from 256 up
+(mesh: explicit greedy, torus: symmetric form; ``--max-nodes``) and prints the fitted exponents
+of time ~ N^a and peak RSS ~ N^b (least squares in log-log over N >= 1024, where the fixed costs
+fade); ``--plot FILE.png`` draws them (matplotlib).
+
+    .venv/bin/python benchmarks/ten_synthesis.py --scale --repeat 3
+    .venv/bin/python benchmarks/ten_synthesis.py --growth --plot ten_growth.png
 """
 
 import argparse
+import json
+import os
+import platform
+import resource
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -51,11 +71,148 @@ def run_case(topo, seed, check):
             "slots": r.makespan, "bound": chunk_lower_bound(p)}
 
 
+# case, spec, form, target seconds, target MB, before CPU seconds, before MB (this machine,
+# the code before the lean greedy, user + system time of the process, run back to back with the
+# new code: 64x64 at load ~2, 45.4 s wall / 44.8 s CPU before, 30.9 s / 29.4 s after; at load
+# ~6, 105.8 s / 52.4 s before, 58.1 s / 28.5 s after; the torus could not be made: its explicit
+# form is 268 million transfers, about 10 GB as a transfer array alone)
+SCALE = [
+    ("torus 128x128 allgather", "torus:128x128", "auto", 60.0, None, None, None),
+    ("mesh 64x64 allgather", "mesh:64x64", "auto", 60.0, 2048.0, 44.8, 2953.0),
+    ("mesh 48x48 allgather", "mesh:48x48", "auto", None, None, 9.2, 977.0),
+]
+
+
+def worker(spec, form, check):
+    """One synthesis in this (fresh) process; prints one JSON line."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    s = synthesize(spec, "allgather", size=GIB, form=form)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out = {"spec": spec, "form": s.form, "wall": wall, "cpu": cpu, "nodes": s.num_nodes,
+           "slots": s.meta["makespan_slots"], "bound_slots": s.meta["chunk_lower_bound_slots"],
+           "transfers": s.num_transfers}
+    if check:
+        t1 = time.perf_counter()
+        out["valid"] = bool(verify(s).valid)
+        out["verify_s"] = time.perf_counter() - t1
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out), flush=True)
+
+
+def fresh(spec, form, check=False):
+    """:func:`worker` in a fresh process: its JSON, or None if it failed."""
+    cmd = [sys.executable, __file__, "--worker", spec, "--form", form] + \
+        (["--check"] if check else [])
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  {spec}: failed: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _machine():
+    cpu = platform.processor() or platform.machine()
+    return f"{platform.node() or 'this machine'}, {os.cpu_count()} cores, {cpu}"
+
+
+def scale_table(repeat, check):
+    """The large cases, fresh process each, medians of ``repeat``."""
+    print(f"TEN all-gather at scale ({_machine()}; medians of {repeat} fresh processes; "
+          "seconds: the synthesize call, wall and CPU (user + system); ratio: before cpu / "
+          f"cpu; peak RSS of the process; load average now {os.getloadavg()[0]:.1f}):")
+    print(f"{'case':<26}{'form':>10}{'slots':>7}{'bound':>7}{'wall s':>8}{'cpu s':>8}"
+          f"{'target s':>9}{'before cpu':>11}{'ratio':>7}{'peak MB':>9}{'target MB':>10}"
+          f"{'before MB':>10}  verified")
+    for name, spec, form, t_s, t_mb, b_s, b_mb in SCALE:
+        runs = [r for r in (fresh(spec, form, check) for _ in range(repeat)) if r]
+        if not runs:
+            continue
+        wall = statistics.median(r["wall"] for r in runs)
+        cpu = statistics.median(r["cpu"] for r in runs)
+        mb = statistics.median(r["rss_mb"] for r in runs)
+        ok = all(r.get("valid", True) for r in runs) if check else "-"
+        print(f"{name:<26}{runs[0]['form']:>10}{runs[0]['slots']:>7}{runs[0]['bound_slots']:>7}"
+              f"{wall:>8.1f}{cpu:>8.1f}{_opt(t_s, '.0f'):>9}{_opt(b_s, '.1f'):>11}"
+              f"{_opt(b_s and b_s / cpu, '.2f'):>7}{mb:>9.0f}{_opt(t_mb, '.0f'):>10}"
+              f"{_opt(b_mb, '.0f'):>10}  {ok}", flush=True)
+
+
+def _opt(value, fmt):
+    return "-" if value is None else format(value, fmt)
+
+
+GROWTH = {"mesh": ("mesh:{0}x{0}", "explicit", (16, 24, 32, 40, 48, 56, 64)),
+          "torus": ("torus:{0}x{0}", "symmetric", (16, 32, 64, 96, 128))}
+
+
+def growth(max_nodes, plot):
+    """Time and peak RSS against N; fitted exponents; optional log-log plot."""
+    print(f"growth ({_machine()}; one fresh process per point):")
+    print(f"{'family':<8}{'N':>7}{'form':>10}{'wall s':>9}{'cpu s':>8}{'peak MB':>9}")
+    series = {}
+    for family, (pattern, form, sides) in GROWTH.items():
+        for side in sides:
+            if side * side > max_nodes:
+                break
+            r = fresh(pattern.format(side), form)
+            if r is None:
+                break
+            series.setdefault(family, []).append((r["nodes"], r["wall"], r["cpu"], r["rss_mb"]))
+            print(f"{family:<8}{r['nodes']:>7}{r['form']:>10}{r['wall']:>9.2f}{r['cpu']:>8.2f}"
+                  f"{r['rss_mb']:>9.0f}", flush=True)
+    for family, rows in series.items():
+        big = [r for r in rows if r[0] >= 1024] or rows
+        if len(big) < 2:
+            continue
+        n = np.log([r[0] for r in big])
+        fit = [float(np.polyfit(n, np.log([r[i] for r in big]), 1)[0]) for i in (1, 2, 3)]
+        print(f"{family}: wall ~ N^{fit[0]:.2f}, cpu ~ N^{fit[1]:.2f}, peak RSS ~ N^{fit[2]:.2f} "
+              f"(N >= {big[0][0]})")
+    if plot:
+        _plot(series, plot)
+
+
+def _plot(series, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+    for family, rows in series.items():
+        n = [r[0] for r in rows]
+        ax_t.loglog(n, [r[2] for r in rows], "o-", label=f"{family} (cpu s)")
+        ax_m.loglog(n, [r[3] for r in rows], "o-", label=family)
+    ax_t.set(xlabel="nodes N", ylabel="seconds", title="TEN all-gather: synthesis time")
+    ax_m.set(xlabel="nodes N", ylabel="peak RSS (MB)", title="peak memory")
+    for ax in (ax_t, ax_m):
+        ax.legend()
+        ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot written to {path}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="seeds per case (median reported)")
     ap.add_argument("--quick", action="store_true", help="skip the two 1024-node cases")
+    ap.add_argument("--scale", action="store_true", help="the large cases only (fresh processes)")
+    ap.add_argument("--repeat", type=int, default=3, help="--scale: fresh runs per case")
+    ap.add_argument("--check", action="store_true", help="--scale: verify each schedule too")
+    ap.add_argument("--growth", action="store_true", help="time and memory against N")
+    ap.add_argument("--max-nodes", type=int, default=16384, help="--growth: largest N")
+    ap.add_argument("--plot", help="--growth: write a log-log plot to this file (.png)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--form", default="auto", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, args.form, args.check)
+        return
+    if args.scale or args.growth:
+        if args.scale:
+            scale_table(args.repeat, args.check)
+        if args.growth:
+            growth(args.max_nodes, args.plot)
+        return
     cases = CASES[:2] if args.quick else CASES
     rows = []
     print(f"{'case':<16}{'anchor':>26}{'ours us':>11}{'ratio':>8}{'bound us':>10}"

@@ -38,13 +38,11 @@ topocoll.errors.FileAccessError: output file name is empty
 """
 
 import contextlib
-import gzip
 import json
 import os
 import re
 import stat
 import sys
-import tempfile
 import zlib
 
 from .errors import FileAccessError, ScheduleFormatError
@@ -220,6 +218,8 @@ def open_output(path, *, compress=None):
     except OSError as exc:
         raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
     folder = os.path.dirname(real)
+    import tempfile   # imported here, by the jobs that write (start-up time)
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".topocoll-", dir=folder)
     except OSError as exc:
@@ -242,6 +242,8 @@ def _wrap(raw, compress):
     if not compress:
         yield raw
         return
+    import gzip   # imported here, by the jobs that write compressed files (start-up time)
+
     with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as fh:
         yield fh
 

@@ -80,7 +80,8 @@ def _needs_a_process(args, stdin):
 
     # the consoles as the CLI sets them up for a pipe (cli/common.py): no colour, 220 columns
     piped = all(console.color_system is None and not console.is_terminal
-                for console in (common._out, common._err)) and common._out.width == 220
+                for console in (common.out_console, common.err_console)) \
+        and common.out_console.width == 220
     return (stdin is not None or not piped or args[:1] == ["run"] or "--workers" in args
             or any(a.startswith(("/dev/std", "/dev/fd/", "/proc/")) for a in args))
 

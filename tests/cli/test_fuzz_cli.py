@@ -257,7 +257,7 @@ def test_a_planted_traceback_is_caught(workdir, monkeypatch):
 
     def broken(*args, **kwargs):
         raise IndexError("planted")
-    monkeypatch.setattr(module, "_load_topology", broken)
+    monkeypatch.setattr(module, "load_topology_arg", broken)
     with pytest.raises(IndexError, match="planted"):
         check_run(["info", "ring:4"], workdir)
 

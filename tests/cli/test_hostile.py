@@ -108,6 +108,7 @@ BASES = {
     "gossip cost": ["gossip", "cost", "ring", "--topology", "ring:8"],
     "gossip list": ["gossip", "list"],
     "export": ["export", "@S", "-o", "o.xml"],
+    "convert": ["convert", "@S", "-o", "o.json", "--form", "explicit"],
     "import": ["import", "@X", "-o", "o.json"],
     "lint": ["lint", "@X"],
     "train-sim": ["train-sim", "--workload", "resnet50", "-n", "8", "--no-cache"],
@@ -344,6 +345,7 @@ def _file_cases():
         "train-sim": ["train-sim", "--workload", "resnet50", "--schedule", "{F}", "--no-cache"],
         "run": ["run", "{F}"],
         "info": ["info", "{F}"],
+        "convert": ["convert", "{F}", "-o", "o.json", "--form", "symmetric"],
     }
     for command, template in file_commands.items():
         for name, codes in SCHEDULE_FILES:
@@ -1204,7 +1206,7 @@ def test_runaways_are_stopped_and_reported(inputs, tmp_path, cache_dir, monkeypa
             raise IndexError("planted")
         if planted == "fork":
             subprocess.Popen(["true"])
-    monkeypatch.setattr(module, "_load_topology", planted_run)
+    monkeypatch.setattr(module, "load_topology_arg", planted_run)
     if planted == "hang":
         monkeypatch.setattr(sys.modules[__name__], "WATCHDOG", 2)
     if planted == "work":

@@ -31,7 +31,7 @@ class _Never(_AtOnce):
 
 def test_lines_per_phase_and_quarter_once_awake(capsys, monkeypatch):
     monkeypatch.setattr(common.threading, "Timer", _Never)
-    lines = common._Lines("job")
+    lines = common.ProgressLines("job")
     with lines:
         lines.update(1, 8)                        # quiet period: nothing yet
         assert capsys.readouterr().err == ""
@@ -48,7 +48,7 @@ def test_lines_per_phase_and_quarter_once_awake(capsys, monkeypatch):
 
 def test_a_quick_job_prints_nothing(capsys, monkeypatch):
     monkeypatch.setattr(common.threading, "Timer", _Never)
-    with common._Lines("job") as lines:
+    with common.ProgressLines("job") as lines:
         for done in range(5):
             lines.update(done, 4)
     assert capsys.readouterr().err == ""

@@ -47,7 +47,7 @@ def test_a_schedule_file_is_not_called_xml():
            "size": 65536, "dtype": "float32", "time": 1e-3, "busbw": 1e9}
     titles = []
     for fmt in ("topocoll.schedule", "msccl-xml"):
-        with common._out.capture() as out:
+        with common.out_console.capture() as out:
             _print_table(dict(row, format=fmt))
         titles.append(out.get().splitlines()[0].strip())
     assert titles == ["bfb allgather on ring:4: 4 ranks, 64KiB of float32",

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.conftest import leaf_commands
 from topocoll.cli import common
-from topocoll.cli.common import _Choice, _Option, _parse_duration
+from topocoll.cli.common import RenamedChoice, _Option, _parse_duration
 from topocoll.errors import TopocollError
 
 from tests.cli.conftest import run_cli
@@ -108,7 +108,7 @@ def problems(cmds, table):
             for row in mine:
                 used[id(row)].add(where)
             old = list(getattr(param, "old", ()))
-            if isinstance(param.type, _Choice):
+            if isinstance(param.type, RenamedChoice):
                 old += list(param.type.old)
             for spelling in old:
                 old_seen.add((where, spelling))
@@ -177,7 +177,7 @@ def test_the_check_can_fail(text):
     @click.option("--bogus")
     @click.option("--size")
     @click.option("-a", "--algorithm", cls=_Option, old=("--recipe",))
-    @click.option("--dtype", type=_Choice(["float32"], old={"single": "float32"}))
+    @click.option("--dtype", type=RenamedChoice(["float32"], old={"single": "float32"}))
     def made_up(bogus, size, algorithm, dtype):
         pass
 

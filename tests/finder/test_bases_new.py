@@ -77,7 +77,8 @@ def test_catalogue_has_only_regular_simple_new_bases():
 
 
 def test_new_bases_join_the_frontier():
-    front = Search(4, Cache(enabled=False)).target(1024)
+    # (the directed circulants' points, without the optimizer's shipped bases that beat them)
+    front = Search(4, Cache(enabled=False), optimized_bases=False).target(1024)
     names = [c.name for c in front]
     assert "line(dcirculant:256:1,39,201,250)" in names
     # the paper's 11-step point (387.8 us) is beaten in steps and time by a 9-step one

@@ -22,11 +22,13 @@ def test_table_and_choice(run, tmp_path):
     r = run("--nodes", 64, "--degree", 4)
     assert r.returncode == 0, r
     assert "Pareto frontier for 64 nodes of degree 4" in r.stdout
-    for name in ("genkautz:64,4", "line(optcirculant:16) *", "dcirculant:64:1,4,13,29"):
+    # the optimizer's shipped bases: a 16-node Cayley digraph of diameter 2 under a line
+    # graph, and a bandwidth-optimal 64-node one of diameter 4 (the directed circulant needs 5)
+    for name in ("line(metacyclic:8,2,7:0.1,5.0,6.0,7.1) *", "metacyclic:16,4,5:0.3,1.2,3.3,4.0"):
         assert name in r.stdout
     choice = [line for line in r.stdout_lines if line.startswith("choice:")]
-    assert len(choice) == 1 and "line(optcirculant:16)" in choice[0]
-    assert "evaluated 247.8us" in choice[0] and "two-phase bound 225.2us" in choice[0]
+    assert len(choice) == 1 and "line(metacyclic:8,2,7:0.1,5.0,6.0,7.1)" in choice[0]
+    assert "evaluated 238.3us" in choice[0] and "two-phase bound 225.2us" in choice[0]
     assert (tmp_path / "cache" / "finder.sqlite").exists()
     again = run("--nodes", 64, "--degree", 4)
     assert again.returncode == 0 and "from the cache" in again.stdout

@@ -10,7 +10,7 @@ from topocoll.finder import Workload, find, optimize
 from topocoll.finder import build as build_module
 from topocoll.finder.bfbcost import bfb_phases
 from topocoll.finder.optimize import Skeleton, _Optimizer, _Track, skeleton_of
-from topocoll.finder.search import Candidate, _expand
+from topocoll.finder.search import Candidate, Search, expand_candidate
 from topocoll.schedule.model import Schedule
 
 MIB = 2**20
@@ -36,7 +36,9 @@ def test_never_worse_regular_connected_and_its_time_is_the_verified_one(nodes, e
 def test_improves_the_frontier_at_64_nodes():
     # a 16-node Cayley digraph of diameter 2 (non-abelian: no circulant gets there) under
     # one line graph beats line(optcirculant:16), the frontier's best
-    r = optimize(64, 4, "1MiB", max_evaluations=1000, seed=0)
+    # (seeded by the frontier without the optimizer's shipped bases, which hold that base)
+    seed_frontier = Search(4, optimized_bases=False).target(64)
+    r = optimize(64, 4, "1MiB", max_evaluations=1000, seed=0, frontier=seed_frontier)
     _check(r, 4)
     assert r.improved and r.evaluated_time < r.seed_time * 0.98
     assert r.seed.name == "line(optcirculant:16)"
@@ -89,16 +91,17 @@ def test_rewiring_keeps_degrees_connectivity_and_never_loses():
 
 def test_skeletons_wrap_like_the_search():
     c = Candidate("optcirculant:16", 16, 4, 3, 15 / 16, ("spec", "optcirculant:16"))
-    big = _expand(_expand(c, "line"), "degree", m=2)
+    big = expand_candidate(expand_candidate(c, "line"), "degree", m=2)
     sk = skeleton_of(big)
     assert (sk.nodes, sk.degree, sk.chain) == (16, 4, (("line",), ("degree", 2)))
     assert sk.wrap(c) == big
 
 
 def test_find_optimize_and_the_cli_flags():
+    # the shipped 16-node base already gives find its best: the optimizer may only match it
     plain = find(64, 4, "1MiB", cache=False)
     r = find(64, 4, "1MiB", cache=False, optimize=True, max_evaluations=1000)
-    assert r.optimization["improved"] and r.evaluated_time < plain.evaluated_time
+    assert r.evaluated_time <= plain.evaluated_time and r.optimization["evaluations"] > 0
     assert r.success and tc.verify(r.schedule).valid
     assert r.to_dict()["optimization"]["evaluations"] <= 1000
 
@@ -110,7 +113,8 @@ def test_cli(tmp_path):
                 tmp_path)
     assert r.returncode == 0, r
     doc = r.json()
-    assert doc["optimization"]["improved"] and doc["best"]["name"].startswith("line(metacyclic")
+    assert doc["optimization"]["evaluations"] <= 1000
+    assert doc["best"]["name"].startswith("line(metacyclic")
     bad = run_cli(["find", "-n", 64, "-d", 4, "--budget", "5s"], tmp_path)
     assert bad.returncode != 0 and "--optimize" in bad.stderr
 

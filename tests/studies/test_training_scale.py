@@ -116,7 +116,14 @@ def _workload():
     return Workload.from_layers(model_profile("resnet50").forward_order_bytes(), None)
 
 
-@pytest.mark.parametrize("nodes", [64, 128, 256])
+def test_a_base_pick_has_no_construction_and_is_verified_explicitly():
+    # at 64 nodes the pick is a shipped base itself: nothing to construct from
+    built = find(64, 4, _workload(), cache=False, method="construction")
+    assert "(" not in built.best.name
+    assert built.evaluation["method"] == EXPLICIT and built.evaluation["transfers"] > 0
+
+
+@pytest.mark.parametrize("nodes", [128, 256])
 def test_by_construction_equals_verified_explicit_on_train_sim_choices(nodes):
     explicit = find(nodes, 4, _workload(), cache=False, method="explicit")
     built = find(nodes, 4, _workload(), cache=False, method="construction")

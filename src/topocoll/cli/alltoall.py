@@ -11,8 +11,9 @@ from ..schedule.io import save_schedule
 from ..schedule.verify import verify as _verify
 from ..throughput import alltoall_schedule, hop_frontier as pareto_frontier, throughput
 from ..units import format_size, format_time
-from .common import (EXIT_INVALID, _check_output, _duration, _Fail, _load_topology, _on_stdout,
-                     _out, _print_json, _progress, _renamed, _topo_options, _unit)
+from .common import (EXIT_INVALID, check_output_option, duration_callback, Fail, load_topology_arg,
+                     on_stdout, out_console, print_json, progress_bar, renamed_option,
+                     topo_options, unit_callback)
 
 __all__ = ["alltoall"]
 
@@ -21,8 +22,8 @@ __all__ = ["alltoall"]
 @click.argument("topo")
 @click.option("--max-hops", type=click.IntRange(0), help="Path LP: every pair uses paths of at "
               "most its shortest distance + L links (0: shortest paths only).")
-@_renamed("-a", "--algorithm", "method", old=("--method",),
-          type=click.Choice(["symmetric", "link", "path", "colgen", "balance"]),
+@renamed_option("-a", "--algorithm", "method", old=("--method",),
+                type=click.Choice(["symmetric", "link", "path", "colgen", "balance"]),
               help="LP formulation [default: symmetric on tori, rings, circulants, hypercubes "
               "and other translation-symmetric topologies; otherwise link, or from 60000 "
               "link-LP columns (N x links) on balance (shortest paths balanced to the distance "
@@ -34,14 +35,14 @@ __all__ = ["alltoall"]
               "the certificate at which the solver may stop [default: 1e-4 for colgen and "
               "balance, 1e-6 otherwise].")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Per-node buffer M; each pair "
-              "moves M/N bytes.")
-@_topo_options
+              callback=unit_callback(units.parse_size, "--size"),
+              help="Per-node buffer M; each pair moves M/N bytes.")
+@topo_options
 @click.option("--solver", type=click.Choice(["auto", "ipm", "pdlp"]), default="auto",
               show_default=True,
               help="HiGHS solver.")
 @click.option("--time-limit", metavar="DURATION",
-              callback=_duration("--time-limit", allow_zero=False),
+              callback=duration_callback("--time-limit", allow_zero=False),
               help="Wall-clock limit for the solver, e.g. 30s or 5min.")
 @click.option("--frontier", is_flag=True, help="Also the Pareto frontier: throughput for "
               "L = 0, 1, ... until it reaches the unbounded optimum, with the time of each L's "
@@ -58,9 +59,9 @@ def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandw
     lambda is the rate in bytes/s of every ordered pair, the time of an all-to-all of M bytes
     per node (M/N)/lambda; also a dual certificate, the bounds, link utilization and optionally
     a schedule."""
-    _check_output(output, None)
-    to_stdout = _on_stdout(output)
-    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    check_output_option(output, None)
+    to_stdout = on_stdout(output)
+    t = load_topology_arg(topo, link_bandwidth, alpha, node_bandwidth)
     if method is None and max_hops is None and output:
         from ..throughput.solve import COLGEN_COLUMNS
 
@@ -68,16 +69,16 @@ def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandw
     if method is None and max_hops is not None:
         method = "path"
     if method in ("link", "symmetric", "colgen", "balance") and max_hops is not None:
-        raise _Fail("--max-hops needs the path LP (--algorithm path)")
+        raise Fail("--max-hops needs the path LP (--algorithm path)")
     if method in ("link", "symmetric") and output:
-        raise _Fail("-o needs routes: use the path LP or the column generation (--algorithm path "
-                    "or colgen, or --max-hops)")
-    update, bar = _progress(f"{method or 'all-to-all'} LP on {t.name}")
+        raise Fail("-o needs routes: use the path LP or the column generation (--algorithm path "
+                   "or colgen, or --max-hops)")
+    update, bar = progress_bar(f"{method or 'all-to-all'} LP on {t.name}")
     with bar:
         res = throughput(t, max_hops=max_hops, method=method, solver=solver,
                          tolerance=tolerance, time_limit=time_limit, progress=update)
     if not res.success:
-        raise _Fail(f"{t.name}: {res.message}")
+        raise Fail(f"{t.name}: {res.message}")
     doc = res.to_dict(size)
     doc["links"] = t.num_links
     points = None
@@ -91,8 +92,8 @@ def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandw
         sched = alltoall_schedule(res, t, chunks=chunks)
         report = _verify(sched)
         if not report.valid:  # a generator bug: never hand out a wrong schedule
-            raise _Fail(f"generated schedule failed verification: {report.summary()}",
-                        EXIT_INVALID)
+            raise Fail(f"generated schedule failed verification: {report.summary()}",
+                       EXIT_INVALID)
         ev = _evaluate(sched, size, check=False)
         doc["schedule"] = {"file": output, "steps": sched.num_steps,
                            "transfers": sched.num_transfers, "chunks": sched.meta["chunks"],
@@ -102,7 +103,7 @@ def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandw
                            "T_B_over_lp_time": ev.T_B / doc["time"], "verified": True}
         save_schedule(sched, output)
     if as_json:
-        _print_json(doc, err=to_stdout)
+        print_json(doc, err=to_stdout)
         return
     _print_text(res, doc, size, points, err=to_stdout)
 
@@ -112,7 +113,8 @@ def _rate(value):
 
 
 def _print_text(res, doc, size, points, err):
-    echo = (lambda s: click.echo(s, err=True)) if err else (lambda s: _out.print(s, markup=False))
+    echo = ((lambda s: click.echo(s, err=True)) if err
+            else (lambda s: out_console.print(s, markup=False)))
     hops = ("any path" if res.method in ("link", "symmetric", "colgen", "balance")
             or res.max_hops is None
             else f"paths of at most dist + {res.max_hops} links")
@@ -134,7 +136,7 @@ def _print_text(res, doc, size, points, err):
         table.add_row(label, f"{b:.6g}", format_time(doc[f"time_lower_bound_{key}"]),
                       f"{res.lam / b:.4f}")
     if not err:
-        _out.print(table)
+        out_console.print(table)
     echo(f"link utilization: max {doc['utilization_max']:.4f}, mean "
          f"{doc['utilization_mean']:.4f}" + (f"; {doc['paths']} paths, longest "
                                              f"{doc['longest_path']} links"
@@ -156,7 +158,7 @@ def _print_text(res, doc, size, points, err):
                        format_time(p["schedule_time"]) if timed else "-",
                        "best" if p.get("best") else "")
         if not err:
-            _out.print(ft)
+            out_console.print(ft)
     s = doc.get("schedule")
     if s:
         echo(f"schedule: {s['steps']} steps, {s['transfers']} transfers, {s['chunks']} chunks "

@@ -7,8 +7,6 @@ import threading
 import time
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import units
 from ..errors import InvalidScheduleError, TopocollError
@@ -16,13 +14,68 @@ from ..errors import InvalidScheduleError, TopocollError
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
 
-_out = Console(highlight=False, soft_wrap=True)
-if not _out.is_terminal:  # pipes and files get whole tables, not an 80-column squeeze
-    _out.width = 220
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich ``Console(**options)``, made (and rich imported) when first used, so that a job
+    that prints no table and no bar does not load rich (start-up time); ``setup(console)`` runs
+    once it is made. Every attribute is the console's. ``is_terminal`` answers without making
+    it when rich's answer is sure to be False: neither TTY_COMPATIBLE=1 nor FORCE_COLOR is set
+    and the stream is not a tty (rich would then say False too)."""
+
+    def __init__(self, setup=None, **options):
+        vars(self).update(_options=options, _setup=setup, _console=None)
+
+    def _made(self):
+        if self._console is None:
+            from rich.console import Console
+
+            vars(self)["_console"] = Console(**self._options)
+            if self._setup is not None:
+                self._setup(self._console)
+        return self._console
+
+    @property
+    def is_terminal(self):
+        if self._console is None and not self._maybe_terminal():
+            return False
+        return self._made().is_terminal
+
+    def _maybe_terminal(self):
+        import os
+        import sys
+
+        if os.environ.get("TTY_COMPATIBLE") == "1" or "FORCE_COLOR" in os.environ:
+            return True
+        stream = sys.stderr if self._options.get("stderr") else sys.stdout
+        isatty = getattr(getattr(stream, "rich_proxied_file", stream), "isatty", None)
+        try:
+            return bool(isatty is not None and isatty())
+        except ValueError:   # a closed stream
+            return False
+
+    def __getattr__(self, name):
+        return getattr(self._made(), name)
+
+    def __setattr__(self, name, value):
+        setattr(self._made(), name, value)
+
+    def __enter__(self):
+        return self._made().__enter__()
+
+    def __exit__(self, *exc):
+        return self._made().__exit__(*exc)
 
 
-class _Fail(click.ClickException):
+def _whole_tables(console):
+    if not console.is_terminal:  # pipes and files get whole tables, not an 80-column squeeze
+        console.width = 220
+
+
+out_console = _LazyConsole(_whole_tables, highlight=False, soft_wrap=True)
+err_console = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+class Fail(click.ClickException):
     """A one-line error with a chosen exit code, printed without a traceback."""
 
     def __init__(self, message, code=EXIT_BAD_INPUT):
@@ -33,23 +86,23 @@ class _Fail(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-class _Group(click.Group):
+class TopocollGroup(click.Group):
     """Turns topocoll's own errors and OS errors into one-line messages."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except InvalidScheduleError as exc:
-            raise _Fail(str(exc), EXIT_INVALID) from None
+            raise Fail(str(exc), EXIT_INVALID) from None
         except TopocollError as exc:
-            raise _Fail(str(exc)) from None
+            raise Fail(str(exc)) from None
         except OSError as exc:
-            raise _Fail(f"{exc.filename or ''}: {exc.strerror}".lstrip(": ")) from None
+            raise Fail(f"{exc.filename or ''}: {exc.strerror}".lstrip(": ")) from None
         except MemoryError:
-            raise _Fail("out of memory") from None
+            raise Fail("out of memory") from None
 
 
-def _unit(parser, what):
+def unit_callback(parser, what):
     def convert(ctx, param, value):
         if value is None:
             return None
@@ -62,15 +115,17 @@ def _unit(parser, what):
     return convert
 
 
-def _progress(label):
-    """Progress on stderr: a bar on a terminal, else plain lines (see :class:`_Lines`);
+def progress_bar(label):
+    """Progress on stderr: a bar on a terminal, else plain lines (see :class:`ProgressLines`);
     ``(update(done, total), context manager)``."""
-    if not _err.is_terminal:
-        lines = _Lines(label)
+    if not err_console.is_terminal:
+        lines = ProgressLines(label)
         return lines.update, lines
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     bar = Progress(TextColumn("{task.description}"), BarColumn(),
                    TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                   console=_err, transient=True)
+                   console=err_console, transient=True)
     task = bar.add_task(label, total=None)
 
     def update(done, total, *more):
@@ -83,7 +138,7 @@ def _progress(label):
     return update, bar
 
 
-class _Lines:
+class ProgressLines:
     """Progress as lines on stderr when it is not a terminal (a log, CI). Nothing is printed
     for the first :data:`QUIET_SECONDS`, so quick jobs and errors found at once stay silent
     (a bad input still gets its one-line error); after that, one line for the phase under way,
@@ -153,19 +208,19 @@ class _Lines:
             self._line(f"{what}{done}/{total}")
 
 
-def _print_json(obj, *, err=False):
+def print_json(obj, *, err=False):
     """Print one JSON document: on stdout, or on stderr when stdout carries a file (``-o -``)."""
     click.echo(json.dumps(obj, indent=2, allow_nan=False, default=float), err=err)
 
 
-def _check_output(path, suffixes=(".json",)):
+def check_output_option(path, suffixes=(".json",)):
     """Check ``-o PATH`` before any work is done (see :func:`topocoll.fileio.check_output`)."""
     from ..fileio import check_output
 
     return check_output(path, suffixes=suffixes, what="-o")
 
 
-def _on_stdout(path):
+def on_stdout(path):
     """Whether the output ``path`` is standard output: ``-``, or a name for the file standard
     output is open on (``/dev/stdout``, ``/dev/fd/1``...). Reports then go to stderr, so that
     standard output carries the file alone and nothing overwrites it."""
@@ -182,7 +237,7 @@ def _on_stdout(path):
         return False
 
 
-def _check_output_folder(path, files=(), *, command):
+def check_output_folder(path, files=(), *, command):
     """Check ``-o FOLDER`` of a command that writes several files, before any work is done.
 
     The folder may be missing (the command creates it and its parents), but its nearest
@@ -197,39 +252,39 @@ def _check_output_folder(path, files=(), *, command):
     if path is None:
         return None
     if not path:
-        raise _Fail("-o name is empty")
+        raise Fail("-o name is empty")
     if path == "-":
-        raise _Fail(f"-o -: {command} writes several files; give a folder, not '-'")
+        raise Fail(f"-o -: {command} writes several files; give a folder, not '-'")
     if os.path.lexists(path) and not os.path.isdir(path):
-        raise _Fail(f"-o {path}: not a folder ({command} writes several files into it)")
+        raise Fail(f"-o {path}: not a folder ({command} writes several files into it)")
     ancestor = os.path.abspath(path)
     while not os.path.lexists(ancestor):
         ancestor = os.path.dirname(ancestor)
     if not os.path.isdir(ancestor):
-        raise _Fail(f"-o {path}: cannot create the folder: {ancestor} is not a folder")
+        raise Fail(f"-o {path}: cannot create the folder: {ancestor} is not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise _Fail(f"-o {path}: cannot write: folder {ancestor} is not writable")
+        raise Fail(f"-o {path}: cannot write: folder {ancestor} is not writable")
     if ancestor == os.path.abspath(path):
         for name in files:
             check_output(os.path.join(path, name), what="-o")
     return path
 
 
-def _check_plot(path):
+def check_plot(path):
     """Check ``--plot FILE`` before any work is done (``None``: no plot). An empty name is an
     error rather than a silent "no plot"; the rest is
     :func:`topocoll.plotting.check_plot_target`."""
     if path is None:
         return None
     if not path:
-        raise _Fail("--plot name is empty")
+        raise Fail("--plot name is empty")
     from ..plotting import check_plot_target
 
     check_plot_target(path)
     return path
 
 
-def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
+def load_topology_arg(spec, bandwidth=None, latency=None, node_bandwidth=None):
     from ..topology import topology
 
     topo = topology(spec, bandwidth=bandwidth, latency=latency)
@@ -239,20 +294,22 @@ def _load_topology(spec, bandwidth=None, latency=None, node_bandwidth=None):
 
 
 _TOPO_OPTIONS = [
-    click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+    click.option("--link-bandwidth",
+                 callback=unit_callback(units.parse_bandwidth, "--link-bandwidth"),
                  help="Set every link's bandwidth, e.g. 25Gbps or 3.125GB/s."),
-    click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+    click.option("--node-bandwidth",
+                 callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
                  help="Split each node's egress bandwidth evenly over its out-links."),
-    click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+    click.option("--alpha", callback=unit_callback(units.parse_time, "--alpha"),
                  help="Set every link's latency, e.g. 10us."),
 ]
 
 
-def _topo_options(func):
+def topo_options(func):
     """The link options; ``--link-bandwidth`` and ``--node-bandwidth`` exclude each other."""
     @functools.wraps(func)
     def checked(*args, **kwargs):
-        _one_bandwidth(kwargs.get("link_bandwidth"), kwargs.get("node_bandwidth"))
+        one_bandwidth(kwargs.get("link_bandwidth"), kwargs.get("node_bandwidth"))
         return func(*args, **kwargs)
 
     for option in reversed(_TOPO_OPTIONS):
@@ -260,9 +317,9 @@ def _topo_options(func):
     return checked
 
 
-def _one_bandwidth(link_bandwidth, node_bandwidth):
+def one_bandwidth(link_bandwidth, node_bandwidth):
     if link_bandwidth is not None and node_bandwidth is not None:
-        raise _Fail("give --node-bandwidth or --link-bandwidth, not both")
+        raise Fail("give --node-bandwidth or --link-bandwidth, not both")
 
 
 # --- one name per idea (docs/cli.md) ---------------------------------------------------------
@@ -274,7 +331,7 @@ def _one_bandwidth(link_bandwidth, node_bandwidth):
 def _notes_wanted():
     """Whether to print notes on renamed options: on a terminal only, so that the logs and the
     one-line errors that scripts read stay as they were for the release the old names last."""
-    return _err.is_terminal
+    return err_console.is_terminal
 
 
 def _say_renamed(old, new):
@@ -288,7 +345,7 @@ class _Option(click.Option):
     flag's pair as ``"--symmetric/--no-symmetric"``), hidden from ``--help`` and error hints.
 
     Use it as ``@click.option("-a", "--algorithm", "method", cls=_Option, old=("--method",))``
-    or through :func:`_renamed`."""
+    or through :func:`renamed_option`."""
 
     def __init__(self, param_decls=None, *, old=(), **attrs):
         super().__init__(param_decls, **attrs)
@@ -337,13 +394,13 @@ class _Option(click.Option):
         return process_and_note
 
 
-def _renamed(*param_decls, old, **attrs):
+def renamed_option(*param_decls, old, **attrs):
     """``click.option(*param_decls, **attrs)`` that also accepts the ``old`` spellings
     (hidden; a note on stderr when used)."""
     return click.option(*param_decls, cls=_Option, old=old, **attrs)
 
 
-class _Choice(click.Choice):
+class RenamedChoice(click.Choice):
     """A choice that also takes old spellings of its values (``old={"fp32": "float32"}``),
     hidden from ``--help``; using one prints a note on stderr."""
 
@@ -356,6 +413,25 @@ class _Choice(click.Choice):
             _say_renamed(value, self.old[value])
             value = self.old[value]
         return super().convert(value, param, ctx)
+
+
+class LazyChoice(click.Choice):
+    """A choice whose values ``load()`` returns when they are first needed (parsing, --help),
+    so that defining a command does not import the table they come from (start-up time)."""
+
+    def __init__(self, load, **attrs):
+        self._load = load
+        super().__init__((), **attrs)
+
+    @property
+    def choices(self):
+        if self._choices is None:
+            self._choices = tuple(self._load())
+        return self._choices
+
+    @choices.setter
+    def choices(self, values):   # click.Choice.__init__ sets them; () means "load them later"
+        self._choices = tuple(values) or None
 
 
 _DURATION_UNITS = {"min": 60.0, "h": 3600.0}
@@ -383,6 +459,6 @@ def _parse_duration(value, *, what="duration", allow_zero=True):
                         "or 2h (a bare number is seconds)") from None
 
 
-def _duration(what, *, allow_zero=True):
+def duration_callback(what, *, allow_zero=True):
     """Callback of an option that takes a duration (see :func:`_parse_duration`)."""
-    return _unit(functools.partial(_parse_duration, allow_zero=allow_zero), what)
+    return unit_callback(functools.partial(_parse_duration, allow_zero=allow_zero), what)

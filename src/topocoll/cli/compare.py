@@ -11,8 +11,8 @@ from ..studies.compare import compare as _compare, describe_settings, fastest, p
 from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
-from .common import EXIT_INVALID, _check_plot, _one_bandwidth, _out, _print_json, \
-    _progress, _unit
+from .common import (EXIT_INVALID, check_plot, one_bandwidth, out_console, print_json,
+                     progress_bar, unit_callback)
 
 __all__ = ["compare", "survey"]
 
@@ -25,15 +25,15 @@ __all__ = ["compare", "survey"]
               show_default=True, type=click.Choice(sorted(ALGORITHMS)),
               help="Generator run on every topology entry (repeatable: one row each).")
 @click.option("--size", "sizes", multiple=True, default=tuple(map(units.format_size, defaults.COMPARE_SIZES)),
-              show_default=True, callback=_unit(units.parse_size, "--size"),
+              show_default=True, callback=unit_callback(units.parse_size, "--size"),
               help="Buffer size M (repeatable).")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
-              callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
-@click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
+@click.option("--node-bandwidth", callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
               help="Egress bandwidth of each node, split evenly over its out-links "
                    f"[default: {units.format_bandwidth(defaults.NODE_BANDWIDTH)} unless "
                    "--link-bandwidth is given].")
-@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+@click.option("--link-bandwidth", callback=unit_callback(units.parse_bandwidth, "--link-bandwidth"),
               help="Bandwidth of every link instead of --node-bandwidth.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Also draw time against size (log-log) into this file, e.g. compare.png "
@@ -49,9 +49,9 @@ def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_
     fastest entry at each size. Exits 1 if any schedule fails verification (it is listed, not
     priced), 2 on bad input.
     """
-    _one_bandwidth(link_bandwidth, node_bandwidth)
-    _check_plot(plot)  # fail before the work, not after it
-    update, bar = _progress("compare")
+    one_bandwidth(link_bandwidth, node_bandwidth)
+    check_plot(plot)  # fail before the work, not after it
+    update, bar = progress_bar("compare")
     with bar:
         result = _compare(entries, sizes=sizes, collective=collective,
                           algorithms=algorithms, alpha=alpha, node_bandwidth=node_bandwidth,
@@ -60,7 +60,7 @@ def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_
     if plot:
         plot_comparison(result.rows, plot)
     if as_json:
-        _print_json({**result.to_dict(), "plot": plot})
+        print_json({**result.to_dict(), "plot": plot})
     else:
         _print_comparison(result.rows, sizes, settings, plot)
     if not result.success:
@@ -96,7 +96,7 @@ def _print_comparison(rows, sizes, settings, plot):
         else:
             cells += [r.verdict] + ["-"] * (3 * len(sizes) - 1)
         table.add_row(*cells)
-    _out.print(table)
+    out_console.print(table)
     for i, m in enumerate(sizes):
         best = fastest(rows, i)
         if best is None:
@@ -113,12 +113,12 @@ def _print_comparison(rows, sizes, settings, plot):
             by = (f"{pct:.2g}% slower" if pct < 10 else f"{slower:.2f}x slower") \
                 if pct > 1e-7 else "as fast"
             line += f"; next {nxt.name}, {by}"
-        _out.print(line, markup=False)
+        out_console.print(line, markup=False)
     for r in rows:
         if not r.priced:
-            _out.print(f"{r.verdict}: {r.name}: {r.reason}", markup=False)
+            out_console.print(f"{r.verdict}: {r.name}: {r.reason}", markup=False)
     if plot:
-        _out.print(f"plot written to {plot}", markup=False)
+        out_console.print(f"plot written to {plot}", markup=False)
 
 
 @click.command()
@@ -128,23 +128,24 @@ def _print_comparison(rows, sizes, settings, plot):
               "tori, hypercube, circulant, generalized Kautz and ring of N nodes).")
 @click.option("--size", "sizes", multiple=True,
               default=tuple(map(units.format_size, defaults.SURVEY_SIZES)), show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
+              callback=unit_callback(units.parse_size, "--size"),
+              help="Buffer size M (repeatable).")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
-              callback=_unit(units.parse_time, "--alpha"), help="Per-step latency.")
+              callback=unit_callback(units.parse_time, "--alpha"), help="Per-step latency.")
 @click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
               show_default=True,
-              callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
               help="Egress bandwidth of each node, split over its links.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
     """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce."""
-    update, bar = _progress("survey")
+    update, bar = progress_bar("survey")
     with bar:
         result = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
                          node_bandwidth=node_bandwidth, progress=update)
     rows = result.rows
     if as_json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
         if any(r.verdict == "invalid" for r in rows):
             sys.exit(EXIT_INVALID)
         return
@@ -172,18 +173,18 @@ def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
         if not r.priced:
             cells += [r.verdict] + ["-"] * (4 * len(sizes) - 1)
         table.add_row(*cells)
-    _out.print(table)
+    out_console.print(table)
     ring = rows[-1]
     for i, m in enumerate(sizes):
         best = fastest(rows, i)
         if best is None or not ring.priced:
             continue
         speedup = ring.sizes[i].time / best.sizes[i].time
-        _out.print(f"{format_size(m)}: fastest is {best.topology} ({best.algorithm}), "
+        out_console.print(f"{format_size(m)}: fastest is {best.topology} ({best.algorithm}), "
                    f"{speedup:.2f}x the classic ring allreduce", markup=False)
     for r in rows:
         if r.verdict == "invalid":
-            _out.print(f"invalid: {r.name}: {r.reason}", markup=False)
+            out_console.print(f"invalid: {r.name}: {r.reason}", markup=False)
     if any(r.verdict == "invalid" for r in rows):
         sys.exit(EXIT_INVALID)
 

@@ -14,8 +14,8 @@ from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..schedule.io import save_schedule
 from ..topology import save_topology
 from ..units import format_time
-from .common import EXIT_INVALID, _check_output_folder, _duration, _Fail, _Lines, _err, _out, \
-    _print_json, _renamed, _unit
+from .common import (EXIT_INVALID, check_output_folder, duration_callback, Fail, ProgressLines,
+                     err_console, out_console, print_json, renamed_option, unit_callback)
 
 __all__ = ["find"]
 
@@ -25,22 +25,22 @@ __all__ = ["find"]
 @click.option("-d", "--degree", required=True, type=int,
               help="Links (ports) per node d (>= 1); candidates use at most d neighbours.")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
-              callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
+              callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
 @click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
               show_default=True,
-              callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
               help="Egress bandwidth B of each node, split evenly over its links.")
-@click.option("--size", "sizes", multiple=True, callback=_unit(units.parse_size, "--size"),
+@click.option("--size", "sizes", multiple=True, callback=unit_callback(units.parse_size, "--size"),
               help="Allreduce buffer size M (repeatable: one allreduce each) "
                    f"[default: {units.format_size(defaults.SIZE)}].")
-@_renamed("--size-file", "sizes_file", old=("--sizes",),
-          type=click.Path(dir_okay=False, allow_dash=True),
+@renamed_option("--size-file", "sizes_file", old=("--sizes",),
+                type=click.Path(dir_okay=False, allow_dash=True),
               help="Workload file: a JSON list of a model's layer sizes in bytes (bucketed, see "
                    "--bucket-size), {\"sizes\": [[SIZE, WEIGHT], ...]}, or lines SIZE [WEIGHT].")
 @click.option("--workload", "workload_model",
               help="A model's gradients as the workload: resnet50, bert-large, gpt2-medium, "
                    "vit-b16, or a profile FILE (JSON or ASTRA-sim DATA; docs/training.md).")
-@click.option("--bucket-size", callback=_unit(units.parse_size, "--bucket-size"),
+@click.option("--bucket-size", callback=unit_callback(units.parse_size, "--bucket-size"),
               help="With a layer list or --workload: fuse gradients into buckets of this size, one allreduce "
                    "per bucket (PyTorch DDP uses 25MiB) [default: one allreduce per layer].")
 @click.option("-o", "--output", "outdir",
@@ -55,9 +55,9 @@ __all__ = ["find"]
               help="Then search for better bases of the best candidates' expansion recipes "
                    "(Cayley digraphs, degree-preserving rewiring) and keep the fastest verified "
                    "schedule (docs/finder.md).")
-@_renamed("--time-limit", "budget", old=("--budget",), metavar="DURATION",
-          callback=_duration("--time-limit"),
-          help="With --optimize: search time, e.g. 300s or 5min (confirming the best "
+@renamed_option("--time-limit", "budget", old=("--budget",), metavar="DURATION",
+                callback=duration_callback("--time-limit"),
+                help="With --optimize: search time, e.g. 300s or 5min (confirming the best "
                    "finds comes on top) [default: 2000 candidates].")
 @click.option("--max-evaluations", type=int,
               help="With --optimize: candidate bases to score (deterministic for a --seed).")
@@ -78,52 +78,13 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     the ratio to the two-phase bound 2*(Moore steps*alpha + (N-1)/N*M/B), which no
     reduce-scatter followed by an allgather (every schedule find builds) beats.
     """
-    if nodes < 2:
-        raise _Fail(f"--nodes must be at least 2, got {nodes}")
-    if degree < 1:
-        raise _Fail(f"--degree must be at least 1, got {degree}")
-    if sizes and sizes_file:
-        raise _Fail("give --size or --sizes, not both")
-    if workload_model is not None and not workload_model.strip():
-        raise _Fail("--workload is empty: give a model name or a profile file")
-    if workload_model and (sizes or sizes_file):
-        raise _Fail("give --workload or --size/--sizes, not both")
-    if bucket_size is not None and not (sizes_file or workload_model):
-        raise _Fail("--bucket-size applies to a layer list given with --sizes or --workload")
+    _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size,
+                        outdir=outdir, compress=compress, budget=budget,
+                        max_evaluations=max_evaluations, optimize=optimize,
+                        no_evaluate=no_evaluate)
     schedule_name = "allreduce.json" + (".gz" if compress else "")
-    _check_output_folder(outdir, ("topology.json", schedule_name, "frontier.png"),
-                         command="find")
-    if compress and not outdir:
-        raise _Fail("--compress applies to the files written with -o")
-    if (budget is not None or max_evaluations is not None) and not optimize:
-        raise _Fail("--time-limit and --max-evaluations apply to --optimize")
-    if optimize and no_evaluate:
-        raise _Fail("--optimize builds and verifies schedules; it cannot go with --no-evaluate")
-    if max_evaluations is not None and max_evaluations < 0:
-        raise _Fail(f"--max-evaluations must be at least 0, got {max_evaluations}")
-    if workload_model:
-        from .trainsim import workload_profile
-
-        workload = workload_profile(workload_model, bucket_size)
-    elif sizes_file:
-        workload = load_workload(sizes_file, bucket_size=bucket_size)
-    elif sizes:
-        workload = (Workload.single(sizes[0]) if len(sizes) == 1
-                    else Workload.weighted([(m, 1) for m in sizes]))
-    else:
-        workload = Workload.single(defaults.SIZE)
-    plot_ok = True
-    created = False
-    if outdir:
-        try:
-            created = not os.path.isdir(outdir)
-            os.makedirs(outdir, exist_ok=True)
-        except OSError as exc:
-            raise _Fail(f"cannot create {outdir}: {exc.strerror}") from None
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            plot_ok = False
+    workload = _find_workload(workload_model, sizes_file, sizes, bucket_size)
+    created, plot_ok = _make_outdir(outdir)
     update, bar = _find_progress()
     try:
         with bar:
@@ -140,6 +101,80 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
         raise
     for note in result.warnings:
         click.echo(f"warning: {note}", err=True)
+    files = _write_find_files(result, outdir, schedule_name, plot_ok)
+    if as_json:
+        doc = result.to_dict()
+        doc["files"] = files
+        print_json(doc)
+    else:
+        _print_find(result, files)
+    if not result.success:
+        raise Fail(result.message, EXIT_INVALID)
+
+
+def _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size, *,
+                        outdir, compress, budget, max_evaluations, optimize, no_evaluate):
+    """Refuse option values and combinations that ``topocoll find`` cannot run."""
+    if nodes < 2:
+        raise Fail(f"--nodes must be at least 2, got {nodes}")
+    if degree < 1:
+        raise Fail(f"--degree must be at least 1, got {degree}")
+    if sizes and sizes_file:
+        raise Fail("give --size or --sizes, not both")
+    if workload_model is not None and not workload_model.strip():
+        raise Fail("--workload is empty: give a model name or a profile file")
+    if workload_model and (sizes or sizes_file):
+        raise Fail("give --workload or --size/--sizes, not both")
+    if bucket_size is not None and not (sizes_file or workload_model):
+        raise Fail("--bucket-size applies to a layer list given with --sizes or --workload")
+    schedule_name = "allreduce.json" + (".gz" if compress else "")
+    check_output_folder(outdir, ("topology.json", schedule_name, "frontier.png"),
+                        command="find")
+    if compress and not outdir:
+        raise Fail("--compress applies to the files written with -o")
+    if (budget is not None or max_evaluations is not None) and not optimize:
+        raise Fail("--time-limit and --max-evaluations apply to --optimize")
+    if optimize and no_evaluate:
+        raise Fail("--optimize builds and verifies schedules; it cannot go with --no-evaluate")
+    if max_evaluations is not None and max_evaluations < 0:
+        raise Fail(f"--max-evaluations must be at least 0, got {max_evaluations}")
+
+
+def _find_workload(workload_model, sizes_file, sizes, bucket_size):
+    """The :class:`~topocoll.finder.Workload` the options describe."""
+    if workload_model:
+        from .trainsim import workload_profile
+
+        return workload_profile(workload_model, bucket_size)
+    elif sizes_file:
+        return load_workload(sizes_file, bucket_size=bucket_size)
+    elif sizes:
+        return (Workload.single(sizes[0]) if len(sizes) == 1
+                else Workload.weighted([(m, 1) for m in sizes]))
+    else:
+        return Workload.single(defaults.SIZE)
+
+
+def _make_outdir(outdir):
+    """Create the -o folder if given: ``(created, plot_ok)``, whether it was made here and
+    whether matplotlib can draw the frontier plot."""
+    plot_ok = True
+    created = False
+    if outdir:
+        try:
+            created = not os.path.isdir(outdir)
+            os.makedirs(outdir, exist_ok=True)
+        except OSError as exc:
+            raise Fail(f"cannot create {outdir}: {exc.strerror}") from None
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            plot_ok = False
+    return created, plot_ok
+
+
+def _write_find_files(result, outdir, schedule_name, plot_ok):
+    """Write the chosen topology, schedule and frontier plot into -o; return their paths."""
     files = {}
     if outdir and result.schedule is not None:
         files["topology"] = os.path.join(outdir, "topology.json")
@@ -152,23 +187,16 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
         else:
             click.echo("warning: no frontier plot: matplotlib is not installed "
                        "(pip install 'topocoll[plot]')", err=True)
-    if as_json:
-        doc = result.to_dict()
-        doc["files"] = files
-        _print_json(doc)
-    else:
-        _print_find(result, files)
-    if not result.success:
-        raise _Fail(result.message, EXIT_INVALID)
+    return files
 
 
 def _find_progress():
     """A stage-by-stage progress line on stderr: a bar on a terminal, else plain lines."""
-    if not _err.is_terminal:
-        lines = _Lines("find")
+    if not err_console.is_terminal:
+        lines = ProgressLines("find")
         return lines.update, lines
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                   console=_err, transient=True)
+                   console=err_console, transient=True)
     task = bar.add_task("searching", total=None)
 
     def update(stage, done, total):
@@ -192,29 +220,32 @@ def _print_find(result, files):
                          " (conjecture)")
         table.add_row(str(i), escape(c.name) + mark, str(c.nodes), str(c.degree), str(c.steps),
                       f"{c.t_b:.5f}", kind, format_time(t), f"{t / result.lower_bound:.3f}")
-    _out.print(table)
+    out_console.print(table)
     best = result.best
     if best is None:
         return
     line = (f"choice: {best.name}, predicted {format_time(result.predicted_time)}")
     if result.evaluated_time is not None:
         ev = result.evaluation
+        how = (f"{ev['transfers']} transfers, verified" if ev["transfers"] is not None else
+               f"{ev.get('method', 'verified')}" + (f" of {ev['base']['transfers']} transfers"
+                                                    if "base" in ev else ""))
         line += (f", evaluated {format_time(result.evaluated_time)} (allreduce of "
-                 f"{ev['steps']} steps, {ev['transfers']} transfers, verified"
+                 f"{ev['steps']} steps, {how}"
                  f"{', from the cache' if ev['source'] == 'cache' else ''})")
     line += f"; two-phase bound {format_time(result.lower_bound)}"
     ratio = result.ratio if result.ratio is not None else result.predicted_ratio
     line += f": {ratio:.3f}x"
-    _out.print(line, markup=False)
+    out_console.print(line, markup=False)
     if result.status != 0 and result.evaluation is not None:   # a fallback: say from what
-        _out.print(result.message, markup=False)
+        out_console.print(result.message, markup=False)
     opt = result.optimization
     if opt is not None:
         verdict = (f"improved on {opt['seed']} ({format_time(opt['seed_time'])})"
                    if opt["improved"] else f"kept {opt['seed']}: nothing faster was verified")
-        _out.print(f"optimizer: {opt['evaluations']} candidates ({opt['exact_evaluations']} "
+        out_console.print(f"optimizer: {opt['evaluations']} candidates ({opt['exact_evaluations']} "
                    f"exact BFB costs) in {opt['seconds']['search']:.1f} s, stopped by "
                    f"{opt['stopped']}; {len(opt['confirmed'])} confirmed; {verdict}",
                    markup=False)
     if files:
-        _out.print("wrote " + ", ".join(files.values()), markup=False)
+        out_console.print("wrote " + ", ".join(files.values()), markup=False)

@@ -11,7 +11,8 @@ from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_t
 from ..gossip.cost import GROUP_MODES, iterations_to_accuracy
 from ..units import format_size, format_time
 from ..results import Status, document
-from .common import _check_plot, _Group, _out, _print_json, _progress, _renamed, _unit
+from .common import (check_plot, TopocollGroup, out_console, print_json, progress_bar,
+                     renamed_option, unit_callback)
 
 __all__ = ["gossip"]
 
@@ -49,7 +50,7 @@ def _build_all(names, nodes, extra):
     return [gossip_topology(name, nodes, **params) for name, params in parsed]
 
 
-@click.group(cls=_Group)
+@click.group(cls=TopocollGroup)
 def gossip():
     """Decentralized (gossip) averaging: topologies, convergence and cost.
 
@@ -70,7 +71,7 @@ def list_topologies(as_json):
     """List the registered gossip topologies and their parameters."""
     rows = describe_gossip_topologies()
     if as_json:   # {status keys, "topologies": [{name, aliases, params, summary}, ...]}
-        _print_json(document(Status.SUCCESS, f"{len(rows)} gossip topologies", topologies=rows))
+        print_json(document(Status.SUCCESS, f"{len(rows)} gossip topologies", topologies=rows))
         return
     table = Table(title="gossip topologies (TOPOLOGY[:KEY=VALUE,...])")
     for col in ("name", "aliases", "parameters", "what it is"):
@@ -78,7 +79,7 @@ def list_topologies(as_json):
     for r in rows:
         table.add_row(r["name"], ", ".join(r["aliases"]), escape(r["params"]),
                       escape(r["summary"]))
-    _out.print(table)
+    out_console.print(table)
 
 
 @gossip.command()
@@ -106,26 +107,26 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     topologies'), nodes, plot and topologies, one entry each (its own status keys, rho, period,
     exact_average_after, degrees, ...).
     """
-    _check_plot(plot)  # fail before the work, not after it
+    check_plot(plot)  # fail before the work, not after it
     topos = _build_all(topologies, nodes, extra)
     facts = [analyze(t).to_dict() for t in topos]
     if plot:
         plot_consensus(topos, plot, iterations, seed=seed)
     if as_json:   # one object for one TOPOLOGY or several: their facts in "topologies"
         worst = max(facts, key=lambda f: f["status"])
-        _print_json(document(worst["status"], "; ".join(f["message"] for f in facts),
+        print_json(document(worst["status"], "; ".join(f["message"] for f in facts),
                              nodes=nodes, plot=plot, topologies=facts))
         return
     for f in facts:
         _print_info(f)
     if plot:
-        _out.print(f"plot written to {plot}", markup=False)
+        out_console.print(f"plot written to {plot}", markup=False)
 
 
 def _print_info(f):
     params = ", ".join(f"{k}={v}" for k, v in f["params"].items())
     kind = "static" if f["static"] else f"dynamic, period {f['period']}"
-    _out.print(f"{f['name']}{f' ({params})' if params else ''} on {f['nodes']} ranks: "
+    out_console.print(f"{f['name']}{f' ({params})' if params else ''} on {f['nodes']} ranks: "
                f"{f['model']}, {kind}", markup=False)
     exact = f["exact_average_after"]
     lines = {"rho": f"{f['rho']:.6g}" + ("" if f["static"] else " (period product)"),
@@ -137,7 +138,7 @@ def _print_info(f):
              "column_stochastic": _yes(f["column_stochastic"]),
              "symmetric": _yes(f["symmetric"])}
     for key, value in lines.items():
-        _out.print(f"{key:>22}: {value}", markup=False)
+        out_console.print(f"{key:>22}: {value}", markup=False)
     table = Table(title="per iteration (degrees count other ranks)")
     cols = ["iteration", "rho(W_k)", "in-degree", "out-degree"]
     if "groups" in f:
@@ -151,9 +152,9 @@ def _print_info(f):
         if "groups" in f:
             cells.insert(1, str(f["groups"][d["iteration"]]))
         table.add_row(*cells)
-    _out.print(table)
+    out_console.print(table)
     if len(f["degree"]) > len(shown):
-        _out.print(f"... {len(f['degree']) - len(shown)} more iterations (--json lists all)",
+        out_console.print(f"... {len(f['degree']) - len(shown)} more iterations (--json lists all)",
                    markup=False)
 
 
@@ -167,19 +168,19 @@ def _span(lo, hi):
 
 @gossip.command()
 @click.argument("topologies", metavar="TOPOLOGY...", nargs=-1, required=True)
-@_renamed("--topology", "network", old=("--network",), required=True,
-          help="Physical network: a topology spec such as torus:4x4 or a topology file "
+@renamed_option("--topology", "network", old=("--network",), required=True,
+                help="Physical network: a topology spec such as torus:4x4 or a topology file "
                "(switches route, endpoints hold ranks).")
 @click.option("-n", "--nodes", type=click.IntRange(1), help="World size n [default: the "
               "network's endpoints x --ranks-per-node]; a multiple of the endpoints places "
               "n/endpoints ranks per node.")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Buffer size M per rank.")
-@click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+              callback=unit_callback(units.parse_size, "--size"), help="Buffer size M per rank.")
+@click.option("--alpha", callback=unit_callback(units.parse_time, "--alpha"),
               help="Latency of every link, e.g. 10us [default: the network's].")
-@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+@click.option("--link-bandwidth", callback=unit_callback(units.parse_bandwidth, "--link-bandwidth"),
               help="Bandwidth of every link, e.g. 100Gbps [default: the network's].")
-@click.option("--node-bandwidth", callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+@click.option("--node-bandwidth", callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
               help="Split every node's egress bandwidth evenly over its links.")
 @click.option("--ranks-per-node", type=click.IntRange(1),
               help="Ranks sharing one network node (their messages are free).")
@@ -215,7 +216,7 @@ def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth
                             f"{net.name}; give --ranks-per-node")
         ranks_per_node = nodes // endpoints
     topos = _build_all(topologies, nodes, extra)
-    update, bar = _progress("gossip cost")
+    update, bar = progress_bar("gossip cost")
     results = []
     with bar:
         for t in topos:
@@ -230,7 +231,7 @@ def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth
         docs.append(doc)
     if as_json:   # one object for one TOPOLOGY or several: their costs in "topologies"
         cheapest = min(docs, key=lambda d: d["mean_time"])
-        _print_json(document(Status.SUCCESS, f"{len(docs)} gossip "
+        print_json(document(Status.SUCCESS, f"{len(docs)} gossip "
                              f"topolog{'ies' if len(docs) > 1 else 'y'} on {net.name}: cheapest "
                              f"iteration {cheapest['topology']} "
                              f"({format_time(cheapest['mean_time'])})", network=net.name,
@@ -257,9 +258,9 @@ def _print_cost(doc, settings):
                       str(it["max_hops"]), str(it["steps"]), link,
                       format_size(it["max_link_load"]), format_time(it["T_alpha"]),
                       format_time(it["T_beta"]), format_time(it["time"]))
-    _out.print(table)
+    out_console.print(table)
     its = doc["iterations_to_accuracy"]
-    _out.print(f"mean per iteration: {format_time(doc['mean_time'])} (slowest "
+    out_console.print(f"mean per iteration: {format_time(doc['mean_time'])} (slowest "
                f"{format_time(doc['max_time'])}); distance to the mean / 10^6 after "
                f"{'never' if its is None else its} iterations: "
                f"{_time(doc['time_to_accuracy'])}", markup=False)
@@ -284,10 +285,10 @@ def _print_costs(docs, settings):
                       format_time(d["mean_time"]), format_time(d["max_time"]), format_size(load),
                       f"{d['rho_per_iteration']:.4g}", "never" if its is None else str(its),
                       _time(d["time_to_accuracy"]))
-    _out.print(table)
+    out_console.print(table)
     cheapest = min(docs, key=lambda d: d["mean_time"])
     line = f"cheapest iteration: {cheapest['topology']} ({format_time(cheapest['mean_time'])})"
     if best is not None:
         line += (f"; fastest to 1e-6: {best['topology']} "
                  f"({format_time(best['time_to_accuracy'])})")
-    _out.print(line, markup=False)
+    out_console.print(line, markup=False)

@@ -6,8 +6,8 @@ import sys
 import click
 
 from ..schedule.io import load_schedule, save_schedule
-from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _on_stdout, \
-    _print_json, _progress
+from .common import (EXIT_INVALID, check_output_option, Fail, load_topology_arg, on_stdout,
+                     print_json, progress_bar)
 
 __all__ = ["export", "import_", "lint", "lint_file"]
 
@@ -19,7 +19,7 @@ def _size(text, what):
 
     value = parse_size(text, what=what) if not text.isdigit() else int(text)
     if value != int(value) or value < 0:
-        raise _Fail(f"{what} must be a whole number of bytes, got {text!r}")
+        raise Fail(f"{what} must be a whole number of bytes, got {text!r}")
     return int(value)
 
 
@@ -60,11 +60,11 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
     from ..interop import export_msccl, write_msccl
     from ..interop.mscclxml import NO_LIMIT
 
-    _check_output(output, (".xml",))
+    check_output_option(output, (".xml",))
     lo = _size(min_bytes, "--min-bytes")
     hi = NO_LIMIT if max_bytes is None else _size(max_bytes, "--max-bytes")
     astra = astra or fmt == "msccl-xml-astra"
-    update, bar = _progress(f"export {file}")
+    update, bar = progress_bar(f"export {file}")
     with bar:
         update("reading", 0, None)
         s = load_schedule(file)
@@ -74,9 +74,9 @@ def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_byt
                            step_hints=not no_step_hints)
         update(f"writing {output}", 0, None)
         write_msccl(res.program, output)
-    to_stdout = _on_stdout(output)
+    to_stdout = on_stdout(output)
     if as_json:
-        _print_json(dict(res.to_dict(), output=output), err=to_stdout)
+        print_json(dict(res.to_dict(), output=output), err=to_stdout)
         return
     where = "" if to_stdout else f" -> {output}"
     click.echo(f"{s.algorithm} {s.collective.name} on {s.topology.name}: {res.message}{where}",
@@ -101,7 +101,7 @@ def _read_program(file):
 
 
 def _topology_option(spec):
-    return None if spec is None else _load_topology(spec)
+    return None if spec is None else load_topology_arg(spec)
 
 
 def _print_lint(report, file):
@@ -138,7 +138,7 @@ def lint_file(file, topology, as_json, capacity=None):
     program = _read_program(file)
     report = lint_msccl(program, topology=topo, capacity=capacity)
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         _print_lint(report, file)
     sys.exit(0 if report.valid else EXIT_INVALID)
@@ -176,21 +176,21 @@ def import_(file, output, topology, as_json):
     would refuse it or it is not a correct collective."""
     from ..interop import lint_msccl
 
-    _check_output(output)
+    check_output_option(output)
     topo = _topology_option(topology)
-    update, bar = _progress(f"import {file}")
+    update, bar = progress_bar(f"import {file}")
     with bar:
         update("reading", 0, None)
         program = _read_program(file)
         update("running the program", 0, None)
         report = lint_msccl(program, topology=topo)
         if report.schedule is None:
-            raise _Fail(f"{file}: cannot be run: {'; '.join(report.problems[:3])}", EXIT_INVALID)
+            raise Fail(f"{file}: cannot be run: {'; '.join(report.problems[:3])}", EXIT_INVALID)
         update(f"writing {output}", 0, None)
         save_schedule(report.schedule, output)
-    to_stdout = _on_stdout(output)
+    to_stdout = on_stdout(output)
     if as_json:
-        _print_json(dict(report.to_dict(), output=output), err=to_stdout)
+        print_json(dict(report.to_dict(), output=output), err=to_stdout)
     else:
         s = report.schedule
         click.echo(f"{s.collective.name} on {s.num_nodes} ranks: {s.num_steps} steps, "

@@ -13,7 +13,7 @@ import sys
 import click
 
 from .. import __version__
-from .common import _Fail, _Group
+from .common import (Fail, TopocollGroup)
 
 __all__ = ["cli", "main", "COMMANDS"]
 
@@ -29,6 +29,8 @@ COMMANDS = {
                "the first violations."),
     "evaluate": ("schedule", "evaluate", "Price a schedule file: T_L, T_B, time, lower bounds "
                  "and optimality flags."),
+    "convert": ("convert", "convert", "Convert a schedule FILE between the explicit and the "
+                "symmetric form."),
     "compare": ("compare", "compare", "Verify and price schedules side by side on the same "
                 "latency and bandwidth."),
     "survey": ("compare", "survey", "BFB allreduce on several topologies of N nodes next to "
@@ -51,14 +53,14 @@ COMMANDS = {
                "TACOS) as a schedule file."),
     "lint": ("interop", "lint", "Check an MSCCL XML FILE: will the runtime accept it, and is it "
              "a correct collective?"),
-    "train-sim": ("trainsim", "train_sim", "Simulate one data-parallel training iteration: "
-                  "compute overlapped with allreduces."),
+    "train-sim": ("trainsim", "train_sim", "Simulate data-parallel or hybrid training: compute "
+                  "overlapped with collectives."),
     "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
             "own collective."),
 }
 
 
-class _LazyGroup(_Group):
+class _LazyGroup(TopocollGroup):
     """A group whose sub-commands are imported when one of them is used."""
 
     def list_commands(self, ctx):
@@ -87,6 +89,7 @@ def cli():
     topocoll schedule TOPO -c allreduce -a bfb -o s.json  make a schedule
     topocoll verify s.json                                exit 0 iff valid; says why not
     topocoll evaluate s.json --size 1MiB                  T_L, T_B, time, bounds, flags
+    topocoll convert s.json -o r.json --form symmetric    one transfer per orbit (tori, ...)
     topocoll survey --nodes 64                            BFB on the main topologies of N nodes
     topocoll compare torus:8x8 ring:64 s.json             schedules side by side, same network
     topocoll find --nodes 1024 --degree 4 -o out         best topology + schedule for a cluster
@@ -115,7 +118,7 @@ def _check_environment():
         memory_limit()
         max_file_bytes()
     except TopocollError as exc:
-        raise _Fail(str(exc)) from None
+        raise Fail(str(exc)) from None
 
 
 def main(argv=None):
@@ -125,7 +128,7 @@ def main(argv=None):
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:  # usage errors and ours: one line, no usage banner
-        message = exc.format_message() if not isinstance(exc, _Fail) else exc.message
+        message = exc.format_message() if not isinstance(exc, Fail) else exc.message
         click.echo(f"error: {message}", err=True)
         code = exc.exit_code
     except click.exceptions.Abort:

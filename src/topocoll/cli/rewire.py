@@ -7,8 +7,9 @@ from .. import defaults, units
 from ..topology import save_topology
 from ..throughput.rewire import OBJECTIVES, rewire as _rewire
 from ..units import format_time
-from .common import _check_output, _duration, _err, _load_topology, _on_stdout, _out, \
-    _print_json, _progress, _renamed, _topo_options, _unit
+from .common import (check_output_option, duration_callback, err_console, load_topology_arg,
+                     on_stdout, out_console, print_json, progress_bar, renamed_option,
+                     topo_options, unit_callback)
 
 __all__ = ["rewire"]
 
@@ -19,25 +20,25 @@ def _value(objective, value):
 
 @click.command()
 @click.argument("topo")
-@_topo_options
+@topo_options
 @click.option("--objective", type=click.Choice(list(OBJECTIVES)), default="alltoall",
               show_default=True,
               help="alltoall: all-to-all time from the flow LP; distance: sum of hop distances.")
-@_renamed("--time-limit", "budget", old=("--budget",), default="10s", show_default=True,
-          metavar="DURATION", callback=_duration("--time-limit"),
-          help="Wall-clock limit, e.g. 10s, 500ms or 2min; 0 for none (runs to a local minimum "
-                   "or --max-swaps).")
+@renamed_option("--time-limit", "budget", old=("--budget",), default="10s", show_default=True,
+                metavar="DURATION", callback=duration_callback("--time-limit"),
+                help="Wall-clock limit, e.g. 10s, 500ms or 2min; 0 for none (runs to a local "
+                     "minimum or --max-swaps).")
 @click.option("--max-swaps", type=click.IntRange(min=0),
               help="Stop after trying this many candidate swaps.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the candidate order.")
 @click.option("--size", default=units.format_size(defaults.SIZE), show_default=True,
-              callback=_unit(units.parse_size, "--size"),
+              callback=unit_callback(units.parse_size, "--size"),
               help="Per-node buffer for the all-to-all time (scales it; ranking unchanged).")
 @click.option("--prescreen", is_flag=True,
               help="Skip swaps that lengthen the sum of hop distances without evaluating them "
                    "(heuristic; more LP solves go to promising swaps).")
-@click.option("--warmup", metavar="DURATION", callback=_duration("--warmup"),
+@click.option("--warmup", metavar="DURATION", callback=duration_callback("--warmup"),
               help="Time spent first on cheap sum-of-distance swaps (default: half the "
                    "--time-limit for --objective alltoall).")
 @click.option("-o", "--output", help="Write the rewired topology (.json or .graphml, optionally "
@@ -50,12 +51,12 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
     Bidirectional topologies swap cables (a-b, c-d -> a-c, b-d), directed ones swap arc heads
     (a->b, c->d -> a->d, c->b); results stay simple and strongly connected.
     """
-    _check_output(output, (".json", ".graphml"))
-    to_stdout = _on_stdout(output)
-    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    check_output_option(output, (".json", ".graphml"))
+    to_stdout = on_stdout(output)
+    t = load_topology_arg(topo, link_bandwidth, alpha, node_bandwidth)
     fn = OBJECTIVES[objective](size) if objective == "alltoall" else OBJECTIVES[objective]()
     # --budget 0 means no time limit
-    callback, bar = _progress("rewiring")
+    callback, bar = progress_bar("rewiring")
     with bar:
         result = _rewire(t, objective=fn, budget=budget or None, max_swaps=max_swaps, seed=seed,
                          progress=callback, prescreen=prescreen, warmup=warmup)
@@ -71,7 +72,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
             doc["size"] = size
             doc["time_lower_bounds"] = bounds
         doc["output"] = output
-        _print_json(doc, err=to_stdout)
+        print_json(doc, err=to_stdout)
         return
     table = Table(title=f"rewire {t.name} ({objective}, seed {seed})")
     table.add_column("")
@@ -93,7 +94,7 @@ def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_s
         rows.append(("written", output))
     for row in rows:
         table.add_row(*row)
-    (_err if to_stdout else _out).print(table)
+    (err_console if to_stdout else out_console).print(table)
 
 
 def _time_bounds(before, after, size):

@@ -10,7 +10,8 @@ from .. import units
 from ..errors import ProcessGroupError, ResourceLimitError, TopocollError
 from ..limits import require_memory
 from ..results import Status, document
-from .common import EXIT_INVALID, _duration, _Fail, _err, _out, _print_json, _renamed, _unit
+from .common import (EXIT_INVALID, duration_callback, Fail, err_console, out_console, print_json,
+                     renamed_option, unit_callback)
 
 __all__ = ["run"]
 
@@ -27,23 +28,23 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 @click.option("--nproc", type=click.IntRange(1), help="Local processes to start [default: the "
               "schedule's node count]; ignored under torchrun, which starts them itself.")
 @click.option("--size", default="4MiB", show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Buffer size M (the whole "
+              callback=unit_callback(units.parse_size, "--size"), help="Buffer size M (the whole "
               "buffer: an allgather's output, a reduce-scatter's input).")
 @click.option("--dtype", type=click.Choice(_DTYPES), default="float32", show_default=True)
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), default="gloo",
               show_default=True)
-@_renamed("--iterations", "iters", old=("--iters",), type=click.IntRange(1), default=20,
-          show_default=True,
+@renamed_option("--iterations", "iters", old=("--iters",), type=click.IntRange(1), default=20,
+                show_default=True,
               help="Timed calls (the median is reported).")
 @click.option("--check", is_flag=True, help="Compare the result with torch's own collective on "
               "the same data; exit 1 on a mismatch.")
 @click.option("--no-baseline", is_flag=True, help="Do not time torch's collective.")
-@_renamed("--time-limit", "timeout", old=("--timeout",), default="10min", show_default=True,
-          metavar="DURATION", callback=_duration("--time-limit", allow_zero=False),
-          help="Wall-clock limit of a local run, e.g. 90s or 10min; it then gives up, naming "
+@renamed_option("--time-limit", "timeout", old=("--timeout",), default="10min", show_default=True,
+                metavar="DURATION", callback=duration_callback("--time-limit", allow_zero=False),
+                help="Wall-clock limit of a local run, e.g. 90s or 10min; it then gives up, naming "
                "the ranks that did not finish.")
-@_renamed("--slice-size", "slice_bytes", old=("--slice-bytes",),
-          callback=_unit(units.parse_size, "--slice-size"),
+@renamed_option("--slice-size", "slice_bytes", old=("--slice-bytes",),
+                callback=unit_callback(units.parse_size, "--slice-size"),
               help="Most bytes of one packet of the dataflow engine [default: 1MiB].")
 @click.option("--window", type=click.IntRange(1), help="Staging buffers per peer of the "
               "dataflow engine [default: 4].")
@@ -69,41 +70,66 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
     """
-    from ..fileio import is_special
-    from ..runtime.launch import require_torch, run_local
-    from ..runtime.measure import (SHARDED, buffer_elements, local_memory, measure_file,
-                                   measure_schedule, rounded_bytes)
-    from ..runtime.sources import loads_runnable, read_runnable, runnable_format
-    from ..schedule.verify import verify
-
     options = {"engine": engine}
     if slice_bytes is not None:
         options["slice_bytes"] = int(slice_bytes)
     if window is not None:
         options["window"] = window
+    torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    schedule, kind, once = _load_schedule(file, torchrun)
+    n = schedule.topology.num_nodes
+    cores = os.cpu_count() or 1
+    if not torchrun and nproc is None and n > max(cores, _SMALL_WORLD):
+        raise Fail(f"the schedule is for {n} nodes, more than this machine's {cores} cores: "
+                   f"give --nproc {n} to start {n} processes here anyway, or start it with "
+                   "torchrun")
+    size, note = _fit_size(schedule, size, dtype, torchrun)
+    measure = (size, dtype, iters, check, not no_baseline, options)
+    if torchrun:
+        result = _run_under_torchrun(schedule, measure, backend, note)
+        if result is None:
+            return
+    else:
+        result = _run_here(schedule, measure, nproc, backend, note,
+                           source=None if once else os.path.abspath(file), timeout=timeout)
+    result["size"] = size
+    result["format"] = kind
+    _report(result, as_json, check)
+
+
+def _load_schedule(file, torchrun):
+    """Read FILE once and verify it: ``(schedule, format, once)``, ``once`` when FILE is
+    standard input or a pipe (readable by one process only)."""
+    from ..fileio import is_special
+    from ..runtime.launch import require_torch
+    from ..runtime.sources import loads_runnable, read_runnable, runnable_format
+    from ..schedule.verify import verify
+
     try:
         require_torch()   # before reading FILE: the one line to fix comes first
     except TopocollError as exc:
-        raise _Fail(str(exc)) from None
-    torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+        raise Fail(str(exc)) from None
     # standard input or a FIFO can be read once, by one process: not by every torchrun rank
     once = file == "-" or is_special(file)
     if torchrun and once:
-        raise _Fail(f"{file}: under torchrun every rank reads FILE itself; give a regular "
-                    "file, not standard input or a pipe")
+        raise Fail(f"{file}: under torchrun every rank reads FILE itself; give a regular "
+                   "file, not standard input or a pipe")
     # read once (standard input and pipes cannot be read twice), told apart by the content
     data = read_runnable(file)
     kind = runnable_format(data)
     schedule = loads_runnable(data, source="<stdin>" if file == "-" else file)
     del data
     verify(schedule).raise_if_invalid()      # before any process starts
+    return schedule, kind, once
+
+
+def _fit_size(schedule, size, dtype, torchrun):
+    """The buffer size rounded to whole elements, and the note saying so (or None); a size
+    below one element per shard, or that cannot fit, is refused before any process."""
+    from ..runtime.measure import SHARDED, buffer_elements, local_memory, rounded_bytes
+
     n = schedule.topology.num_nodes
-    cores = os.cpu_count() or 1
-    if not torchrun and nproc is None and n > max(cores, _SMALL_WORLD):
-        raise _Fail(f"the schedule is for {n} nodes, more than this machine's {cores} cores: "
-                    f"give --nproc {n} to start {n} processes here anyway, or start it with "
-                    "torchrun")
-    try:   # a size below one element per shard, or that cannot fit: refused before any process
+    try:
         buffer_elements(schedule.collective.name, n, size, dtype)
         runs = rounded_bytes(schedule.collective.name, n, size, dtype)
         note = None
@@ -116,51 +142,72 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
                        f"{units.format_size(size)} buffers on "
                        f"{'this rank' if torchrun else f'{n} local ranks'}")
     except TopocollError as exc:
-        raise _Fail(str(exc)) from None
-    if torchrun:
-        import torch
-        import torch.distributed as dist
+        raise Fail(str(exc)) from None
+    return size, note
 
-        if note and int(os.environ.get("RANK", 0)) == 0:
-            _err.print(note, markup=False)
 
-        if int(os.environ["WORLD_SIZE"]) != n:
-            raise _Fail(f"the schedule is for {n} nodes but torchrun started "
-                        f"{os.environ['WORLD_SIZE']} processes")
-        if backend == "nccl":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-        dist.init_process_group(backend)
-        try:
-            result = measure_schedule(schedule, size, dtype=dtype, iters=iters, check=check,
-                                      baseline=not no_baseline, **options)
-        finally:
-            dist.destroy_process_group()
-        if int(os.environ["RANK"]) != 0:
-            return
-    else:
-        nproc = n if nproc is None else nproc
-        if nproc != n:
-            raise _Fail(f"the schedule is for {n} nodes; --nproc {nproc} would not run it "
-                        f"(give --nproc {n})")
-        try:   # every process is a Python interpreter with torch loaded
-            require_memory(n * _PROCESS_BYTES, f"{n} local torch processes")
-        except ResourceLimitError as exc:
-            raise _Fail(str(exc)) from None
-        if backend == "nccl":
-            raise _Fail("--backend nccl needs one GPU per process: start it with torchrun")
-        if note:
-            _err.print(note, markup=False)
-        # the processes read a regular file themselves; what could be read only once they
-        # get from here, already read
-        worker, source = ((_measure_loaded, schedule) if once
-                          else (measure_file, os.path.abspath(file)))
-        try:
-            result = run_local(worker, n, (source, size, dtype, iters, check, not no_baseline,
-                                           options), timeout=timeout)[0]
-        except ProcessGroupError as exc:
-            raise _Fail(_first_failure(str(exc))) from None
-    result["size"] = size
-    result["format"] = kind
+def _run_under_torchrun(schedule, measure, backend, note):
+    """Measure as one rank of a torchrun world; the result on rank 0, else None.
+
+    ``measure``: ``(size, dtype, iters, check, baseline, options)``.
+    """
+    import torch
+    import torch.distributed as dist
+
+    from ..runtime.measure import measure_schedule
+
+    size, dtype, iters, check, baseline, options = measure
+    n = schedule.topology.num_nodes
+    if note and int(os.environ.get("RANK", 0)) == 0:
+        err_console.print(note, markup=False)
+
+    if int(os.environ["WORLD_SIZE"]) != n:
+        raise Fail(f"the schedule is for {n} nodes but torchrun started "
+                   f"{os.environ['WORLD_SIZE']} processes")
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    dist.init_process_group(backend)
+    try:
+        result = measure_schedule(schedule, size, dtype=dtype, iters=iters, check=check,
+                                  baseline=baseline, **options)
+    finally:
+        dist.destroy_process_group()
+    if int(os.environ["RANK"]) != 0:
+        return None
+    return result
+
+
+def _run_here(schedule, measure, nproc, backend, note, *, source, timeout):
+    """Start the local processes and measure; rank 0's result. ``source``: the path the
+    processes read the schedule from, or None to hand them the one read here."""
+    from ..runtime.launch import run_local
+    from ..runtime.measure import measure_file
+
+    n = schedule.topology.num_nodes
+    nproc = n if nproc is None else nproc
+    if nproc != n:
+        raise Fail(f"the schedule is for {n} nodes; --nproc {nproc} would not run it "
+                   f"(give --nproc {n})")
+    try:   # every process is a Python interpreter with torch loaded
+        require_memory(n * _PROCESS_BYTES, f"{n} local torch processes")
+    except ResourceLimitError as exc:
+        raise Fail(str(exc)) from None
+    if backend == "nccl":
+        raise Fail("--backend nccl needs one GPU per process: start it with torchrun")
+    if note:
+        err_console.print(note, markup=False)
+    # the processes read a regular file themselves; what could be read only once they
+    # get from here, already read
+    worker, source = ((_measure_loaded, schedule) if source is None else (measure_file, source))
+    try:
+        return run_local(worker, n, (source, *measure), timeout=timeout)[0]
+    except ProcessGroupError as exc:
+        raise Fail(_first_failure(str(exc))) from None
+
+
+def _report(result, as_json, check):
+    """Print the result (a table, or one JSON document); exit 1 when --check found a
+    difference."""
     if as_json:   # {status keys (INVALID when --check finds a difference), time, busbw, ...}
         wrong = "correct" in result and not result["correct"]
         said = (f"{result['algorithm']} {result['collective']} on {result['ranks']} ranks: "
@@ -169,12 +216,12 @@ def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, s
             said += f", bus bandwidth {result['ratio']:.3f}x torch's"
         if "correct" in result:
             said += "; RESULT DIFFERS from torch's" if wrong else "; result equal to torch's"
-        _print_json(document(Status.INVALID if wrong else Status.SUCCESS, said, result))
+        print_json(document(Status.INVALID if wrong else Status.SUCCESS, said, result))
     else:
         _print_table(result)
     if check and not result["correct"]:
-        raise _Fail(f"the result differs from torch's {result['collective']} on "
-                    f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
+        raise Fail(f"the result differs from torch's {result['collective']} on "
+                   f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
 
 
 def _measure_loaded(rank, world_size, schedule, size, dtype, iters, check, baseline,
@@ -201,7 +248,7 @@ def _print_table(r):
     if r.get("baseline_time") is not None:
         table.add_row("torch", fmt_t(r["baseline_time"]),
                       units.format_bandwidth(r["baseline_busbw"]))
-    _out.print(table)
+    out_console.print(table)
     line = ""
     if r.get("ratio") is not None:
         line = f"bus bandwidth {r['ratio']:.3f}x torch's"
@@ -209,7 +256,7 @@ def _print_table(r):
         line += ("; " if line else "") + ("result equal to torch's" if r["correct"]
                                           else "RESULT DIFFERS from torch's")
     if line:
-        _out.print(line, markup=False)
+        out_console.print(line, markup=False)
 
 
 def _first_failure(report):

@@ -3,22 +3,37 @@
 import sys
 
 import click
-from rich.table import Table
 
 from .. import defaults, units
-from ..schedule.cost import evaluate as _evaluate
 from ..errors import FileAccessError, ScheduleFormatError
 from ..schedule.io import load_schedule, save_schedule
-from ..schedule.linkmodel import simulate as _link_model
 from ..schedule.verify import verify as _verify
-from ..synth import ALGORITHMS, generate
-from ..synth.summary import generator_summary
 from ..units import format_size, format_time
 from ..results import Status, document
-from .common import EXIT_INVALID, _check_output, _Fail, _load_topology, _on_stdout, _out, \
-    _print_json, _progress, _topo_options, _unit
+from .common import (EXIT_INVALID, check_output_option, Fail, LazyChoice, load_topology_arg,
+                     on_stdout, out_console, print_json, progress_bar, topo_options, unit_callback)
 
-__all__ = ["schedule", "verify", "evaluate"]
+__all__ = ["schedule", "verify", "evaluate", "form_note", "form_facts", "FORMS"]
+
+#: The forms of ``--form`` (``topocoll.synth.registry.FORMS``, spelt here so that the command
+#: line starts without importing the generators).
+FORMS = ("auto", "explicit", "symmetric")
+
+
+def form_note(s):
+    """`` (symmetric: R representatives)`` for a symmetric schedule, else nothing."""
+    if s.form == "symmetric":
+        return f" (symmetric: {s.num_representatives} representatives)"
+    return ""
+
+
+def form_facts(s):
+    """The form of a schedule for a --json document (its representatives and group if
+    symmetric)."""
+    if s.form == "symmetric":
+        return {"form": "symmetric", "representatives": s.num_representatives,
+                "symmetry": [int(d) for d in s.group.dims]}
+    return {"form": "explicit"}
 
 #: The fields of an evaluation that do not depend on the size (the top of evaluate's --json).
 _SIZE_FREE = ("collective", "algorithm", "topology", "nodes", "degree", "steps", "T_L",
@@ -26,21 +41,29 @@ _SIZE_FREE = ("collective", "algorithm", "topology", "nodes", "degree", "steps",
               "moore_optimal")
 
 
+def _algorithm_names():
+    """The generators' names, for ``-a`` (the table imports every generator: when needed)."""
+    from ..synth import ALGORITHMS
+
+    return sorted(ALGORITHMS)
+
+
 @click.command()
 @click.argument("topo")
 @click.option("-c", "--collective", required=True, help="allgather, reduce_scatter, allreduce, "
               "broadcast, reduce, scatter, gather or alltoall.")
-@click.option("-a", "--algorithm", type=click.Choice(sorted(ALGORITHMS)),
+@click.option("-a", "--algorithm", type=LazyChoice(_algorithm_names),
               help="Schedule generator [default: bfb; lp for alltoall: the path LP's routes, "
               "pipelined to near the LP's time]. ten is a shortcut to `topocoll synth` (its "
               "options as -O KEY=VALUE).")
 @click.option("--root", type=int, help="Root node of a rooted collective (default 0).")
-@_topo_options
+@topo_options
 @click.option("-o", "--output", help="Write the schedule file here ('-' for stdout).")
 @click.option("--chunks", type=click.IntRange(1), help="bfb: cut every shard into K equal chunks; "
               "every transfer moves whole chunks (reports the loss against the fractional "
               "optimum).")
-@click.option("--size", callback=_unit(units.parse_size, "--size"), help="bfb: buffer size M; "
+@click.option("--size", callback=unit_callback(units.parse_size, "--size"),
+              help="bfb: buffer size M; "
               "balance latency + load per link for this size (heterogeneous links). lp "
               "(alltoall): at most as many rounds as keep link latencies within 5% of the LP "
               f"time at this size, which is also the size it is priced at [default for lp: "
@@ -53,10 +76,15 @@ _SIZE_FREE = ("collective", "algorithm", "topology", "nodes", "degree", "steps",
               help="Another algorithm option, e.g. -O shift=3 for shiftedring, -O rounds=4 "
                    "for lp, -O method=ilp for ten (repeatable).")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
+@click.option("--form", type=click.Choice(FORMS), default="auto", show_default=True,
+              help="explicit: every transfer; symmetric: one representative per orbit of the "
+              "topology's translations (allgather, reduce_scatter, allreduce; see "
+              "docs/format.md); auto: symmetric only where the explicit form would be too "
+              "large.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: what was made, where, and "
               "the generator's meta.")
 def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
-             chunks, size, workers, no_symmetry, extra, no_verify, as_json):
+             chunks, size, workers, no_symmetry, extra, no_verify, form, as_json):
     """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file).
 
     Every generator of ``topocoll.synth.generate`` is an --algorithm here. Two of them have a
@@ -67,17 +95,21 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
 
     --json prints one object: the status keys (success, status, status_name, message: the line
     the command prints otherwise), collective, algorithm, topology, nodes, root, steps,
-    transfers, verified, output and the generator's meta; lp adds size, lp_time, T_L, T_B, time
-    and their ratios to the LP time at that size.
+    transfers, form (symmetric: also representatives and symmetry), verified, output and the
+    generator's meta; lp adds size, lp_time, T_L, T_B, time and their ratios to the LP time at
+    that size.
     """
-    _check_output(output, None)
-    to_stdout = _on_stdout(output)
-    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    from ..synth import generate  # imported when first needed (start-up time)
+    from ..synth.summary import generator_summary
+
+    check_output_option(output, None)
+    to_stdout = on_stdout(output)
+    t = load_topology_arg(topo, link_bandwidth, alpha, node_bandwidth)
     options = {}
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise _Fail(f"--option {item!r}: expected KEY=VALUE")
+            raise Fail(f"--option {item!r}: expected KEY=VALUE")
         options[key.strip()] = value.strip()
     for key, value in (("chunks", chunks), ("size", size), ("workers", workers)):
         if value is not None:
@@ -88,16 +120,16 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
         algorithm = "lp" if collective.strip().lower() == "alltoall" else "bfb"
     if algorithm == "lp":   # one size M: the rounds are chosen for it and the report is at it
         options.setdefault("size", defaults.SIZE)
-    update, bar = _progress(f"{algorithm} {collective} on {t.name}")
+    update, bar = progress_bar(f"{algorithm} {collective} on {t.name}")
     status = "not verified"
     with bar:
-        s = generate(t, collective, algorithm, root=root, progress=update, **options)
+        s = generate(t, collective, algorithm, root=root, progress=update, form=form, **options)
         if not no_verify:
             update(f"verifying {s.num_transfers} transfers", 0, None)
             report = _verify(s)
             if not report.valid:  # a generator bug: say so rather than hand out a wrong one
-                raise _Fail(f"generated schedule failed verification: {report.summary()}",
-                            EXIT_INVALID)
+                raise Fail(f"generated schedule failed verification: {report.summary()}",
+                           EXIT_INVALID)
             status = "verified"
         if output:
             update(f"writing {output}", 0, None)
@@ -105,11 +137,11 @@ def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, 
     where = f", written to {output}" if output and not to_stdout else ""
     summary = generator_summary(s, t, size=options.get("size"))   # the generator's own meta
     line = (f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
-            f"{s.num_transfers} transfers, {status}{where}{summary.text}")
+            f"{s.num_transfers} transfers{form_note(s)}, {status}{where}{summary.text}")
     if as_json:   # {status keys, collective, algorithm, topology, ..., verified, output, meta}
-        _print_json(document(summary.status, line, collective=s.collective.name,
+        print_json(document(summary.status, line, collective=s.collective.name,
                              algorithm=s.algorithm, topology=t.name, nodes=s.num_nodes, root=s.root,
-                             steps=s.num_steps, transfers=s.num_transfers,
+                             steps=s.num_steps, transfers=s.num_transfers, **form_facts(s),
                              verified=status == "verified", output=output, **summary.facts,
                              meta=dict(s.meta)), err=to_stdout)
         return
@@ -131,7 +163,7 @@ def verify(file, as_json, max_errors):
         from .interop import lint_file
 
         lint_file(file, None, as_json)
-    update, bar = _progress(f"verify {file}")
+    update, bar = progress_bar(f"verify {file}")
     with bar:
         update("reading", 0, None)
         try:
@@ -143,7 +175,7 @@ def verify(file, as_json, max_errors):
         update(f"checking {s.num_transfers} transfers", 0, None)
         report = _verify(s, max_errors=max_errors)
     if as_json:   # {status keys (SUCCESS or INVALID), valid, counts, errors, warnings, ...}
-        _print_json(document(Status.SUCCESS if report.valid else Status.INVALID,
+        print_json(document(Status.SUCCESS if report.valid else Status.INVALID,
                              report.summary(), report.to_dict()))
     else:
         click.echo(report.summary())
@@ -161,7 +193,7 @@ def verify(file, as_json, max_errors):
 def _format_invalid(message, as_json):
     """Report a file that breaks the format rules as an invalid schedule, then exit 1."""
     if as_json:
-        _print_json(document(Status.INVALID, f"invalid: {message}", valid=False,
+        print_json(document(Status.INVALID, f"invalid: {message}", valid=False,
                              collective=None, nodes=None, steps=None, transfers=None,
                              error_count=1, counts={"format": 1},
                              errors=[{"kind": "format", "message": message}], warnings=[]))
@@ -173,8 +205,9 @@ def _format_invalid(message, as_json):
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--size", "sizes", multiple=True, default=(units.format_size(defaults.SIZE),), show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Buffer size M (repeatable).")
-@_topo_options
+              callback=unit_callback(units.parse_size, "--size"),
+              help="Buffer size M (repeatable).")
+@topo_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, with one entry "
               "per size in its list sizes.")
 def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
@@ -188,11 +221,17 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
 
     --json prints one object whatever the number of sizes: the status keys (success, status,
     status_name, message), file, the schedule's size-free facts (collective, algorithm,
-    topology, nodes, degree, steps, T_L, diameter, moore_steps, optimality flags) and "sizes",
+    topology, nodes, degree, steps, T_L, diameter, moore_steps, optimality flags), its form
+    (symmetric files: also representatives and symmetry; priced from the representatives) and
+    "sizes",
     a list with one entry per --size (every field of the evaluation at that size, and
     link_model_time).
     """
-    update, bar = _progress(f"evaluate {file}")
+    from rich.table import Table  # imported when first needed (start-up time)
+    from ..schedule.cost import evaluate as _evaluate
+    from ..schedule.linkmodel import simulate as _link_model
+
+    update, bar = progress_bar(f"evaluate {file}")
     with bar:
         update("reading", 0, None)
         s = load_schedule(file)
@@ -207,16 +246,16 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     bandwidth = _priced_bandwidth(s.topology, link_bandwidth, node_bandwidth)
     if as_json:   # one object for any number of sizes; each size's prices in "sizes"
         facts = {key: getattr(e0, key) for key in _SIZE_FREE}
-        _print_json(document(
+        print_json(document(
             Status.SUCCESS, f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.steps} "
             f"steps, priced at {len(results)} size{'s' if len(results) > 1 else ''}",
-            file=file, bandwidth=bandwidth, **facts,
+            file=file, bandwidth=bandwidth, **facts, **form_facts(s),
             sizes=[dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]))
         return
-    _out.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
+    out_console.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
                f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
-               f"{e0.moore_steps}), T_L {format_time(e0.T_L)}")
-    _out.print(f"priced with {bandwidth}", markup=False)
+               f"{e0.moore_steps}), T_L {format_time(e0.T_L)}{form_note(s)}")
+    out_console.print(f"priced with {bandwidth}", markup=False)
     table = Table()
     for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal",
                 "link-model time"):
@@ -225,10 +264,10 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
         table.add_row(format_size(e.size), format_time(e.T_B), format_time(e.time),
                       format_time(e.bw_lower_bound), f"{e.bw_ratio:.4f}",
                       "yes" if e.bw_optimal else "no", format_time(lt))
-    _out.print(table)
+    out_console.print(table)
     flags = [name for name, ok in (("diameter-optimal", e0.diameter_optimal),
                                    ("Moore-optimal", e0.moore_optimal)) if ok]
-    _out.print("flags: " + (", ".join(flags) if flags else "none"))
+    out_console.print("flags: " + (", ".join(flags) if flags else "none"))
 
 
 def _priced_bandwidth(topology, link_bandwidth, node_bandwidth):

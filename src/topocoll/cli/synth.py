@@ -1,22 +1,20 @@
 """``topocoll synth`` (TEN synthesis, TACOS) and ``topocoll simulate`` (link-model timing)."""
 
 import click
-from rich.table import Table
 
 from .. import defaults, units
-from ..schedule.cost import evaluate as _step_model
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.linkmodel import (ALPHA_CONVENTIONS, DEFAULT_ALPHA_PER, simulate as _link_model,
                                   simulate_many)
-from ..schedule.timeline import plot_timeline
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..errors import InvalidScheduleError
 from ..studies.tenants import check_synthesized, run_tenants
 from ..topology.families.lattice import with_dimension_bandwidth
 from ..units import format_size, format_time
 from ..results import Status, document
-from .common import EXIT_INVALID, _check_output, _check_output_folder, _check_plot, _duration, \
-    _Fail, _load_topology, _on_stdout, _out, _print_json, _progress, _renamed, _topo_options, _unit
+from .common import (EXIT_INVALID, check_output_option, check_output_folder, check_plot,
+                     duration_callback, Fail, load_topology_arg, on_stdout, out_console,
+                     print_json, progress_bar, renamed_option, topo_options, unit_callback)
 
 __all__ = ["synth", "simulate"]
 
@@ -25,7 +23,7 @@ def _check(schedule, no_verify):
     try:  # a synthesizer bug: say so rather than hand out a wrong schedule
         return check_synthesized(schedule, verify=not no_verify)
     except InvalidScheduleError as exc:
-        raise _Fail(str(exc), EXIT_INVALID) from None
+        raise Fail(str(exc), EXIT_INVALID) from None
 
 
 @click.command()
@@ -34,8 +32,8 @@ def _check(schedule, no_verify):
               help=f"One of {', '.join(TEN_COLLECTIVES)}; NAME:ROOT for a root. Repeat for "
                    "several tenants sharing the network (e.g. -c allgather -c broadcast:3).")
 @click.option("--root", type=int, help="Root of a rooted collective (default 0).")
-@_renamed("-a", "--algorithm", "method", old=("--method",), default="greedy", show_default=True,
-          type=click.Choice(METHODS),
+@renamed_option("-a", "--algorithm", "method", old=("--method",), default="greedy",
+                show_default=True, type=click.Choice(METHODS),
           help="Greedy link-chunk matching or the ILP (small networks).")
 @click.option("--chunks", default=1, show_default=True, type=click.IntRange(1),
               help="Chunks per shard.")
@@ -50,11 +48,17 @@ def _check(schedule, no_verify):
 @click.option("--repair/--no-repair", default=None,
               help="Greedy: repair the last slots with small ILPs when above the chunk bound "
                    "(default: on mixed link speeds).")
-@_renamed("--symmetry/--no-symmetry", "symmetric", old=("--symmetric/--no-symmetric",),
-          default=None,
+@renamed_option("--symmetry/--no-symmetry", "symmetric", old=("--symmetric/--no-symmetric",),
+                default=None,
               help="Greedy all-gather on a torus (any network with a translation symmetry): "
                    "first try one node's schedule translated to every node (default: on mixed "
                    "link speeds).")
+@click.option("--form", type=click.Choice(["auto", "explicit", "symmetric"]), default="auto",
+              show_default=True,
+              help="Allgather, reduce-scatter, allreduce on a network with a translation "
+                   "symmetry: symmetric holds the translated schedule as its transfers into "
+                   "node 0 (N times fewer); auto makes it where the explicit form would "
+                   "exceed 2**25 transfers.")
 @click.option("--unwind-degree", type=click.IntRange(1),
               help="Switch unwinding degree k (default: every endpoint to every other).")
 @click.option("--fail-links", help="Failed cables to remove first, e.g. '0-1,2-3' ('0>1': one "
@@ -62,7 +66,7 @@ def _check(schedule, no_verify):
 @click.option("--fail-nodes", help="Failed nodes to remove first, e.g. '5,7' (survivors are "
               "renumbered).")
 @click.option("--time-limit", metavar="DURATION",
-              callback=_duration("--time-limit", allow_zero=False),
+              callback=duration_callback("--time-limit", allow_zero=False),
               help="ILP: wall-clock limit for the whole synthesis, e.g. 30s or 5min (default: "
                    "none).")
 @click.option("--node-limit", type=click.IntRange(0),
@@ -70,11 +74,11 @@ def _check(schedule, no_verify):
 @click.option("--max-solves", type=click.IntRange(1),
               help="ILP: models (horizons or windows) at most.")
 @click.option("--window", type=click.IntRange(1), help="ILP: time-clustering window (slots).")
-@click.option("--time-step", metavar="DURATION", callback=_duration("--time-step"),
+@click.option("--time-step", metavar="DURATION", callback=duration_callback("--time-step"),
               help="Length of one TEN time slot, e.g. 1us (default: automatic).")
 @click.option("--size", default=units.format_size(defaults.SYNTHESIS_SIZE), show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
-@_topo_options
+              callback=unit_callback(units.parse_size, "--size"), help="Buffer size M.")
+@topo_options
 @click.option("--dim-bandwidth", help="Mesh or torus: one link bandwidth per dimension, first "
               "dimension first, e.g. 25GiB/s,50GiB/s on mesh:6x6 (links within a row 50 GiB/s, "
               "between rows 25 GiB/s).")
@@ -83,7 +87,7 @@ def _check(schedule, no_verify):
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repair, symmetric,
-          unwind_degree, fail_links, fail_nodes, time_limit, node_limit, max_solves, window,
+          form, unwind_degree, fail_links, fail_nodes, time_limit, node_limit, max_solves, window,
           time_step, size, link_bandwidth,
           node_bandwidth, alpha, dim_bandwidth, output, no_verify, as_json):
     """Synthesize a schedule on TOPO through the time-expanded network (TACOS).
@@ -95,54 +99,31 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
     --json prints one object with one tenant or several: the status keys (success, status,
     status_name, message), topology, nodes, time_step, time (link-model finish of all
     tenants), tenants (one row each: collective, root, transfers, steps, finish_slots,
-    link_model_time, verified) and files; with one tenant also the schedule's facts and the
-    synthesizer's meta (makespan_slots, chunk_lower_bound, lower_bound_ratio, ...).
+    link_model_time, verified) and files; with one tenant also the schedule's facts (form:
+    explicit or symmetric, whose transfers count the full schedule's) and the synthesizer's
+    meta (makespan_slots, chunk_lower_bound, lower_bound_ratio, ...).
     """
-    ilp_only = [flag for flag, value in (("--time-limit", time_limit), ("--node-limit", node_limit),
-                                         ("--max-solves", max_solves), ("--window", window))
-                if value is not None]
-    for flag, value in (("repair", repair), ("symmetric", symmetric)):
-        if value is not None and (method != "greedy" or len(collectives) > 1):
-            raise _Fail(f"--{'' if value else 'no-'}{flag} applies to one collective "
-                        "with --method greedy only")
-    if ilp_only and method != "ilp":
-        raise _Fail(f"{', '.join(ilp_only)} appl{'ies' if len(ilp_only) == 1 else 'y'} to "
-                    "--method ilp only")
-    if len(collectives) == 1:
-        _check_output(output, None)
-    else:
-        _check_output_folder(output, command="synth with several tenants")
-    to_stdout = _on_stdout(output)
-    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
-    if dim_bandwidth is not None:
-        if link_bandwidth is not None or node_bandwidth is not None:
-            raise _Fail("give --dim-bandwidth or --link-bandwidth/--node-bandwidth, not both")
-        t = with_dimension_bandwidth(t, [b.strip() for b in dim_bandwidth.split(",")])
+    _check_synth_options(collectives, method, output, repair=repair, symmetric=symmetric,
+                         form=form, ilp=(("--time-limit", time_limit),
+                                         ("--node-limit", node_limit),
+                                         ("--max-solves", max_solves), ("--window", window)))
+    t = _synth_topology(topo, link_bandwidth, alpha, node_bandwidth, dim_bandwidth)
     common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
                   fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
     if len(collectives) > 1:
         if method != "greedy":
-            raise _Fail("several tenants are synthesized with --method greedy only")
+            raise Fail("several tenants are synthesized with --method greedy only")
         if root is not None:
-            raise _Fail("with several tenants give roots as NAME:ROOT, not --root")
+            raise Fail("with several tenants give roots as NAME:ROOT, not --root")
         _tenants(t, collectives, common, output, no_verify, as_json)
         return
-    name, colon, root_text = collectives[0].partition(":")
-    if colon and not root_text:
-        raise _Fail(f"--collective {collectives[0]!r}: a node id must follow ':' (or leave "
-                    "the ':' out)")
-    if root_text:
-        if root is not None:
-            raise _Fail("give the root once: NAME:ROOT or --root")
-        if not root_text.isdigit():
-            raise _Fail(f"--collective {collectives[0]!r}: the root after ':' must be a node id")
-        root = int(root_text)
-    update, bar = _progress(f"ten-{method} {name} on {t.name}")
+    name, root = _collective_root(collectives[0], root)
+    update, bar = progress_bar(f"ten-{method} {name} on {t.name}")
     with bar:
         s = synthesize(t, name, method=method, root=root, restarts=restarts, workers=workers,
                        time_limit=time_limit, node_limit=node_limit, max_solves=max_solves,
-                       window=window, repair=repair, symmetric=symmetric, progress=update,
-                       **common)
+                       window=window, repair=repair, symmetric=symmetric, form=form,
+                       progress=update, **common)
         if not no_verify:
             update(f"verifying {s.num_transfers} transfers", 0, None)
         status = _check(s, no_verify)
@@ -151,6 +132,57 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
         _write(s, output)
         update("timing in the link model", 0, None)
         m = dict(s.meta, link_model_time=_link_model(s, size).time)   # timed independently
+    _report_synth(s, m, status, output, as_json)
+
+
+def _check_synth_options(collectives, method, output, *, repair, symmetric, form, ilp):
+    """Refuse option combinations ``topocoll synth`` cannot run (``ilp``: the ILP-only
+    options as ``(flag, value)`` pairs) and an output it cannot write."""
+    ilp_only = [flag for flag, value in ilp if value is not None]
+    for flag, value in (("repair", repair), ("symmetric", symmetric)):
+        if value is not None and (method != "greedy" or len(collectives) > 1):
+            raise Fail(f"--{'' if value else 'no-'}{flag} applies to one collective "
+                       "with --method greedy only")
+    if form != "auto" and len(collectives) > 1:
+        raise Fail(f"--form {form} applies to one collective only")
+    if ilp_only and method != "ilp":
+        raise Fail(f"{', '.join(ilp_only)} appl{'ies' if len(ilp_only) == 1 else 'y'} to "
+                   "--method ilp only")
+    if len(collectives) == 1:
+        check_output_option(output, None)
+    else:
+        check_output_folder(output, command="synth with several tenants")
+
+
+def _synth_topology(topo, link_bandwidth, alpha, node_bandwidth, dim_bandwidth):
+    """The topology TOPO with the bandwidth options applied."""
+    t = load_topology_arg(topo, link_bandwidth, alpha, node_bandwidth)
+    if dim_bandwidth is not None:
+        if link_bandwidth is not None or node_bandwidth is not None:
+            raise Fail("give --dim-bandwidth or --link-bandwidth/--node-bandwidth, not both")
+        t = with_dimension_bandwidth(t, [b.strip() for b in dim_bandwidth.split(",")])
+    return t
+
+
+def _collective_root(collective, root):
+    """Name and root of a single -c NAME[:ROOT] (the root may come from --root instead)."""
+    name, colon, root_text = collective.partition(":")
+    if colon and not root_text:
+        raise Fail(f"--collective {collective!r}: a node id must follow ':' (or leave "
+                   "the ':' out)")
+    if root_text:
+        if root is not None:
+            raise Fail("give the root once: NAME:ROOT or --root")
+        if not root_text.isdigit():
+            raise Fail(f"--collective {collective!r}: the root after ':' must be a node id")
+        root = int(root_text)
+    return name, root
+
+
+def _report_synth(s, m, status, output, as_json):
+    """Print one tenant's synthesis line, or its JSON document (``m``: the schedule's meta
+    with the link-model time)."""
+    to_stdout = on_stdout(output)
     ratio = m["link_model_time"] / m["chunk_lower_bound"] if m["chunk_lower_bound"] else None
     where = f", written to {output}" if output and not to_stdout else ""
     bound = (f" (chunk-model lower bound {format_time(m['chunk_lower_bound'])}, "
@@ -164,7 +196,8 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
         extra = f"; ILP: {m['ilp_message']}"
     line = (f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
             f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, link-model time "
-            f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers, "
+            f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers"
+            f"{_form_note(s)}, "
             f"{status}{where}{spread}{extra}")
     if as_json:   # the tenants' shape (one tenant) plus the schedule's own facts and meta
         tenant = {"collective": s.collective.name, "root": s.root,
@@ -176,11 +209,17 @@ def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repa
                "files": [output] if output else [], "collective": s.collective.name,
                "root": s.root, "algorithm": s.algorithm, "transfers": s.num_transfers,
                "steps": s.num_steps, "verified": status == "verified", "output": output,
-               "lower_bound_ratio": ratio}
+               "lower_bound_ratio": ratio, "form": s.form}
         doc.update((k, v) for k, v in m.items() if k not in doc)
-        _print_json(document(m.get("ilp_status", Status.SUCCESS), line, doc), err=to_stdout)
-        return
-    click.echo(line, err=to_stdout)
+        print_json(document(m.get("ilp_status", Status.SUCCESS), line, doc), err=to_stdout)
+    else:
+        click.echo(line, err=to_stdout)
+
+
+def _form_note(schedule):
+    if schedule.form != "symmetric":
+        return ""
+    return f" (symmetric: {schedule.num_representatives} representatives)"
 
 
 def _write(schedule, output):
@@ -189,14 +228,16 @@ def _write(schedule, output):
 
 
 def _tenants(t, collectives, common, output, no_verify, as_json):
-    update, bar = _progress(f"ten-greedy tenants on {t.name}")
+    from rich.table import Table  # imported here: start-up time
+
+    update, bar = progress_bar(f"ten-greedy tenants on {t.name}")
     with bar:   # synthesized, verified, timed sharing the links, written
         run = run_tenants(t, collectives, verify=not no_verify, output=output, progress=update,
                           **common)
     res, statuses, finish, files = run.result, run.statuses, run.finish_times, run.files
     if as_json:   # {status keys, topology, nodes, time_step, time, tenants: [...], files, ...}
         doc = run.to_dict()
-        _print_json(document(
+        print_json(document(
             Status.SUCCESS, f"{len(res.schedules)} tenants on {res.meta['topology']}: all done "
             f"after {format_time(doc['time'])} in the link model, sharing its links",
             topology=res.meta["topology"], nodes=t.num_nodes, time_step=doc.pop("time_step"),
@@ -211,22 +252,23 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
     for i, (s, fs, ft, st) in enumerate(zip(res.schedules, res.finish_slots, finish, statuses)):
         table.add_row(str(i), s.collective.name, "-" if s.root is None else str(s.root),
                       str(s.num_transfers), str(fs), format_time(ft), st)
-    _out.print(table)
-    _out.print(f"all tenants done after {format_time(max(finish, default=0.0))}", markup=False)
+    out_console.print(table)
+    out_console.print(f"all tenants done after {format_time(max(finish, default=0.0))}",
+                      markup=False)
     if files:
-        _out.print("wrote " + ", ".join(files), markup=False)
+        out_console.print("wrote " + ", ".join(files), markup=False)
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--size", default=units.format_size(defaults.SYNTHESIS_SIZE), show_default=True,
-              callback=_unit(units.parse_size, "--size"), help="Buffer size M.")
-@click.option("--alpha", callback=_unit(units.parse_time, "--alpha"),
+              callback=unit_callback(units.parse_size, "--size"), help="Buffer size M.")
+@click.option("--alpha", callback=unit_callback(units.parse_time, "--alpha"),
               help="Replace every link's latency.")
-@click.option("--link-bandwidth", callback=_unit(units.parse_bandwidth, "--link-bandwidth"),
+@click.option("--link-bandwidth", callback=unit_callback(units.parse_bandwidth, "--link-bandwidth"),
               help="Replace every link's bandwidth.")
-@_renamed("--comm-model", "model", old=("--model",), default="link", show_default=True,
-          type=click.Choice(["step", "link", "both"]),
+@renamed_option("--comm-model", "model", old=("--model",), default="link", show_default=True,
+                type=click.Choice(["step", "link", "both"]),
               help="Price in the link model, the alpha-beta step model, or both side by side.")
 @click.option("--alpha-per", "alpha_per", type=click.Choice(list(ALPHA_CONVENTIONS)),
               default=DEFAULT_ALPHA_PER, show_default=True,
@@ -250,10 +292,15 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
     entry per file (file, collective, algorithm, time, the per-link busy times and critical
     path in the link model, step_model for the step model).
     """
+    from rich.table import Table  # imported here: start-up time
+
+    from ..schedule.cost import evaluate as _step_model
+    from ..schedule.timeline import plot_timeline
+
     if plot is not None and model == "step":
-        raise _Fail("--plot draws the link-model timeline; use --comm-model link or both")
-    _check_plot(plot)  # fail before the work, not after it
-    update, bar = _progress("simulate")
+        raise Fail("--plot draws the link-model timeline; use --comm-model link or both")
+    check_plot(plot)  # fail before the work, not after it
+    update, bar = progress_bar("simulate")
     with bar:
         update("reading", 0, None)
         schedules = [load_schedule(f) for f in files]
@@ -277,7 +324,7 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
         where = ("in the step model" + (", each alone" if len(rows) > 1 else "")
                  if model == "step" else
                  "in the link model" + (", sharing one network" if len(rows) > 1 else ""))
-        _print_json(document(Status.SUCCESS, f"{len(rows)} schedule{'s' if len(rows) > 1 else ''}"
+        print_json(document(Status.SUCCESS, f"{len(rows)} schedule{'s' if len(rows) > 1 else ''}"
                              f" at {format_size(size)} {where}: done after "
                              f"{format_time(finish)}", model=model,
                              alpha_per="step" if model == "step" else alpha_per, size=float(size),
@@ -316,9 +363,9 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
                 row += [f"{format_time(e.time)} ({e.steps} steps)", format_time(e.T_L),
                         format_time(e.T_B), ratio]
         table.add_row(*row)
-    _out.print(table)
+    out_console.print(table)
     if plot:
-        _out.print(f"plot written to {plot}", markup=False)
+        out_console.print(f"plot written to {plot}", markup=False)
 
 
 def _simulate_row(file, schedule, result, evaluation, model, plot):

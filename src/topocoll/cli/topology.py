@@ -4,7 +4,7 @@ import click
 from rich.table import Table
 
 from ..results import Status, document
-from .common import _load_topology, _out, _print_json, _topo_options
+from .common import (load_topology_arg, out_console, print_json, topo_options)
 
 __all__ = ["topologies", "info"]
 
@@ -20,7 +20,7 @@ def topologies(as_json):
     ops = describe_operators()
     if as_json:   # {status keys, "families": [...], "operators": [...]}, each {name, params,
         #          summary, example}
-        _print_json(document(Status.SUCCESS, f"{len(rows)} topology families, {len(ops)} "
+        print_json(document(Status.SUCCESS, f"{len(rows)} topology families, {len(ops)} "
                              "operators on specs", families=rows, operators=ops))
         return
     table = Table(title="topology families (spec: FAMILY:ARGS, or a .json/.graphml file)")
@@ -28,26 +28,26 @@ def topologies(as_json):
         table.add_column(col)
     for r in rows:
         table.add_row(r["name"], r["params"], r["example"], r["summary"])
-    _out.print(table)
+    out_console.print(table)
     table = Table(title="composite specs: operators on specs, nested to any depth (the names "
                         "find prints; grammar in docs/format.md)")
     for col in ("operator", "parameters", "example", "what it builds"):
         table.add_column(col)
     for r in ops:
         table.add_row(r["name"], r["params"], r["example"], r["summary"])
-    _out.print(table)
+    out_console.print(table)
 
 
 @click.command()
 @click.argument("topo")
-@_topo_options
+@topo_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def info(topo, link_bandwidth, node_bandwidth, alpha, as_json):
     """Facts about a topology: nodes, links, degrees, diameter, Moore depth."""
     from ..topology import degree_summary, diameter, moore_depth
     from ..topology.metrics import unreachable_pair
 
-    t = _load_topology(topo, link_bandwidth, alpha, node_bandwidth)
+    t = load_topology_arg(topo, link_bandwidth, alpha, node_bandwidth)
     deg = degree_summary(t)
     pair = unreachable_pair(t)
     facts = {"name": t.name, "nodes": t.num_nodes, "links": t.num_links, **deg,
@@ -62,8 +62,8 @@ def info(topo, link_bandwidth, node_bandwidth, alpha, as_json):
     if as_json:   # {status keys, name, nodes, links, degrees, diameter, ...}: always SUCCESS
         said = ("strongly connected" if pair is None
                 else f"not strongly connected: no path {pair[0]} -> {pair[1]}")
-        _print_json(document(Status.SUCCESS, f"{t.name}: {t.num_nodes} nodes, {t.num_links} "
+        print_json(document(Status.SUCCESS, f"{t.name}: {t.num_nodes} nodes, {t.num_links} "
                              f"links, {said}", facts))
         return
     for key, value in facts.items():
-        _out.print(f"{key:>22}: {value}")
+        out_console.print(f"{key:>22}: {value}")

@@ -1,5 +1,6 @@
-"""``topocoll train-sim``: one data-parallel training iteration, compute overlapped with
-gradient allreduces, on our topology next to the two-phase bound, ShiftedRing and DBT."""
+"""``topocoll train-sim``: training iterations, compute overlapped with collectives, on our
+topology next to the bounds, ShiftedRing and DBT; ``--measure`` measures a torch model's
+layers first."""
 
 import os
 
@@ -10,10 +11,10 @@ from rich.table import Table
 from .. import defaults, units
 from ..errors import TopocollError
 from ..units import format_size, format_time
-from .common import _check_plot, _Choice, _duration, _Fail, _Lines, _out, _print_json, _renamed, \
-    _unit
+from .common import (check_plot, RenamedChoice, duration_callback, err_console, Fail,
+                     ProgressLines, out_console, print_json, renamed_option, unit_callback)
 
-__all__ = ["train_sim", "resolve_profile", "workload_profile"]
+__all__ = ["train_sim", "resolve_profile", "resolve_workload", "workload_profile"]
 
 #: --dtype: the names ``run --dtype`` (and torch) use -> the names of studies.models.DTYPE_BYTES
 _DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -28,16 +29,16 @@ def resolve_profile(model, *, batch=None, gpu_flops=None, efficiency=None, dtype
 
     if model in MODELS:
         if cycle_time is not None:
-            raise _Fail("--cycle-time applies to ASTRA-sim workload files, not to built-in models")
+            raise Fail("--cycle-time applies to ASTRA-sim workload files, not to built-in models")
         return model_profile(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
                              bytes_per_param=dtype)
     if model != "-" and not os.path.exists(model):
-        raise _Fail(f"--workload {model}: neither a known model ({', '.join(MODELS)}) nor a file")
+        raise Fail(f"--workload {model}: neither a known model ({', '.join(MODELS)}) nor a file")
     given = [name for name, v in (("--batch", batch), ("--gpu-flops", gpu_flops),
                                   ("--efficiency", efficiency), ("--dtype", dtype)) if v is not None]
     if given:
-        raise _Fail(f"{given[0]} applies to the built-in models ({', '.join(MODELS)}), not to a "
-                    "profile file")
+        raise Fail(f"{given[0]} applies to the built-in models ({', '.join(MODELS)}), not to a "
+                   "profile file")
     return load_profile(model, cycle_time=cycle_time)
 
 
@@ -86,11 +87,13 @@ def _baseline(name, nodes, alpha, bandwidth, store, full=False):
                                          bandwidth=bandwidth, name=name), method
 
 
-def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth, store,
+def _ours(schedule_file, spec, nodes, degree, sizes, bucket, alpha, bandwidth, store,
           progress, comm_model="step", full=None):
-    """Our allreduce cost, the (nodes, degree) it runs on, the finder's result (or None) and
-    how the cost was obtained (``{"method": .., "exact": ..}``). ``full``: build and verify
-    the finder's choice whole (None: when N <= :data:`EXPLICIT_NODES`)."""
+    """Our allreduce cost, the (nodes, degree) it runs on, the finder's result (or None), how
+    the cost was obtained (``{"method": .., "exact": ..}``) and the topology of a schedule or
+    ``--topology`` (None for the finder's choice). ``sizes``: the allreduce sizes the finder
+    optimizes for, in forward order. ``full``: build and verify the finder's choice whole
+    (None: when N <= :data:`EXPLICIT_NODES`)."""
     from ..finder.core import EXPLICIT
     from ..schedule.verify import verify
     from ..studies.training import AllreduceCost, schedule_cost
@@ -110,50 +113,201 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
             schedule = generate(topo, "allreduce", "bfb")
             name = f"{spec} bfb"
         if schedule.collective.name != "allreduce":
-            raise _Fail(f"--schedule {schedule_file}: train-sim needs an allreduce schedule, got "
-                        f"{schedule.collective.name}")
+            raise Fail(f"--schedule {schedule_file}: train-sim needs an allreduce schedule, got "
+                       f"{schedule.collective.name}")
         n = schedule.topology.num_nodes
         if nodes is not None and nodes != n:
-            raise _Fail(f"--nodes {nodes} but the {'schedule' if schedule_file else 'topology'} "
-                        f"has {n} nodes")
+            raise Fail(f"--nodes {nodes} but the {'schedule' if schedule_file else 'topology'} "
+                       f"has {n} nodes")
         actual = int(schedule.topology.out_degree().max())
         if degree is not None and degree < actual:
-            raise _Fail(f"--degree {degree} but {schedule.topology.name} has nodes of degree "
-                        f"{actual}: the bound for degree {degree} does not hold for it (leave "
-                        "--degree out)")
+            raise Fail(f"--degree {degree} but {schedule.topology.name} has nodes of degree "
+                       f"{actual}: the bound for degree {degree} does not hold for it (leave "
+                       "--degree out)")
         d = degree if degree is not None else actual
         progress(f"verifying {schedule.num_transfers} transfers", 0, None)
         verify(schedule).raise_if_invalid()
+        how = {"method": EXPLICIT, "exact": True}
         if comm_model == "link":
             from ..studies.training import LinkModelCost
 
             return LinkModelCost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
-                None, {"method": EXPLICIT, "exact": True}
+                None, how, schedule.topology
         return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
-            None, {"method": EXPLICIT, "exact": True}
+            None, how, schedule.topology
     from ..finder import Workload, find
 
     d = min(4, nodes - 1) if degree is None else degree   # complete:N is the most there is
-    workload = Workload.from_layers(profile.forward_order_bytes(), bucket)
+    workload = Workload.from_layers(sizes, bucket)
     if full is None:
         full = nodes <= EXPLICIT_NODES
     result = find(nodes, d, workload, alpha=alpha, node_bandwidth=bandwidth, cache=store,
                   progress=progress, method="explicit" if full else "construction")
     if not result.success or result.evaluation is None:
-        raise _Fail(f"the finder found no topology: {result.message}")
+        raise Fail(f"the finder found no topology: {result.message}")
     ev = result.evaluation
     cost = AllreduceCost.from_step_model(ev["steps"], 2.0 * ev["T_B_per_phase"], alpha=alpha,
                                          bandwidth=bandwidth, name=f"{result.best.name} bfb")
     how = {"method": ev.get("method", EXPLICIT), "exact": bool(ev.get("exact", True))}
     if "base" in ev:
         how["base"] = ev["base"]
-    return cost, nodes, d, result, how
+    return cost, nodes, d, result, how, None
+
+
+#: Most iterations train-sim simulates (each is every layer's compute and collectives).
+MAX_ITERATIONS = 100
+#: Largest --batch that --measure runs (the inputs and activations live in this machine's memory).
+MAX_MEASURE_BATCH = 1024
+
+
+def resolve_workload(model, *, measure=False, batch=None, gpu_flops=None, efficiency=None,
+                     dtype=None, cycle_time=None):
+    """The training workload of ``model``: measured with torch (``measure``), a built-in
+    model's FLOPs model, or a profile file (JSON or ASTRA-sim text)."""
+    from ..studies.measure import TORCH_MODELS, measure_model
+    from ..studies.models import MODELS, model_workload
+    from ..studies.workloads import load_training_workload
+
+    if measure:
+        if model not in TORCH_MODELS:
+            raise Fail(f"--measure needs a torch model to run ({', '.join(TORCH_MODELS)}), "
+                       f"got {model!r}")
+        for name, value in (("--gpu-flops", gpu_flops), ("--efficiency", efficiency),
+                            ("--dtype", dtype), ("--cycle-time", cycle_time)):
+            if value is not None:
+                raise Fail(f"{name} applies to the FLOPs model, not to --measure")
+        batch = 8 if batch is None else batch
+        if not 1 <= batch <= MAX_MEASURE_BATCH:
+            raise Fail(f"--batch with --measure must be between 1 and {MAX_MEASURE_BATCH}, got "
+                       f"{batch}")
+        return measure_model(model, batch=batch)
+    if model in MODELS:
+        if cycle_time is not None:
+            raise Fail("--cycle-time applies to ASTRA-sim workload files, not to built-in models")
+        return model_workload(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
+                              bytes_per_param=dtype)
+    if model != "-" and not os.path.exists(model):
+        known = ", ".join(MODELS)
+        raise Fail(f"--workload {model}: neither a known model ({known}; with --measure: "
+                   f"{', '.join(TORCH_MODELS)}) nor a file")
+    given = [name for name, v in (("--batch", batch), ("--gpu-flops", gpu_flops),
+                                  ("--efficiency", efficiency), ("--dtype", dtype))
+             if v is not None]
+    if given:
+        raise Fail(f"{given[0]} applies to the built-in models ({', '.join(MODELS)}), not to a "
+                   "profile file")
+    return load_training_workload(model, cycle_time=cycle_time)
+
+
+def _finder_sizes(workload):
+    """The allreduce sizes the finder optimizes for, in forward order: every allreduce the
+    loop sends, or, with none, every collective's size."""
+    sent = [c for x in workload.layers for c in workload.collectives_of(x)]
+    sizes = [c[2] for c in sent if c[1] == "allreduce"]
+    return sizes or [c[2] for c in sent]
+
+
+def _prices(kinds, nodes, degree, *, alpha, bandwidth, ours, topo, found, costs):
+    """Every row's dict collective -> price for the ``kinds`` the workload sends, and how each
+    non-allreduce price was made."""
+    from ..studies.prices import (alltoall_distance_cost, bound_prices, phase_prices,
+                                  ring_prices, schedule_prices)
+    from ..topology import topology
+
+    other = [k for k in kinds if k != "allreduce"]
+    rows = {"ours": {"allreduce": ours}}
+    rows.update({name: {"allreduce": cost} for name, cost in costs.items()})
+    if not other:
+        return rows, {}
+    how = {}
+    if topo is not None:
+        rows["ours"].update(schedule_prices(topo, other, alpha=alpha, bandwidth=bandwidth,
+                                            label=topo.name))
+        how["ours"] = "BFB schedules on the topology" + (
+            "; all-to-all by the distance bound" if "alltoall" in other else "")
+    else:
+        ev = found.evaluation
+        rows["ours"].update(phase_prices(ev["steps"] / 2, ev["T_B_per_phase"], alpha=alpha,
+                                         bandwidth=bandwidth, name=f"{found.best.name} bfb"))
+        if "alltoall" in other:
+            rows["ours"]["alltoall"] = alltoall_distance_cost(
+                topology(found.best.name), alpha=alpha, bandwidth=bandwidth)
+        how["ours"] = "one phase of the BFB allreduce; all-to-all by the distance bound"
+    rows["two-phase bound"].update(bound_prices(nodes, degree, alpha=alpha,
+                                                bandwidth=bandwidth))
+    how["two-phase bound"] = "one-phase bound; all-to-all Moore distance bound"
+    for name, family in (("ShiftedRing", "shiftedring"), ("DBT", "dbt")):
+        if name not in rows:
+            continue
+        rows[name].update(ring_prices(nodes, alpha=alpha, bandwidth=bandwidth))
+        if "alltoall" in other:
+            rows[name]["alltoall"] = alltoall_distance_cost(
+                topology(f"{family}:{nodes}"), alpha=alpha, bandwidth=bandwidth)
+        how[name] = "ring phases (NCCL's all-gather and reduce-scatter); all-to-all by the " \
+                    "distance bound"
+    return {k: {t: v for t, v in r.items() if t in kinds} for k, r in rows.items()}, how
+
+
+def _compute_words(workload):
+    """Which compute model made the workload's times, in words (printed with every result)."""
+    from ..studies.models import efficiency_text
+
+    if workload.compute_model == "flops":
+        return (f"FLOPs model ({efficiency_text()} unless --gpu-flops/--efficiency say "
+                "otherwise; backward = 2 x forward)")
+    if workload.compute_model == "measured":
+        src = workload.source
+        return (f"measured with torch {src.get('torch', '?')} on {src.get('cpu', '?')}, "
+                f"{src.get('threads', '?')} thread(s), batch {src.get('batch', '?')}")
+    if workload.compute_model == "astra-sim":
+        return "ASTRA-sim workload file (cycles x --cycle-time)"
+    return f"profile file ({workload.compute_model})"
+
+
+def _write_profile(workload, output):
+    import json
+
+    from ..fileio import open_output
+
+    text = json.dumps(workload.to_document(), indent=1) + "\n"
+    with open_output(output) as fh:
+        fh.write(text.encode())
+
+
+def _check_options(nodes, degree, *, schedule_file, spec, comm_model, policy, bucket,
+                   cycle_time, iterations):
+    if schedule_file is not None and spec is not None:
+        raise Fail("give --schedule or --topology, not both")
+    if nodes is not None and nodes < 3:
+        raise Fail(f"--nodes must be at least 3, got {nodes}")
+    if degree is not None and degree < 1:
+        raise Fail(f"--degree must be at least 1, got {degree}")
+    if degree is not None and nodes is not None and degree >= nodes:
+        raise Fail(f"--degree {degree} on {nodes} nodes: a node has at most {nodes - 1} "
+                   "other nodes to link to")
+    if comm_model == "link" and schedule_file is None and spec is None:
+        raise Fail("--comm-model link times a schedule: give --schedule or --topology")
+    if policy not in (None, "buckets") and bucket is not None:
+        raise Fail(f"--bucket-size applies to --policy buckets, not {policy}")
+    if bucket is not None and (bucket <= 0 or bucket != int(bucket)):
+        raise Fail(f"--bucket-size must be a positive whole number of bytes, got {bucket:g}")
+    if cycle_time is not None and cycle_time <= 0:
+        raise Fail("--cycle-time must be positive")
+    if not 1 <= iterations <= MAX_ITERATIONS:
+        raise Fail(f"--iterations must be between 1 and {MAX_ITERATIONS}, got {iterations}")
 
 
 @click.command("train-sim")
-@_renamed("--workload", "model", old=("--model",), required=True,
-          help="The model trained: resnet50, bert-large, gpt2-medium, vit-b16, or a profile "
-               "FILE (JSON or an ASTRA-sim DATA workload; see docs/training.md).")
+@renamed_option("--workload", "model", old=("--model",), required=True,
+                help="The model trained: resnet50, bert-large, gpt2-medium, vit-b16 (FLOPs "
+                     "model), a torch model to --measure (resnet18, resnet50, mlp), or a "
+                     "profile FILE (JSON or an ASTRA-sim workload; see docs/training.md).")
+@click.option("--measure", is_flag=True,
+              help="Measure the --workload torch model's layers on this machine's CPU with "
+                   "torch (needs torch) instead of the FLOPs model.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write the workload's JSON layer profile to FILE (with --measure: the "
+                   "measured profile); without --nodes, --topology or --schedule, only that.")
 @click.option("-n", "--nodes", type=int, help="Cluster size N (default: the schedule's or "
               "topology's; required otherwise).")
 @click.option("-d", "--degree", type=int, help="Links per node d for the finder and the lower "
@@ -166,26 +320,31 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
               "alpha-beta step model or time it in the link model at every allreduce size; "
               "the bound and the baselines use the step model.")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
-              callback=_unit(units.parse_time, "--alpha"), help="Latency of every link.")
+              callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
 @click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
-              show_default=True, callback=_unit(units.parse_bandwidth, "--node-bandwidth"),
+              show_default=True, callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
               help="Egress bandwidth B of each node, split evenly over its links.")
-@click.option("--policy", type=click.Choice(["wait-free", "buckets"]),
-              help="How allreduces overlap compute: the NSDI 2025 paper's wait-free rules, or "
-                   "PyTorch DDP's fixed buckets [default: wait-free; buckets with --bucket-size].")
-@_renamed("--bucket-size", "bucket", old=("--bucket",),
-          callback=_unit(units.parse_size, "--bucket-size"),
-          help="DDP bucket size (implies --policy buckets) "
+@click.option("--policy", type=click.Choice(["wait-free", "buckets", "concurrent"]),
+              help="How collectives share the network: one at a time under the NSDI 2025 "
+                   "paper's wait-free rules or PyTorch DDP's buckets, or all at once sharing "
+                   "bandwidth as ASTRA-sim's streams [default: wait-free; buckets with "
+                   "--bucket-size].")
+@renamed_option("--bucket-size", "bucket", old=("--bucket",),
+                callback=unit_callback(units.parse_size, "--bucket-size"),
+                help="DDP bucket size (implies --policy buckets) "
                f"[default with buckets: {units.format_size(defaults.BUCKET_SIZE)}].")
-@click.option("--batch", type=int, help="Samples per GPU (built-in models).")
+@click.option("--iterations", type=int, default=3, show_default=True,
+              help="Training iterations simulated; iterations 2.. give the steady state.")
+@click.option("--batch", type=int, help="Samples per GPU (built-in models and --measure "
+              "[default: the model's; 8 with --measure]).")
 @click.option("--gpu-flops", type=float, help="Peak FLOP/s of one GPU (built-in models) "
               f"[default: {defaults.GPU_FLOPS:g}, an A100].")
 @click.option("--efficiency", type=float, help="Fraction of the peak achieved (built-in models) "
               f"[default: {defaults.GPU_EFFICIENCY:g}].")
-@click.option("--dtype", type=_Choice(list(_DTYPES), old={v: k for k, v in _DTYPES.items()}),
+@click.option("--dtype", type=RenamedChoice(list(_DTYPES), old={v: k for k, v in _DTYPES.items()}),
               callback=lambda ctx, param, value: _DTYPES.get(value),
               help="Gradient type (built-in models) [default: float32].")
-@click.option("--cycle-time", metavar="DURATION", callback=_duration("--cycle-time"),
+@click.option("--cycle-time", metavar="DURATION", callback=duration_callback("--cycle-time"),
               help="Length of one cycle of an ASTRA-sim workload "
                    f"[default: {units.format_time(defaults.CYCLE_TIME)}].")
 @click.option("--verify-full", is_flag=True,
@@ -195,58 +354,74 @@ def _ours(schedule_file, spec, nodes, degree, profile, bucket, alpha, bandwidth,
                    "baselines always by closed form].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 @click.option("--plot", type=click.Path(dir_okay=False),
-              help="Draw our iteration's timeline (compute and allreduces) to this file.")
+              help="Draw our iterations' timeline (compute and collectives) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node_bandwidth,
-              policy, bucket, batch, gpu_flops, efficiency, dtype, cycle_time, verify_full,
-              no_cache, plot, as_json):
-    """Simulate one data-parallel training iteration: compute overlapped with allreduces.
+def train_sim(model, measure, output, nodes, degree, schedule_file, spec, comm_model, alpha,
+              node_bandwidth, policy, bucket, iterations, batch, gpu_flops, efficiency, dtype,
+              cycle_time, verify_full, no_cache, plot, as_json):
+    """Simulate data-parallel or hybrid training: compute overlapped with collectives.
 
-    A model's gradients become ready layer by layer during backpropagation; each allreduce
-    starts under the wait-free rules (Zhao et al., NSDI 2025, section 8.4) or PyTorch DDP's
-    buckets. Our allreduce (a schedule file, BFB on a topology, or the finder's best topology
-    for N, d and this workload) runs next to the two-phase bound, ShiftedRing and DBT on N nodes.
+    A model's layers compute forward, input gradient and weight gradient; gradients (and, in
+    hybrid workloads, activations) go out as collectives that share the network under the
+    wait-free rules (Zhao et al., NSDI 2025, section 8.4), PyTorch DDP's buckets, or all at
+    once; each layer's next forward waits for its gradient, as ASTRA-sim's loop does. Our
+    collectives (a schedule file, BFB on a topology, or the finder's best topology for N, d
+    and this workload) run next to the bounds, ShiftedRing and DBT on N nodes.
     """
-    from ..finder import Cache
-    from ..studies.training import (CLOSED_FORM, lower_bound_cost,
-                                    plot_iteration as plot_timeline, simulate_iteration)
+    from ..fileio import check_output
 
-    if schedule_file is not None and spec is not None:
-        raise _Fail("give --schedule or --topology, not both")
-    if nodes is None and schedule_file is None and spec is None:
-        raise _Fail("--nodes is required unless --schedule or --topology gives the cluster")
-    if nodes is not None and nodes < 3:
-        raise _Fail(f"--nodes must be at least 3, got {nodes}")
-    if degree is not None and degree < 1:
-        raise _Fail(f"--degree must be at least 1, got {degree}")
-    if degree is not None and nodes is not None and degree >= nodes:
-        raise _Fail(f"--degree {degree} on {nodes} nodes: a node has at most {nodes - 1} "
-                    "other nodes to link to")
-    if comm_model == "link" and schedule_file is None and spec is None:
-        raise _Fail("--comm-model link times a schedule: give --schedule or --topology")
-    if policy == "wait-free" and bucket is not None:
-        raise _Fail("--bucket-size applies to --policy buckets, not wait-free")
+    _check_options(nodes, degree, schedule_file=schedule_file, spec=spec,
+                   comm_model=comm_model, policy=policy, bucket=bucket, cycle_time=cycle_time,
+                   iterations=iterations)
+    simulate = nodes is not None or schedule_file is not None or spec is not None
+    if not simulate and output is None:
+        raise Fail("--nodes is required unless --schedule or --topology gives the cluster "
+                   "(or -o writes a profile only)")
+    check_output(output)
+    if output == "-" and (as_json or simulate):
+        raise Fail("-o - writes the profile to stdout; the results would go there too: give "
+                   "-o a FILE")
+    check_plot(plot)
     policy = policy or ("buckets" if bucket is not None else "wait-free")
     if policy == "buckets" and bucket is None:
         bucket = defaults.BUCKET_SIZE
-    if bucket is not None and (bucket <= 0 or bucket != int(bucket)):
-        raise _Fail(f"--bucket-size must be a positive whole number of bytes, got {bucket:g}")
-    if cycle_time is not None and cycle_time <= 0:
-        raise _Fail("--cycle-time must be positive")
-    _check_plot(plot)
-    profile = resolve_profile(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
-                              dtype=dtype, cycle_time=cycle_time)
+    workload = resolve_workload(model, measure=measure, batch=batch, gpu_flops=gpu_flops,
+                                efficiency=efficiency, dtype=dtype, cycle_time=cycle_time)
+    if output is not None:
+        _write_profile(workload, output)
+        if not simulate:
+            if as_json:
+                from ..results import Status, document
+
+                print_json(document(Status.SUCCESS, f"profile written to {output}",
+                                     output=output, workload=workload.summary()))
+            else:       # the result; on stderr when the profile itself went to stdout
+                (err_console if output == "-" else out_console).print(
+                    f"{workload.description}\nprofile written to {output}", markup=False)
+            return
+    _simulate(workload, nodes, degree, schedule_file=schedule_file, spec=spec,
+              comm_model=comm_model, alpha=alpha, node_bandwidth=node_bandwidth, policy=policy,
+              bucket=bucket, iterations=iterations, verify_full=verify_full, no_cache=no_cache,
+              plot=plot, as_json=as_json)
+
+
+def _simulate(workload, nodes, degree, *, schedule_file, spec, comm_model, alpha,
+              node_bandwidth, policy, bucket, iterations, verify_full, no_cache, plot, as_json):
+    from ..finder import Cache
+    from ..studies.loop import plot_training, simulate_training
+    from ..studies.training import CLOSED_FORM, lower_bound_cost
+
     store = Cache(enabled=not no_cache)
-    lines = _Lines("train-sim")
+    lines = ProgressLines("train-sim")
     with lines, store:
-        ours, nodes, degree, found, pricing = _ours(schedule_file, spec, nodes, degree, profile,
-                                                bucket, alpha, node_bandwidth, store,
-                                                lines.update, comm_model,
-                                                True if verify_full else None)
+        ours, nodes, degree, found, pricing, topo = _ours(
+            schedule_file, spec, nodes, degree, _finder_sizes(workload),
+            bucket if policy == "buckets" else None, alpha, node_bandwidth, store,
+            lines.update, comm_model, True if verify_full else None)
         if nodes < 3:
-            raise _Fail(f"train-sim needs at least 3 nodes, got {nodes}")
+            raise Fail(f"train-sim needs at least 3 nodes, got {nodes}")
         costs = {"two-phase bound": lower_bound_cost(nodes, degree, alpha=alpha,
-                                                 bandwidth=node_bandwidth)}
+                                                     bandwidth=node_bandwidth)}
         methods = {"two-phase bound": CLOSED_FORM}
         skipped = {}
         for name in ("ShiftedRing", "DBT"):
@@ -256,58 +431,82 @@ def train_sim(model, nodes, degree, schedule_file, spec, comm_model, alpha, node
                                                        store, verify_full)
             except TopocollError as exc:      # e.g. no shifted ring of 4 or 6 nodes
                 skipped[name] = str(exc)
-    options = {"policy": policy, "bucket_size": bucket if policy == "buckets" else None}
-    result = simulate_iteration(profile, ours, **options)
-    others = {name: simulate_iteration(profile, cost, **options) for name, cost in costs.items()}
-    bound = others["two-phase bound"]
+        lines.update("pricing the other collectives", 0, None)
+        prices, other_how = _prices(workload.collective_types(), nodes, degree, alpha=alpha,
+                                    bandwidth=node_bandwidth, ours=ours, topo=topo,
+                                    found=found, costs=costs)
+    options = {"policy": policy, "bucket_size": bucket if policy == "buckets" else None,
+               "iterations": iterations}
+    results = {name: simulate_training(workload, p, **options) for name, p in prices.items()}
+    result = results.pop("ours")
     if plot:
-        plot_timeline(result, plot, profile=profile,
-                      title=f"{profile.name} on {ours.name}, {nodes} nodes: {result.message}")
+        plot_training(result, plot, title=f"{workload.name} on {ours.name}, {nodes} nodes: "
+                                          f"{result.message}")
+    bound = results["two-phase bound"]
+    labels = {"ours": ours.name, **{name: costs[name].name for name in costs}}
 
-    def row(r, cost):
-        return {"allreduce": cost.name, "steps": cost.steps, "iteration_time": r.iteration_time,
+    def row(name, r):
+        cost = prices[name]["allreduce"]
+        return {"allreduce": labels[name], "steps": getattr(cost, "steps", None),
+                "iteration_time": r.first_iteration, "steady_iteration_time": r.steady_iteration,
                 "compute_time": r.compute_time, "exposed_comm": r.exposed_comm,
-                "comm_time": r.comm_time, "allreduces": len(r.allreduces),
-                "comm_ratio": r.comm_time / bound.comm_time,
-                "iteration_ratio": r.iteration_time / bound.iteration_time}
+                "steady_exposed_comm": r.steady_exposed_comm, "comm_time": r.comm_time,
+                "collectives": len(r.first_runs()),
+                "allreduces": sum(1 for x in r.first_runs() if x.type == "allreduce"),
+                "comm_ratio": r.comm_time / bound.comm_time if bound.comm_time else None,
+                "iteration_ratio": r.first_iteration / bound.first_iteration,
+                "other_collectives": other_how.get(name)}
 
-    summary = {**row(result, ours), **pricing}
-    baselines = {name: {**row(r, costs[name]), "method": methods[name]}
-                 for name, r in others.items()}
+    summary = {**row("ours", result), **pricing}
+    baselines = {name: {**row(name, r), "method": methods[name]} for name, r in results.items()}
     baselines.update({name: {"allreduce": name, "error": why} for name, why in skipped.items()})
+    info = {"nodes": nodes, "degree": degree, "alpha": alpha, "node_bandwidth": node_bandwidth,
+            "policy": policy, "bucket": bucket, "found": found, "methods": methods,
+            "skipped": skipped, "comm_model": comm_model, "plot": plot, "pricing": pricing}
     if as_json:
-        doc = {**result.to_dict(), "comm_model": comm_model, "nodes": nodes, "degree": degree,
-               "alpha": alpha,
-               "node_bandwidth": node_bandwidth, "ours": summary, "baselines": baselines,
-               "profile": {k: v for k, v in profile.to_dict().items() if k != "layers"},
-               "finder": None if found is None else found.message, "plot": plot}
-        doc["profile"]["layers"] = len(profile.layers)
-        _print_json(doc)
+        print_json({**result.to_dict(), "comm_model": comm_model, "nodes": nodes,
+                     "degree": degree, "alpha": alpha, "node_bandwidth": node_bandwidth,
+                     "compute_model": workload.compute_model,
+                     "compute": _compute_words(workload), "ours": summary,
+                     "baselines": baselines, "profile": workload.summary(),
+                     "finder": None if found is None else found.message, "plot": plot})
         return
-    how = ("wait-free" if policy == "wait-free"
-           else f"DDP buckets of {format_size(bucket)}")
-    table = Table(title=f"{escape(profile.name)} on {nodes} nodes of degree {degree}, "
-                        f"alpha {format_time(alpha)}, "
-                        f"{units.format_bandwidth(node_bandwidth)} per node, {how}; x bound = "
-                        "total allreduce time / the two-phase bound's")
-    for col in ("", "allreduce", "iteration", "compute", "exposed comm", "total allreduce",
-                "allreduces", "x bound"):
+    _table(workload, summary, baselines, info)
+
+
+def _table(workload, summary, baselines, info):
+    how = ("wait-free" if info["policy"] == "wait-free" else "concurrent"
+           if info["policy"] == "concurrent" else f"DDP buckets of {format_size(info['bucket'])}")
+    table = Table(title=f"{escape(workload.name)} on {info['nodes']} nodes of degree "
+                        f"{info['degree']}, alpha {format_time(info['alpha'])}, "
+                        f"{units.format_bandwidth(info['node_bandwidth'])} per node, {how}; "
+                        "x bound = collective busy time / the two-phase bound's")
+    cols = ("", "allreduce", "first iteration", "steady iteration", "compute", "exposed comm",
+            "collective busy", "collectives", "x bound")
+    for col in cols:
         table.add_column(col, justify="left" if col in ("", "allreduce") else "right")
     for label, r in [("ours", summary), *baselines.items()]:
         if "error" in r:
-            table.add_row(label, escape(r["allreduce"]), *["-"] * 6)
+            table.add_row(label, escape(r["allreduce"]), *["-"] * (len(cols) - 2))
             continue
+        steady = r["steady_iteration_time"]
         table.add_row(label, escape(r["allreduce"]), format_time(r["iteration_time"]),
+                      "-" if steady is None else format_time(steady),
                       format_time(r["compute_time"]), format_time(r["exposed_comm"]),
-                      format_time(r["comm_time"]), str(r["allreduces"]),
-                      f"{r['comm_ratio']:.3f}")
-    _out.print(table)
-    _out.print(profile.description, markup=False)
-    ours_how = pricing["method"] + ("" if pricing["exact"] else " (steps exact, T_B an upper bound: "
-                                "line graph)")
-    _out.print(f"priced: ours {ours_how}; " + "; ".join(
-        f"{name} {methods[name]}" for name in costs if name in methods), markup=False)
-    for name, why in skipped.items():
-        _out.print(f"{name}: not available: {why}", markup=False)
-    if plot:
-        _out.print(f"plot written to {plot}", markup=False)
+                      format_time(r["comm_time"]), str(r["collectives"]),
+                      "-" if r["comm_ratio"] is None else f"{r['comm_ratio']:.3f}")
+    out_console.print(table)
+    out_console.print(f"compute: {_compute_words(workload)}", markup=False)
+    out_console.print(workload.description, markup=False)
+    pricing = info["pricing"]
+    ours_how = pricing["method"] + ("" if pricing["exact"] else " (steps exact, T_B an upper "
+                                    "bound: line graph)")
+    out_console.print(f"priced: ours {ours_how}; " + "; ".join(
+        f"{name} {m}" for name, m in info["methods"].items()), markup=False)
+    for name, r in [("ours", summary), *baselines.items()]:
+        if r.get("other_collectives"):
+            out_console.print(f"{name}: other collectives: {r['other_collectives']}", markup=False)
+    for name, why in info["skipped"].items():
+        out_console.print(f"{name}: not available: {why}", markup=False)
+    if info["plot"]:
+        out_console.print(f"plot written to {info['plot']}", markup=False)

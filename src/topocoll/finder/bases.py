@@ -18,7 +18,15 @@ tori, and three more families of Table 9:
 * generalized Kautz digraphs ``genkautz:N,D`` where they are D-regular (D+1 divides N, so no
   self-loop is dropped), costs from the shipped :mod:`~topocoll.finder.gktable`;
 * modified de Bruijn digraphs ``moddebruijn:N,D`` for N = D^k (diameter k, every degree D),
-  costs from the exact evaluator :func:`~topocoll.finder.bfbcost.bfb_cost`.
+  costs from the exact evaluator :func:`~topocoll.finder.bfbcost.bfb_cost`;
+
+and the bases the optimizer found offline (family ``"optimized"``, shipped in
+:mod:`~topocoll.finder.opttable`: Cayley digraphs of metacyclic groups such as
+``metacyclic:8,2,7:0.1,5.0,6.0,7.1``, 16 nodes of degree 4 at diameter 2, which no circulant
+reaches; ``optimized=False`` leaves them out). The search reads their costs from the table like
+the other shipped rows; a candidate built on one has its schedule built from the base's BFB
+allreduce and verified when it is evaluated, and the tests rebuild every row and require the
+verified measurement to equal it (:func:`measure_base` with source ``"bfb"``).
 
 Every other entry is a BFB schedule built and verified once. The Diamond and the small modified
 de Bruijn variants of Table 9 (its Figures 16 and 17) are not in the catalogue.
@@ -93,9 +101,9 @@ def _hamming(k, q):
     return f"hypercube:{k}" if q == 2 else f"hamming:{k},{q}"
 
 
-def catalogue(max_degree, max_nodes=MAX_BASE_NODES):
+def catalogue(max_degree, max_nodes=MAX_BASE_NODES, *, optimized=True):
     """Every base of degree at most ``max_degree`` and at most ``max_nodes`` nodes, in a fixed
-    order (simplest families first)."""
+    order (simplest families first); ``optimized``: with the optimizer's shipped bases."""
     items = []
     seen = set()
 
@@ -138,6 +146,11 @@ def catalogue(max_degree, max_nodes=MAX_BASE_NODES):
         while d**k <= max_nodes:
             add(f"moddebruijn:{d**k},{d}", "moddebruijn", d**k, d, "cost")
             k += 1
+    if optimized:
+        from .opttable import table as opttable   # lazily: python -m finder.opttable runs it
+
+        for row in opttable().values():
+            add(row["spec"], "optimized", row["nodes"], row["degree"], "table")
     items.sort(key=lambda it: (it.nodes, it.degree))
     return items
 
@@ -198,13 +211,38 @@ def _entry_from_costs(spec, family, n, degree, steps, ag, rs):
                      bw_optimal=bool(max(rs, ag) <= bound * (1 + 1e-9)))
 
 
+def _check_shipped(entry, row):
+    """An optimized base's verified measurement must be the table's (else the table or the
+    code drifted: never used)."""
+    got = (entry.nodes, entry.degree, entry.steps, entry.t_b_ag, entry.t_b_rs)
+    want = (row["nodes"], row["degree"], row["steps"], row["t_b_ag"], row["t_b_rs"])
+    if got[:3] != want[:3] or any(abs(a - b) > 1e-9 * max(1.0, abs(b))
+                                  for a, b in zip(got[3:], want[3:])):
+        raise InvalidScheduleError(f"shipped optimized base {entry.spec}: its verified BFB "
+                                   f"allreduce measures (nodes, degree, steps, T_B ag, rs) "
+                                   f"{got}, the table says {want}")
+
+
 def measure_base(item):
     """The entry of one catalogue item, the way its ``source`` says (a verified BFB schedule,
-    a shipped row of exact costs, or the exact cost evaluator)."""
+    a shipped row of exact costs, or the exact cost evaluator). An optimized base with source
+    ``"bfb"`` is built, verified and measured, and must measure what its shipped row says
+    (:class:`~topocoll.errors.InvalidScheduleError` otherwise)."""
     if item.source == "bfb":
-        return compute_base(item.spec, item.family)
+        entry = compute_base(item.spec, item.family)
+        if item.family == "optimized":
+            from .opttable import table as opttable
+
+            _check_shipped(entry, opttable()[item.spec])
+        return entry
     if item.family == "dcirculant":
         row = dctable()[item.nodes, item.degree]
+        return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
+                                 row["t_b_ag"], row["t_b_rs"])
+    if item.family == "optimized":
+        from .opttable import table as opttable
+
+        row = opttable()[item.spec]
         return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
                                  row["t_b_ag"], row["t_b_rs"])
     if item.family == "genkautz":
@@ -232,15 +270,17 @@ class BaseDatabase:
     progress : callable, optional
         ``progress(done, total, stage)`` while bases are computed
         (:func:`~topocoll.results.as_progress`).
+    optimized : bool
+        Include the optimizer's shipped bases (:mod:`~topocoll.finder.opttable`).
     """
 
-    def __init__(self, cache, max_degree, *, progress=None):
+    def __init__(self, cache, max_degree, *, progress=None, optimized=True):
         self.cache = cache
         self.max_degree = int(max_degree)
         self.progress = as_progress(progress)
         self.computed = 0
         self._index = {}
-        for item in catalogue(self.max_degree):
+        for item in catalogue(self.max_degree, optimized=optimized):
             self._index.setdefault((item.nodes, item.degree), []).append(item)
         self._entries = {}
 

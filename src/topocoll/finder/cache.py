@@ -31,7 +31,7 @@ __all__ = ["Cache", "cache_dir", "cache_version", "ALGORITHM_VERSION", "SCHEMA_V
            "ENV_VAR", "FILE_NAME"]
 
 #: Bump when the search, the predictions or the stored documents change meaning.
-ALGORITHM_VERSION = "finder-2"
+ALGORITHM_VERSION = "finder-3"
 #: Layout of the SQLite file; another layout is dropped and rebuilt.
 SCHEMA_VERSION = 1
 #: Environment variable that chooses the cache folder.

@@ -11,7 +11,7 @@ the truth the prediction is compared with. :func:`find_range` gives frontiers fo
 
 >>> r = find(16, 4, "1MiB", cache=False)
 >>> r.success, r.best.name, r.evaluation["verified"]
-(True, 'optcirculant:16', True)
+(True, 'metacyclic:8,2,7:0.1,5.0,6.0,7.1', True)
 >>> round(r.evaluated_time / r.predicted_time, 12)
 1.0
 """
@@ -30,15 +30,24 @@ from .search import Candidate, Search
 from .workload import Workload
 
 __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "METHODS",
-           "EXPLICIT", "BY_CONSTRUCTION"]
+           "EXPLICIT", "BY_CONSTRUCTION", "EXPLICIT_NODES", "MAX_NODES", "resolve_method",
+           "open_cache", "rank_by_time", "evaluate_best", "evaluate_candidate",
+           "cluster_settings", "check_algorithms"]
 
 #: How an evaluation was obtained: the whole schedule built, verified and evaluated, or the
 #: base's allreduce built and verified and the expansions' cost rules applied (docs/math.md
 #: section 4; nothing of the expanded size is built).
 EXPLICIT = "verified explicit"
 BY_CONSTRUCTION = "by construction from a verified base"
-#: ``find(method=...)``: the name -> the label the evaluation carries.
-METHODS = {"explicit": EXPLICIT, "construction": BY_CONSTRUCTION}
+#: ``find(method=...)``: the name -> the label the evaluation carries (``"auto"``: explicit up
+#: to :data:`EXPLICIT_NODES` nodes or when the schedule is kept, else by construction).
+METHODS = {"explicit": EXPLICIT, "construction": BY_CONSTRUCTION, "auto": None}
+#: Largest N whose chosen allreduce ``method="auto"`` builds and verifies whole (1024 nodes:
+#: about 2.5 million transfers, seconds; 16384 nodes would be 670 million, tens of GiB).
+EXPLICIT_NODES = 1024
+#: Largest N :func:`find` takes (by construction a million nodes take seconds; the limit keeps
+#: a mistyped size from running the search on numbers no cluster has).
+MAX_NODES = 1 << 20
 
 
 @dataclass
@@ -135,7 +144,7 @@ def as_workload(workload):
                          f"{type(workload).__name__}")
 
 
-def _cache(cache):
+def open_cache(cache):
     if isinstance(cache, Cache):
         return cache
     if cache is True or cache is None:
@@ -161,7 +170,7 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
     """
     nodes = whole_number(nodes, "nodes", 2)
     degree = whole_number(degree, "degree", 1)
-    store = _cache(cache)
+    store = open_cache(cache)
     key = _frontier_key(nodes, degree, products)
     doc = store.get("frontier", key)
     if doc is not None:
@@ -184,7 +193,7 @@ def find_range(nodes, degree, *, cache=True, products=True, progress=None, worke
     degree = whole_number(degree, "degree", 1)
     sizes = [whole_number(n, "nodes", 2) for n in nodes]
     progress = as_progress(progress)
-    store = _cache(cache)
+    store = open_cache(cache)
     search = Search(degree, store, products=products, progress=progress)
     missing = [n for n in sizes
                if store.get("frontier", _frontier_key(n, degree, products)) is None]
@@ -227,7 +236,7 @@ def _fill_genkautz(store, sizes, degree, workers, progress):
 
 
 # ---------------------------------------------------------------------- find
-def _choose(candidates, workload, alpha, bandwidth):
+def rank_by_time(candidates, workload, alpha, bandwidth):
     times = [c.time(workload, alpha=alpha, bandwidth=bandwidth) for c in candidates]
     order = sorted(range(len(candidates)),
                    key=lambda i: (times[i], candidates[i].steps, candidates[i].t_b,
@@ -235,11 +244,11 @@ def _choose(candidates, workload, alpha, bandwidth):
     return times, order
 
 
-def _evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, keep_schedule,
-                   progress, method="explicit"):
-    """:func:`_evaluate` with every algorithm of ``algorithms``: the fastest evaluation (its
-    ``"algorithm"`` says which). An algorithm that fails on the candidate is skipped; if all
-    fail, the first one's error is raised."""
+def evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, keep_schedule,
+                  progress, method="explicit"):
+    """:func:`evaluate_candidate` with every algorithm of ``algorithms``: the fastest
+    evaluation (its ``"algorithm"`` says which). An algorithm that fails on the candidate is
+    skipped; if all fail, the first one's error is raised."""
     best, first_error = None, None
     for algorithm in algorithms:
         try:
@@ -247,8 +256,8 @@ def _evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, kee
                 got = _evaluate_by_construction(candidate, workload, alpha, bandwidth, store,
                                                 progress, algorithm=algorithm)
             else:
-                got = _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule,
-                                progress, algorithm=algorithm)
+                got = evaluate_candidate(candidate, workload, alpha, bandwidth, store,
+                                         keep_schedule, progress, algorithm=algorithm)
         except (TopocollError, MemoryError) as exc:
             first_error = first_error or exc
             continue
@@ -259,8 +268,8 @@ def _evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, kee
     return best
 
 
-def _evaluate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress, *,
-              algorithm="bfb"):
+def evaluate_candidate(candidate, workload, alpha, bandwidth, store, keep_schedule, progress, *,
+                       algorithm="bfb"):
     """Build (leaves scheduled by ``algorithm``), verify and evaluate one candidate; the
     evaluation dict, the schedule and the seconds spent."""
     from ..schedule.cost import evaluate
@@ -309,13 +318,13 @@ def _evaluate_by_construction(candidate, workload, alpha, bandwidth, store, prog
     (:func:`topocoll.synth.expansions.predict_chain`, docs/math.md section 4). The expanded
     schedule is valid by construction; steps are exact and T_B is exact, or an upper bound when
     a line graph is in the chain (``"exact": False``). A candidate that is a leaf itself is
-    built, verified and evaluated (:func:`_evaluate`)."""
+    built, verified and evaluated (:func:`evaluate_candidate`)."""
     from ..synth.expansions import predict_chain
 
     leaf, chain = _chain(candidate.recipe)
     if not chain:
-        return _evaluate(candidate, workload, alpha, bandwidth, store, False, progress,
-                         algorithm=algorithm)
+        return evaluate_candidate(candidate, workload, alpha, bandwidth, store, False, progress,
+                                  algorithm=algorithm)
     key = f"{candidate.name}@construction" + ("" if algorithm == "bfb" else f"@{algorithm}")
     doc = store.get("evaluation", key)
     if doc is not None:
@@ -373,7 +382,7 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
     return out
 
 
-def _cluster(nodes, degree, alpha, node_bandwidth, workload):
+def cluster_settings(nodes, degree, alpha, node_bandwidth, workload):
     """The checked cluster and workload arguments of :func:`find` and
     :func:`~topocoll.finder.optimize.optimize`."""
     nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
@@ -387,7 +396,7 @@ def _cluster(nodes, degree, alpha, node_bandwidth, workload):
             parse_bandwidth(node_bandwidth, what="node bandwidth"), as_workload(workload))
 
 
-def _algorithms(algorithms):
+def check_algorithms(algorithms):
     from .build import ALGORITHMS
 
     if isinstance(algorithms, str):
@@ -434,6 +443,21 @@ def _optimize_into(result, store, products, progress, algorithms, budget, max_ev
     result.status = Status.SUCCESS
 
 
+def resolve_method(method, nodes, keep_schedule=False):
+    """The evaluation method :func:`find` uses: ``"auto"`` is ``"explicit"`` up to
+    :data:`EXPLICIT_NODES` nodes or when the schedule is kept, else ``"construction"``.
+
+    >>> resolve_method("auto", 1024), resolve_method("auto", 16384)
+    ('explicit', 'construction')
+    """
+    if method not in METHODS:
+        raise UnsupportedError(f"unknown evaluation method {method!r}; use one of "
+                               f"{', '.join(METHODS)}")
+    if method != "auto":
+        return method
+    return "explicit" if keep_schedule or nodes <= EXPLICIT_NODES else "construction"
+
+
 def allreduce_bytes(nodes):
     """Estimated peak memory of building, verifying and evaluating a BFB allreduce of ``nodes``
     nodes: about ``2.5 N^2`` transfers (each node receives ``N - 1`` shards twice, split over
@@ -444,7 +468,7 @@ def allreduce_bytes(nodes):
 def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps",
          evaluate=True, keep_schedule=False, cache=True, products=True, progress=None,
          algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None, seed=0,
-         method="explicit"):
+         method="auto"):
     """The best topology and allreduce schedule for a cluster and a workload.
 
     Parameters
@@ -486,12 +510,14 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         The optimizer's number of candidate bases (deterministic for a given ``seed``).
     seed : int
         The optimizer's random seed.
-    method : {"explicit", "construction"}
+    method : {"auto", "explicit", "construction"}
         How the choice is evaluated: ``"explicit"`` builds its whole allreduce, verifies and
-        evaluates it (default); ``"construction"`` builds and verifies only the allreduce of an
+        evaluates it; ``"construction"`` builds and verifies only the allreduce of an
         expanded candidate's base and applies the expansions' cost rules (docs/math.md section
         4): steps exact, T_B exact or (line graphs) an upper bound; the evaluation's
         ``"method"`` and ``"exact"`` say which. Far less time and memory at thousands of nodes.
+        ``"auto"`` (default): explicit up to :data:`EXPLICIT_NODES` nodes or with
+        ``keep_schedule``, else by construction (:func:`resolve_method`).
 
     Returns
     -------
@@ -499,25 +525,25 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         With ``optimization`` (the optimizer's summary) when ``optimize``.
     """
     started = time.perf_counter()
-    nodes, degree, alpha, bandwidth, workload = _cluster(nodes, degree, alpha, node_bandwidth,
-                                                         workload)
+    nodes, degree, alpha, bandwidth, workload = cluster_settings(nodes, degree, alpha,
+                                                                 node_bandwidth, workload)
     progress = as_progress(progress)
-    algorithms = _algorithms(algorithms)
+    algorithms = check_algorithms(algorithms)
     evaluate = evaluate or optimize
-    if method not in METHODS:
-        raise UnsupportedError(f"unknown evaluation method {method!r}; use one of "
-                               f"{', '.join(METHODS)}")
+    method = resolve_method(method, nodes, keep_schedule)
+    if nodes > MAX_NODES:
+        raise UnsupportedError(f"find handles at most {MAX_NODES} nodes, got {nodes}")
     if (evaluate or keep_schedule) and (method == "explicit" or keep_schedule):
         # fail before the search, not after it
         require_memory(allreduce_bytes(nodes), f"building and verifying the allreduce of "
                        f"{nodes} nodes (about {2.5 * nodes * nodes:.3g} transfers; --no-evaluate or "
                        "evaluate=False gives the predictions only)")
-    store = _cache(cache)
+    store = open_cache(cache)
     try:
         candidates, cached = frontier(nodes, degree, cache=store, products=products,
                                       progress=progress)
         searched = time.perf_counter()
-        times, order = _choose(candidates, workload, alpha, bandwidth)
+        times, order = rank_by_time(candidates, workload, alpha, bandwidth)
         lower = workload.lower_bound(nodes, degree, alpha=alpha, bandwidth=bandwidth)
         result = FindResult(status=Status.NOT_PROVEN, message="", nodes=nodes, degree=degree, alpha=alpha,
                             node_bandwidth=bandwidth, workload=workload, frontier=candidates,
@@ -534,9 +560,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         for rank, i in enumerate(order):
             c = candidates[i]
             try:
-                evaluation, schedule, seconds = _evaluate_best(c, algorithms, workload, alpha,
-                                                               bandwidth, store, keep_schedule,
-                                                               progress, method)
+                evaluation, schedule, seconds = evaluate_best(c, algorithms, workload, alpha,
+                                                              bandwidth, store, keep_schedule,
+                                                              progress, method)
             except (TopocollError, MemoryError) as exc:
                 failures.append(f"{c.name}: {exc}")
                 continue
@@ -552,6 +578,11 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
             result.message = (f"chose {c.name}: evaluated {format_time(result.evaluated_time)} "
                               f"(predicted {format_time(times[i])}), {result.ratio:.3f}x the "
                               f"two-phase bound {format_time(lower)}")
+            if evaluation["algorithm"] == "bfb" and evaluation["time"] > times[i] * (1 + 1e-9):
+                # every BFB prediction is exact or an upper bound: a shipped cost is wrong
+                result.warnings.append(f"{c.name}: evaluated {format_time(evaluation['time'])}"
+                                       f" exceeds its prediction {format_time(times[i])}; a "
+                                       "shipped base cost may be wrong")
             if failures:
                 result.message += f"; skipped {len(failures)} better-predicted candidate(s): " \
                                   + "; ".join(failures)

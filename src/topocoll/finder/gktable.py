@@ -13,6 +13,12 @@ Regenerate (minutes; uses every core)::
 
     python -m topocoll.finder.gktable --max-nodes 2048 --degrees 2-6
 
+A second file holds a few larger sizes the finder is asked about (N = 4096, 8192, 16384 at
+d = 4: the last takes minutes on its own, too long for a query)::
+
+    python -m topocoll.finder.gktable --sizes 4096,8192,16384 --degrees 4 \\
+        --out src/topocoll/finder/data/genkautz_bfb_large.csv
+
 >>> row = lookup(37, 4)
 >>> row["steps"], round(row["t_b_ag"], 6), row["exact"]
 (3, 1.297297, True)
@@ -34,14 +40,15 @@ __all__ = ["TABLE_VERSION", "lookup", "table", "parse_table", "compute_rows", "w
 #: Bump when :func:`genkautz_cost` changes what it computes: rows of another version are ignored.
 TABLE_VERSION = "genkautz-bfb-1"
 _FILE = "genkautz_bfb.csv"
+_LARGE_FILE = "genkautz_bfb_large.csv"
 _FIELDS = ("n", "d", "steps", "t_b_ag", "t_b_rs")
 
 
 @functools.cache
 def table():
-    """``{(n, d): {"steps", "t_b_ag", "t_b_rs", "exact"}}`` from the shipped file (empty if the
-    file is missing or of another :data:`TABLE_VERSION`)."""
-    return parse_table(shipped_text(_FILE))
+    """``{(n, d): {"steps", "t_b_ag", "t_b_rs", "exact"}}`` from the shipped files (empty if
+    they are missing or of another :data:`TABLE_VERSION`)."""
+    return {**parse_table(shipped_text(_LARGE_FILE)), **parse_table(shipped_text(_FILE))}
 
 
 def parse_table(text):
@@ -89,6 +96,7 @@ def write_table(rows, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Regenerate the shipped GK(n, d) BFB cost table.")
     parser.add_argument("--max-nodes", type=int, default=2048)
+    parser.add_argument("--sizes", help="comma-separated sizes instead of 2..--max-nodes")
     parser.add_argument("--degrees", type=parse_range, default=parse_range("2-6"),
                         help="e.g. 2-6")
     parser.add_argument("--workers", type=int, default=None)
@@ -99,8 +107,9 @@ def main(argv=None):
         if done % 200 == 0 or done == total:
             print(f"{done}/{total}", file=sys.stderr, flush=True)
 
-    rows = compute_rows(range(2, args.max_nodes + 1), args.degrees, workers=args.workers,
-                        progress=report)
+    sizes = ([int(x) for x in args.sizes.split(",")] if args.sizes
+             else range(2, args.max_nodes + 1))
+    rows = compute_rows(sizes, args.degrees, workers=args.workers, progress=report)
     write_table(rows, args.out)
     print(f"wrote {len(rows)} rows to {args.out}")
 

@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import TopocollError, UnsupportedError
 from ..units import format_time, parse_time
 from ..topology.composite import rewired_spec
-from .search import Candidate, _expand
+from .search import Candidate, expand_candidate
 
 __all__ = ["optimize", "OptimizeResult", "Skeleton", "skeleton_of", "group_presentations"]
 
@@ -67,11 +67,11 @@ class Skeleton:
         c = base
         for step in self.chain:
             if step[0] == "line":
-                c = _expand(c, "line")
+                c = expand_candidate(c, "line")
             elif step[0] == "degree":
-                c = _expand(c, "degree", m=step[1])
+                c = expand_candidate(c, "degree", m=step[1])
             else:
-                c = _expand(c, "power", n=step[1])
+                c = expand_candidate(c, "power", n=step[1])
         return c
 
     def describe(self):
@@ -367,11 +367,127 @@ def _seed_heads(candidate_base_spec, skeleton):
     return topo.dst[order].reshape(n, d).astype(np.int64)
 
 
+def _leaf_name(candidate):
+    """The spec of a candidate's base (a ``rewired:`` spec for an explicit digraph)."""
+    recipe = candidate.recipe
+    while recipe[0] in ("line", "degree", "power"):
+        recipe = recipe[1]
+    return recipe[1] if recipe[0] in ("spec", "arcs") else None
+
+
 def _base_spec(candidate):
     recipe = candidate.recipe
     while recipe[0] in ("line", "degree", "power"):
         recipe = recipe[1]
     return recipe[1] if recipe[0] == "spec" else None
+
+
+def _find_seed(candidates, order, times, cost, tools, nodes):
+    """The seed: the best-predicted frontier candidate that builds and verifies, as
+    ``(candidate, evaluation, schedule, predicted time)``."""
+    from .core import evaluate_best
+
+    workload, alpha, bandwidth = cost
+    algorithms, store, progress = tools
+    for i in order:
+        try:
+            ev, sched, _ = evaluate_best(candidates[i], algorithms, workload, alpha, bandwidth,
+                                         store, False, progress)
+        except (TopocollError, MemoryError):
+            continue
+        return candidates[i], ev, sched, times[i]
+    raise UnsupportedError(f"no frontier candidate at {nodes} nodes could be built and "
+                           "verified to seed the optimizer")
+
+
+def _make_tracks(candidates, picked, target, seed, cost):
+    """Search tracks: the skeletons of the picked frontier candidates, and the bare target
+    ``(nodes, degree)``."""
+    workload, alpha, bandwidth = cost
+    tracks = []
+    keys = set()
+    picks = [candidates[i] for i in picked]
+    for c in picks + [None]:
+        if c is None:
+            sk, spec = Skeleton(*target, ()), None
+        else:
+            sk, spec = skeleton_of(c), _base_spec(c)
+        if sk is None or (sk.nodes, sk.degree, sk.chain) in keys or sk.degree >= sk.nodes:
+            continue
+        keys.add((sk.nodes, sk.degree, sk.chain))
+        track = _Track(sk, spec, np.random.default_rng([int(seed), len(tracks)]))
+        if spec is not None:
+            track.offer(c.time(workload, alpha=alpha, bandwidth=bandwidth), c,
+                        _seed_heads(spec, sk))
+            track.bases.clear()             # the seed is not a find
+        tracks.append(track)
+    return tracks
+
+
+def _search(opt, tracks, spent, room, progress, max_evaluations):
+    """Run the tracks' Cayley draws and swaps in rounds until ``spent()`` names a reason or
+    nothing moves; return why it stopped."""
+    stopped = spent()
+    while stopped is None:
+        moved = 0
+        for track in tracks:
+            # small bases are cheap to draw and score: they get more draws per round
+            draws = min(max(_CAYLEY_BATCH * 256 // track.skeleton.nodes, 8), 768)
+            moved += opt.cayley(track, room(draws))
+            if (stopped := spent()):
+                break
+            moved += opt.rewire(track, room(_SWAP_BATCH))
+            if (stopped := spent()):
+                break
+        if progress:
+            best = min((t.best[0] for t in tracks if t.best), default=math.inf)
+            progress(opt.evaluations, max_evaluations, f"optimizing: {opt.evaluations} "
+                     f"candidates, best predicted {format_time(best)}")
+        if stopped is None and moved == 0:
+            stopped = "exhausted"
+    return stopped
+
+
+def _confirm(tracks, best, confirm, cost, tools):
+    """Build, verify and evaluate the best optimized candidates at the target; return the
+    new ``best`` tuple and the confirmation records."""
+    from .core import evaluate_best
+
+    workload, alpha, bandwidth = cost
+    algorithms, store, progress = tools
+    seed_time = best[0]
+    found = {}
+    for track in tracks:
+        for time_, cand in track.bases:
+            if cand.name not in found or time_ < found[cand.name][0]:
+                found[cand.name] = (time_, cand)
+    ranked = sorted(found.values(), key=lambda tc_: (tc_[0], tc_[1].name))
+    confirmed = []
+    for time_, cand in ranked[:max(int(confirm), 0)]:
+        if time_ >= seed_time * (1 - 1e-12):
+            break
+        if progress:
+            progress(len(confirmed), min(confirm, len(ranked)), f"confirming {cand.name}")
+        try:
+            ev, sched, _ = evaluate_best(cand, algorithms, workload, alpha, bandwidth, store,
+                                         True, progress)
+        except (TopocollError, MemoryError) as exc:
+            confirmed.append({"name": cand.name, "predicted": time_, "evaluated": None,
+                              "error": str(exc)})
+            continue
+        confirmed.append({"name": cand.name, "predicted": time_, "evaluated": ev["time"],
+                          "algorithm": ev["algorithm"]})
+        if ev["time"] < best[0] * (1 - 1e-12):
+            best = (ev["time"], cand, ev, sched, time_)
+    return best, confirmed
+
+
+def _track_summary(track):
+    """One track's summary record."""
+    return {"skeleton": track.skeleton.describe(), "seed_base": track.seed_base,
+            "best": None if track.best is None else track.best[1].name,
+            "best_base": None if track.best is None else _leaf_name(track.best[1]),
+            "best_predicted": None if track.best is None else track.best[0]}
 
 
 # ---------------------------------------------------------------------- the API
@@ -418,12 +534,13 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
     """
     from ..results import as_progress
     from ..units import whole_number as _int
-    from .core import _algorithms, _cache, _choose, _cluster, _evaluate, _evaluate_best
+    from .core import (check_algorithms, cluster_settings, evaluate_candidate, open_cache,
+                       rank_by_time)
     from .core import frontier as _frontier
 
     started = time.perf_counter()
-    nodes, degree, alpha, bandwidth, workload = _cluster(nodes, degree, alpha, node_bandwidth,
-                                                         workload)
+    nodes, degree, alpha, bandwidth, workload = cluster_settings(nodes, degree, alpha,
+                                                                 node_bandwidth, workload)
     progress = as_progress(progress)
     if budget is not None:
         budget = parse_time(budget, what="budget") if isinstance(budget, str) else float(budget)
@@ -433,45 +550,17 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
         max_evaluations = _int(max_evaluations, "max_evaluations", 0)
     elif budget is None:
         max_evaluations = 2000
-    algorithms = _algorithms(algorithms)
-    store = _cache(cache)
+    algorithms = check_algorithms(algorithms)
+    store = open_cache(cache)
     candidates = frontier if frontier is not None else _frontier(
         nodes, degree, cache=store, products=products, progress=progress)[0]
-    times, order = _choose(candidates, workload, alpha, bandwidth)
+    times, order = rank_by_time(candidates, workload, alpha, bandwidth)
 
-    # the seed: the best-predicted frontier candidate that builds and verifies
-    seed_eval = None
-    for i in order:
-        try:
-            ev, sched, _ = _evaluate_best(candidates[i], algorithms, workload, alpha, bandwidth,
-                                          store, False, progress)
-        except (TopocollError, MemoryError):
-            continue
-        seed_cand, seed_eval, seed_sched, seed_pred = candidates[i], ev, sched, times[i]
-        break
-    if seed_eval is None:
-        raise UnsupportedError(f"no frontier candidate at {nodes} nodes could be built and "
-                               "verified to seed the optimizer")
-
-    # skeletons of the best frontier candidates, and the bare target
+    cost = (workload, alpha, bandwidth)
+    seed_cand, seed_eval, seed_sched, seed_pred = _find_seed(
+        candidates, order, times, cost, (algorithms, store, progress), nodes)
     opt = _Optimizer(workload, alpha, bandwidth)
-    tracks = []
-    keys = set()
-    picks = [candidates[i] for i in order[:max(int(seeds), 1)]]
-    for c in picks + [None]:
-        if c is None:
-            sk, spec = Skeleton(nodes, degree, ()), None
-        else:
-            sk, spec = skeleton_of(c), _base_spec(c)
-        if sk is None or (sk.nodes, sk.degree, sk.chain) in keys or sk.degree >= sk.nodes:
-            continue
-        keys.add((sk.nodes, sk.degree, sk.chain))
-        track = _Track(sk, spec, np.random.default_rng([int(seed), len(tracks)]))
-        if spec is not None:
-            track.offer(c.time(workload, alpha=alpha, bandwidth=bandwidth), c,
-                        _seed_heads(spec, sk))
-            track.bases.clear()             # the seed is not a find
-        tracks.append(track)
+    tracks = _make_tracks(candidates, order[:max(int(seeds), 1)], (nodes, degree), seed, cost)
 
     def spent():
         if max_evaluations is not None and opt.evaluations >= max_evaluations:
@@ -485,61 +574,18 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
             return count
         return min(count, max_evaluations - opt.evaluations)
 
-    stopped = spent()
-    while stopped is None:
-        moved = 0
-        for track in tracks:
-            # small bases are cheap to draw and score: they get more draws per round
-            draws = min(max(_CAYLEY_BATCH * 256 // track.skeleton.nodes, 8), 768)
-            moved += opt.cayley(track, room(draws))
-            if (stopped := spent()):
-                break
-            moved += opt.rewire(track, room(_SWAP_BATCH))
-            if (stopped := spent()):
-                break
-        if progress:
-            best = min((t.best[0] for t in tracks if t.best), default=math.inf)
-            progress(opt.evaluations, max_evaluations, f"optimizing: {opt.evaluations} "
-                     f"candidates, best predicted {format_time(best)}")
-        if stopped is None and moved == 0:
-            stopped = "exhausted"
+    stopped = _search(opt, tracks, spent, room, progress, max_evaluations)
     searched = time.perf_counter()
 
     # confirm: the best optimized candidates, built, verified and evaluated at the target
-    found = {}
-    for track in tracks:
-        for time_, cand in track.bases:
-            if cand.name not in found or time_ < found[cand.name][0]:
-                found[cand.name] = (time_, cand)
-    ranked = sorted(found.values(), key=lambda tc_: (tc_[0], tc_[1].name))
     best = (seed_eval["time"], seed_cand, seed_eval, seed_sched, seed_pred)
-    confirmed = []
-    for time_, cand in ranked[:max(int(confirm), 0)]:
-        if time_ >= seed_eval["time"] * (1 - 1e-12):
-            break
-        if progress:
-            progress(len(confirmed), min(confirm, len(ranked)), f"confirming {cand.name}")
-        try:
-            ev, sched, _ = _evaluate_best(cand, algorithms, workload, alpha, bandwidth, store,
-                                          True, progress)
-        except (TopocollError, MemoryError) as exc:
-            confirmed.append({"name": cand.name, "predicted": time_, "evaluated": None,
-                              "error": str(exc)})
-            continue
-        confirmed.append({"name": cand.name, "predicted": time_, "evaluated": ev["time"],
-                          "algorithm": ev["algorithm"]})
-        if ev["time"] < best[0] * (1 - 1e-12):
-            best = (ev["time"], cand, ev, sched, time_)
+    best, confirmed = _confirm(tracks, best, confirm, cost, (algorithms, store, progress))
     if best[3] is None and keep_schedule:
-        ev, sched, _ = _evaluate(best[1], workload, alpha, bandwidth, store, True, progress,
-                                 algorithm=best[2]["algorithm"])
+        ev, sched, _ = evaluate_candidate(best[1], workload, alpha, bandwidth, store, True,
+                                          progress, algorithm=best[2]["algorithm"])
         best = (ev["time"], best[1], ev, sched, best[4])
     finished = time.perf_counter()
-    summary = []
-    for track in tracks:
-        summary.append({"skeleton": track.skeleton.describe(), "seed_base": track.seed_base,
-                        "best": None if track.best is None else track.best[1].name,
-                        "best_predicted": None if track.best is None else track.best[0]})
+    summary = [_track_summary(track) for track in tracks]
     return OptimizeResult(seed=seed_cand, seed_time=seed_eval["time"], best=best[1],
                           evaluated_time=best[0], predicted_time=best[4], evaluation=best[2],
                           schedule=best[3], improved=best[1] is not seed_cand,

@@ -42,6 +42,8 @@ links in hardware).
 [(2, 2.0), (2, 2.0), (3, 0.5)]
 >>> s = Search(4)
 >>> [(c.name, c.steps) for c in s.target(16)][:3]
+[('metacyclic:8,2,7:0.1,5.0,6.0,7.1', 2), ('optcirculant:16', 3)]
+>>> [(c.name, c.steps) for c in Search(4, optimized_bases=False).target(16)][:3]
 [('genkautz:16,4', 2), ('optcirculant:16', 3)]
 """
 
@@ -60,10 +62,15 @@ from .gktable import lookup as lookup_genkautz
 from .cache import Cache
 
 __all__ = ["Candidate", "Search", "pareto_frontier", "optcirculant_diameter",
-           "twisted_torus_diameter", "twisted_torus_3d", "circulant_rule", "TOL"]
+           "twisted_torus_diameter", "twisted_torus_3d", "circulant_rule", "TOL",
+           "GENKAUTZ_LIVE_MAX", "expand_candidate"]
 
 #: Relative tolerance of T_B comparisons inside the search (equal within it: a tie).
 TOL = 1e-9
+#: Largest N whose generalized Kautz digraph's exact BFB cost is computed at the target when it
+#: is neither shipped (:mod:`~topocoll.finder.gktable`) nor cached: the work grows as N^2
+#: (seconds at 8192 nodes, ten minutes at 16384); beyond it the candidate is left out.
+GENKAUTZ_LIVE_MAX = 8192
 
 
 # ---------------------------------------------------------------------- Pareto frontier
@@ -319,16 +326,21 @@ class Search:
     progress : callable, optional
         ``progress(done, total, stage)`` during expensive work
         (:func:`~topocoll.results.as_progress`).
+    optimized_bases : bool
+        Offer the optimizer's shipped bases (:mod:`~topocoll.finder.opttable`; default). The
+        optimizer's table is regenerated without them.
     """
 
-    def __init__(self, degree, cache=None, *, products=True, progress=None):
+    def __init__(self, degree, cache=None, *, products=True, progress=None,
+                 optimized_bases=True):
         self.degree = int(degree)
         if self.degree < 1:
             raise UnsupportedError(f"the degree must be >= 1, got {self.degree}")
         self.cache = cache if cache is not None else Cache(enabled=False)
         self.products = bool(products)
         self.progress = as_progress(progress)
-        self.bases = BaseDatabase(self.cache, self.degree, progress=self.progress)
+        self.bases = BaseDatabase(self.cache, self.degree, progress=self.progress,
+                                  optimized=optimized_bases)
         self._cells = {}
         self._bw = {}
         self._atoms = {}
@@ -418,17 +430,17 @@ class Search:
                 found.append(p)
         if d >= 2 and n % d == 0 and n // d >= 2:
             for c in self.cell(n // d, d):
-                found.append(_expand(c, "line"))
+                found.append(expand_candidate(c, "line"))
         for m in _divisors(d):
             if m >= 2 and n % m == 0 and n // m >= 2:
                 for c in self.cell(n // m, d // m):
-                    found.append(_expand(c, "degree", m=m))
+                    found.append(expand_candidate(c, "degree", m=m))
         for p in _divisors(d):
             if p >= 2:
                 r = _integer_root(n, p)
                 if r is not None:
                     for c in self.cell(r, d // p):
-                        found.append(_expand(c, "power", n=p))
+                        found.append(expand_candidate(c, "power", n=p))
         frontier = pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL,
                                    keep_ties=False)
         self._cells[key] = frontier
@@ -440,8 +452,10 @@ class Search:
         recursion: the generalized Kautz digraph and, for even degrees >= 6, a circulant."""
         d = self.degree
         out = []
+        cost = None
         if 2 <= d and min(d, n - 1) <= MAX_IN_DEGREE:       # 2^d subsets per receiver
             cost = self.genkautz(n, d)
+        if cost is not None:
             t_b = 0.5 * (cost["t_b_ag"] + cost["t_b_rs"])
             out.append(Candidate(f"genkautz:{n},{d}", n, d, cost["steps"], t_b,
                                  ("spec", f"genkautz:{n},{d}"), "computed", cost["exact"],
@@ -456,9 +470,12 @@ class Search:
         return out
 
     def genkautz(self, n, d):
-        """The generalized Kautz digraph's BFB costs (cached)."""
+        """The generalized Kautz digraph's BFB costs (shipped, cached or computed), or None
+        above :data:`GENKAUTZ_LIVE_MAX` nodes when neither shipped nor cached."""
         key = f"genkautz:{n},{d}"
         doc = lookup_genkautz(n, d) or self.cache.get("cost", key)
+        if doc is None and n > GENKAUTZ_LIVE_MAX:
+            return None
         if doc is None:
             if self.progress:
                 self.progress(0, None, f"BFB cost of {key}")
@@ -479,7 +496,7 @@ class Search:
         return pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL, keep_ties=False)
 
 
-def _expand(c, kind, **params):
+def expand_candidate(c, kind, **params):
     steps, t_b = predict(kind, c.steps, c.t_b, c.nodes, **params)
     if kind == "line":
         nodes, degree, name = c.nodes * c.degree, c.degree, f"line({c.name})"

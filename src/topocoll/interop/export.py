@@ -43,7 +43,8 @@ from ..schedule.transforms import merge_pieces
 from ..schedule.verify import verify
 from .export_blocks import assign_blocks
 from .export_deps import OpBuilder
-from .export_limits import CAPACITY, LIMITS, PROTOCOLS, WIDTHS
+from .export_limits import CAPACITY, LIMITS, PROTOCOLS, WIDTHS, next_block_cap
+from .export_precheck import precheck
 from .export_writer import HINT, SEND_HINT, check_widths, write_program
 from .layout import Layout
 from .mscclxml import NO_LIMIT, Program, format_msccl
@@ -176,15 +177,10 @@ def _layout(builder, channels, fuse, proto, name, schedule, hints):
         blocks = assign_blocks(builder, cap, fuse=fuse, room=CAPACITY[proto])
         longest = max((len(b[3]) for rb in blocks for b in rb), default=0)
         used = 1 + max((b[2] for rb in blocks for b in rb), default=0)
-        if longest <= LIMITS["steps"] and used <= LIMITS["channels"]:
+        smaller = next_block_cap(longest, used, channels, cap)
+        if smaller is None:
             break
-        if used > LIMITS["channels"] or cap <= 1:
-            raise UnsupportedError(
-                f"the schedule does not fit the runtime: a link carries more transfers than "
-                f"{LIMITS['channels']} channels x {LIMITS['steps']} steps per thread block hold "
-                f"(with {channels} channel copies, {used} channels would be needed); use fewer "
-                "--channels, fewer --chunks, or a schedule with fewer transfers per link")
-        cap = max(1, cap * 3 // 4)
+        cap = smaller
     program, used = write_program(builder, blocks, name, proto, hints)
     return program, used, blocks, cap
 
@@ -232,10 +228,56 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
         transfers.
     """
     schedule = as_schedule(schedule)
+    _check_request(schedule, proto=proto, channels=channels, chunks=chunks,
+                   min_bytes=min_bytes, max_bytes=max_bytes, astra=astra, name=name)
+    if check:
+        verify(schedule).raise_if_invalid()
+    n = schedule.num_nodes
+    if n > LIMITS["subs"]:
+        raise UnsupportedError(f"{n} ranks: an MSCCL program holds at most {LIMITS['subs']} "
+                               "<gpu> elements")
+    schedule, k, loss = _chunks_per_shard(schedule, chunks)
+    lay = Layout(schedule.collective, n, k * channels, schedule.root)
+    if max(lay.input_chunks, lay.output_chunks) >= LIMITS["offset"]:
+        raise UnsupportedError(_offset_message(n, k, channels,
+                                               max(lay.input_chunks, lay.output_chunks)))
+    schedule = merge_pieces(schedule)
+    fuse = not (astra or unfused)
+    # the block pass's own refusals, found in seconds on arrays (docs/interop.md, "Limits")
+    precheck(schedule, k, channels, room=CAPACITY[proto] if fuse else None, astra=astra)
+    builder = _translate(schedule, k, channels, astra)
+    name = name or f"topocoll-{schedule.algorithm}-{schedule.topology.name}"[:200]
+    program, used = _fitted_program(builder, channels, fuse, proto, name, schedule, step_hints)
+    program.attrs["minBytes"] = str(int(min_bytes))
+    program.attrs["maxBytes"] = str(int(max_bytes))
+    check_widths(program)
+    total_blocks, total_steps, longest = _check_program_size(program, n, k, channels)
+    status = Status.NOT_PROVEN if loss > 0 else Status.SUCCESS
+    message = (f"{total_blocks} thread blocks, {total_steps} steps on {used} channel(s), "
+               f"{k} chunk(s) per shard")
+    if loss > 0:
+        message += f"; rounding to whole chunks changed {loss:.2%} of the moved bytes"
+    warning = ""
+    if astra and not lay.inplace:
+        warning = (f"not self-contained: {schedule.collective.name} has no in-place call and "
+                   "ASTRA-sim's converter has no local copy, so each rank's own block stays in "
+                   "its input (lint reports it missing from the output); ASTRA-sim simulates "
+                   "the transfers, which are all there")
+        status = Status.NOT_PROVEN
+        message += "; " + warning
+    return ExportResult(status=status, message=message, program=program, chunks=k,
+                        instances=channels, channels=used, quantization_loss=loss,
+                        blocks=total_blocks, steps=total_steps, max_block_steps=longest,
+                        collective=schedule.collective.name, astra=astra, warning=warning)
+
+
+def _check_request(schedule, *, proto, channels, chunks, min_bytes, max_bytes, astra, name):
+    """Refuse an export request the runtime or the converter could not take."""
     if proto not in PROTOCOLS:
         raise UnsupportedError(f"proto must be one of {', '.join(PROTOCOLS)}, got {proto!r}")
     for label, value in (("channels", channels), ("chunks", chunks)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, (int, np.integer))):
             raise InputTypeError(f"{label} must be an integer, got {value!r}")
     if not 1 <= channels <= LIMITS["channels"]:
         raise UnsupportedError(f"channels must be 1..{LIMITS['channels']} (the runtime's "
@@ -257,12 +299,11 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
         raise UnsupportedError(f"name {name[:40]!r}: the program's name must be 1 to 200 "
                                "printable characters without a double quote (the runtime "
                                "reads it as one quoted attribute)")
-    if check:
-        verify(schedule).raise_if_invalid()
-    n = schedule.num_nodes
-    if n > LIMITS["subs"]:
-        raise UnsupportedError(f"{n} ranks: an MSCCL program holds at most {LIMITS['subs']} "
-                               "<gpu> elements")
+
+
+def _chunks_per_shard(schedule, chunks):
+    """``(schedule, k, loss)``: the chunks per shard (``chunks``, or the least exact number)
+    and the schedule rounded to them with the fraction of moved bytes that changed."""
     loss = 0.0
     exact = exact_chunks(schedule)
     if chunks is None:
@@ -270,22 +311,23 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
             raise UnsupportedError("the transfers' byte ranges need more than "
                                    f"{_MAX_EXACT_CHUNKS} chunks per shard to be exact; give "
                                    "--chunks K to round them to whole chunks")
-        k = exact
-    else:
-        k = chunks
-        if exact is None or k % exact:
-            schedule, loss = quantize(schedule, k)
-            report = verify(schedule)
-            if not report.valid:
-                first = report.errors[0].message if report.errors else "invalid"
-                raise UnsupportedError(f"rounded to {k} chunks per shard the schedule no longer "
-                                       f"verifies ({first}); use more chunks"
-                                       + (f" ({exact} are exact)" if exact else ""))
-    lay = Layout(schedule.collective, n, k * channels, schedule.root)
-    if max(lay.input_chunks, lay.output_chunks) >= LIMITS["offset"]:
-        raise UnsupportedError(_offset_message(n, k, channels,
-                                               max(lay.input_chunks, lay.output_chunks)))
-    schedule = merge_pieces(schedule)
+        return schedule, exact, loss
+    k = chunks
+    if exact is None or k % exact:
+        schedule, loss = quantize(schedule, k)
+        report = verify(schedule)
+        if not report.valid:
+            first = report.errors[0].message if report.errors else "invalid"
+            raise UnsupportedError(f"rounded to {k} chunks per shard the schedule no longer "
+                                   f"verifies ({first}); use more chunks"
+                                   + (f" ({exact} are exact)" if exact else ""))
+    return schedule, k, loss
+
+
+def _translate(schedule, k, channels, astra):
+    """The operations of every step (:class:`~.export_deps.OpBuilder`), refusing as soon as a
+    rank's part cannot fit the runtime's parser or a rank sends to too many peers."""
+    n = schedule.num_nodes
     builder = OpBuilder(schedule, k, channels, astra)
     builder.start()
     t = schedule.transfers
@@ -311,26 +353,31 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
         raise UnsupportedError(f"a rank sends to {degree} peers; the runtime allows "
                                f"{LIMITS['blocks_per_channel']} thread blocks per channel and "
                                "direction")
-    fuse = not (astra or unfused)
-    name = name or f"topocoll-{schedule.algorithm}-{schedule.topology.name}"[:200]
-    while True:
-        program, used, blocks, cap = _layout(builder, channels, fuse, proto, name, schedule,
-                                             step_hints)
-        # check it: the bounded-buffer run of lint (docs/interop.md, "Bounded buffers")
-        from .lint import buffer_capacity
+    return builder
 
+
+def _fitted_program(builder, channels, fuse, proto, name, schedule, step_hints):
+    """``(program, channels used)``: the laid-out program whose connections need no more than
+    the protocol holds (the bounded-buffer run of lint, docs/interop.md, "Bounded buffers")."""
+    from .lint import buffer_capacity
+
+    while True:
+        program, used, _blocks, _cap = _layout(builder, channels, fuse, proto, name, schedule,
+                                               step_hints)
         need, _ = buffer_capacity(program)
         if need is not None and need <= CAPACITY[proto]:
-            break
+            return program, used
         if not fuse:
             raise UnsupportedError(
                 f"the program needs connections that hold {need} unit(s); proto={proto} holds "
                 f"{CAPACITY[proto]}: it would hang in the runtime (use --chunks to change the "
                 "sizes of the sends)")
         fuse = False         # never reached for the shapes tested; the unfused form is the anchor
-    program.attrs["minBytes"] = str(int(min_bytes))
-    program.attrs["maxBytes"] = str(int(max_bytes))
-    check_widths(program)
+
+
+def _check_program_size(program, n, k, channels):
+    """``(thread blocks, steps, longest block)`` of ``program``, refusing a rank's part the
+    runtime's parser cannot hold or scratch offsets past 16 bits."""
     total_blocks = sum(len(g.blocks) for g in program.gpus)
     total_steps = sum(len(tb.steps) for g in program.gpus for tb in g.blocks)
     per_rank_nodes = max(1 + n + len(g.blocks) + sum(len(tb.steps) for tb in g.blocks)
@@ -342,20 +389,4 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     scratch = max(int(g.attrs["s_chunks"]) for g in program.gpus)
     if scratch >= LIMITS["offset"]:
         raise UnsupportedError(_offset_message(n, k, channels, scratch))
-    status = Status.NOT_PROVEN if loss > 0 else Status.SUCCESS
-    message = (f"{total_blocks} thread blocks, {total_steps} steps on {used} channel(s), "
-               f"{k} chunk(s) per shard")
-    if loss > 0:
-        message += f"; rounding to whole chunks changed {loss:.2%} of the moved bytes"
-    warning = ""
-    if astra and not lay.inplace:
-        warning = (f"not self-contained: {schedule.collective.name} has no in-place call and "
-                   "ASTRA-sim's converter has no local copy, so each rank's own block stays in "
-                   "its input (lint reports it missing from the output); ASTRA-sim simulates "
-                   "the transfers, which are all there")
-        status = Status.NOT_PROVEN
-        message += "; " + warning
-    return ExportResult(status=status, message=message, program=program, chunks=k,
-                        instances=channels, channels=used, quantization_loss=loss,
-                        blocks=total_blocks, steps=total_steps, max_block_steps=longest,
-                        collective=schedule.collective.name, astra=astra, warning=warning)
+    return total_blocks, total_steps, longest

@@ -7,7 +7,9 @@ tables.
 (2, 64, (-128, 127))
 """
 
-__all__ = ["PROTOCOLS", "CAPACITY", "LIMITS", "WIDTHS"]
+from ..errors import UnsupportedError
+
+__all__ = ["PROTOCOLS", "CAPACITY", "LIMITS", "WIDTHS", "next_block_cap"]
 
 #: The NCCL protocols a program may name.
 PROTOCOLS = ("Simple", "LL", "LL128")
@@ -39,3 +41,19 @@ WIDTHS = {
     "recv": (-2**15, 2**15 - 1, "int16_t mscclThreadBlock::recvPeer"),
     "chan": (-2**15, 2**15 - 1, "int16_t mscclThreadBlock::channelId"),
 }
+
+
+def next_block_cap(longest, used, channels, cap):
+    """One round of the block pass's search for a cap on transfers per link and thread block:
+    ``None`` when blocks of at most ``longest`` steps on ``used`` channels fit the runtime, else
+    the next, smaller cap to try; :class:`~topocoll.errors.UnsupportedError` when no cap can
+    fit (the channels run out first)."""
+    if longest <= LIMITS["steps"] and used <= LIMITS["channels"]:
+        return None
+    if used > LIMITS["channels"] or cap <= 1:
+        raise UnsupportedError(
+            f"the schedule does not fit the runtime: a link carries more transfers than "
+            f"{LIMITS['channels']} channels x {LIMITS['steps']} steps per thread block hold "
+            f"(with {channels} channel copies, {used} channels would be needed); use fewer "
+            "--channels, fewer --chunks, or a schedule with fewer transfers per link")
+    return max(1, cap * 3 // 4)

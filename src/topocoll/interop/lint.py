@@ -46,7 +46,8 @@ from .mscclxml import (ALGO_ATTRS, GPU_ATTRS, READS, RECVS, REDUCES, SENDS, STEP
 from . import replay as _replay_module
 from .export import HINT, SEND_HINT
 from .mscclxml import Gpu, Program, Step, ThreadBlock
-from .replay import _Op, program_layout, program_modes, replay
+from .replay import program_layout, program_modes, replay
+from .threadblocks import read_blocks, run_blocks
 
 __all__ = ["lint_msccl", "LintReport", "Finding", "STEP_TYPES", "buffer_capacity"]
 
@@ -191,7 +192,6 @@ def _source_text(program):
 
 
 def _static(program, rules):
-    a = program.attrs
     if program.preamble:
         rules.add("first-element", program, "algo",
                   "the file must start with <algo>: the runtime reads the first element's "
@@ -200,6 +200,24 @@ def _static(program, rules):
     for line, tag, message in program.quirks:
         if len(rules.found) < rules.limit:
             rules.found.append(Finding("text", line, tag, message))
+    _attribute_rules(program, rules)
+    _algo_rules(program, rules)
+    nch, ngpus = _int(program.attrs, "nchannels"), _int(program.attrs, "ngpus")
+    if len(program.gpus) > LIMITS["subs"]:
+        rules.add("size", program, "algo", f"{len(program.gpus)} <gpu> elements; the parser holds "
+                                           f"{LIMITS['subs']}")
+    ids = [_int(g.attrs, "id") for g in program.gpus]
+    if ngpus is not None:
+        _rank_rules(program, ids, ngpus, rules)
+    sends, recvs = {}, {}
+    for g, rank in zip(program.gpus, ids):
+        _gpu(program, g, rank, ngpus, nch, rules, sends, recvs)
+    _matching_rules(sends, recvs, rules)
+
+
+def _attribute_rules(program, rules):
+    """Every element's attributes: present, plain decimal integers, short enough, few enough and
+    within the integers the runtime stores them in; ``<copy>`` elements are a warning."""
     for tag, elements in (("algo", [program]),
                           ("gpu", program.gpus),
                           ("tb", [tb for g in program.gpus for tb in g.blocks]),
@@ -239,6 +257,11 @@ def _static(program, rules):
                         wrapped = (int(v) - lo) % (hi - lo + 1) + lo
                         rules.add("width", el, tag, f"{k}={v} does not fit the runtime's {where} "
                                   f"({lo}..{hi}): it would be stored as {wrapped}")
+
+
+def _algo_rules(program, rules):
+    """The ``<algo>`` element's values: protocol, collective, flags, sizes and channels."""
+    a = program.attrs
     if a.get("proto") is not None and a["proto"] not in PROTOCOLS:
         rules.add("proto", program, "algo", f"proto={a['proto']!r} must be one of "
                                             f"{', '.join(PROTOCOLS)}")
@@ -263,29 +286,28 @@ def _static(program, rules):
     nch = _int(a, "nchannels")
     if nch is not None and not 1 <= nch <= LIMITS["channels"]:
         rules.add("channels", program, "algo", f"nchannels={nch} must be 1..{LIMITS['channels']}")
-    ngpus = _int(a, "ngpus")
-    if len(program.gpus) > LIMITS["subs"]:
-        rules.add("size", program, "algo", f"{len(program.gpus)} <gpu> elements; the parser holds "
-                                           f"{LIMITS['subs']}")
-    ids = [_int(g.attrs, "id") for g in program.gpus]
-    if ngpus is not None:
-        seen = set()
-        for g, i in zip(program.gpus, ids):
-            if i is None:
-                continue
-            if not 0 <= i < ngpus:
-                rules.add("gpu-id", g, "gpu", f"id {i} is not a rank 0..{ngpus - 1}")
-            elif i in seen:
-                rules.add("gpu-id", g, "gpu", f"rank {i} appears twice")
-            seen.add(i)
-        absent = first_missing(np.array(sorted(seen), dtype=np.int64), ngpus, 9).tolist()
-        if absent:
-            rules.add("gpu-id", program, "algo", f"ngpus={ngpus} but rank(s) "
-                      f"{', '.join(map(str, absent[:8]))}{' ...' if len(absent) > 8 else ''} "
-                      "have no <gpu> (they would run nothing and their peers would hang)")
-    sends, recvs = {}, {}
-    for g, rank in zip(program.gpus, ids):
-        _gpu(program, g, rank, ngpus, nch, rules, sends, recvs)
+
+
+def _rank_rules(program, ids, ngpus, rules):
+    """The ``<gpu>`` ids: each rank ``0..ngpus-1`` exactly once."""
+    seen = set()
+    for g, i in zip(program.gpus, ids):
+        if i is None:
+            continue
+        if not 0 <= i < ngpus:
+            rules.add("gpu-id", g, "gpu", f"id {i} is not a rank 0..{ngpus - 1}")
+        elif i in seen:
+            rules.add("gpu-id", g, "gpu", f"rank {i} appears twice")
+        seen.add(i)
+    absent = first_missing(np.array(sorted(seen), dtype=np.int64), ngpus, 9).tolist()
+    if absent:
+        rules.add("gpu-id", program, "algo", f"ngpus={ngpus} but rank(s) "
+                  f"{', '.join(map(str, absent[:8]))}{' ...' if len(absent) > 8 else ''} "
+                  "have no <gpu> (they would run nothing and their peers would hang)")
+
+
+def _matching_rules(sends, recvs, rules):
+    """Sends and receives of each channel and pair of ranks match in number and size."""
     for key in sorted(set(sends) | set(recvs)):
         s, r = sends.get(key, []), recvs.get(key, [])
         src, dst, chan = key
@@ -298,100 +320,15 @@ def _static(program, rules):
 
 
 def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
-    sizes = {"i": _int(g.attrs, "i_chunks"), "o": _int(g.attrs, "o_chunks"),
-             "s": _int(g.attrs, "s_chunks")}
-    if sizes["s"] is not None and sizes["s"] < 0:
-        rules.add("buffers", g, "gpu", "s_chunks must not be negative")
-    if len(g.blocks) > LIMITS["subs"]:
-        rules.add("size", g, "gpu", f"{len(g.blocks)} thread blocks; at most {LIMITS['subs']}")
-    elements = 1 + len(program.gpus) + len(g.blocks) + sum(len(tb.steps) for tb in g.blocks)
-    # the parser checks for a full table before every read, closing tags too: one index
-    # short of MAX_NODES is the most a rank's part may use
-    if elements >= LIMITS["nodes"]:
-        rules.add("size", g, "gpu", f"rank {rank}'s part of the file has {elements} elements; the "
-                                    f"runtime's parser holds {LIMITS['nodes'] - 1}")
-    bids = [_int(tb.attrs, "id") for tb in g.blocks]
-    valid_bids = {b for b in bids if b is not None}
-    if sorted(valid_bids) != list(range(len(valid_bids))) or len(valid_bids) != len(bids):
-        if len(set(b for b in bids if b is not None)) != len([b for b in bids if b is not None]):
-            rules.add("tb-id", g, "gpu", "thread block ids repeat")
-        else:
-            rules.add("tb-id", g, "gpu", f"thread block ids must be 0..{len(bids) - 1} without "
-                                         f"gaps, got {sorted(valid_bids)[:10]}")
+    sizes, bids = _gpu_header(program, g, rank, rules)
     per_chan = {}
     steps_of = {b: tb.steps for b, tb in zip(bids, g.blocks) if b is not None}
     depended = set()
     for tb, bid in zip(g.blocks, bids):
-        t = tb.attrs
-        send, recv, chan = _int(t, "send"), _int(t, "recv"), _int(t, "chan")
-        if rank is not None and rank in (send, recv):
-            rules.add("peer", tb, "tb", f"send/recv peer equals the rank itself ({rank})")
-        for name, peer in (("send", send), ("recv", recv)):
-            if peer is not None and (peer < -1 or (ngpus is not None and peer >= ngpus)):
-                rules.add("peer", tb, "tb", f"{name}={peer} is not -1 or a rank 0..{ngpus - 1}")
-        if chan is not None and (chan < 0 or chan >= (nch if nch is not None else LIMITS["channels"])
-                                 or chan >= LIMITS["channels"]):
-            rules.add("channel", tb, "tb", f"chan={chan} must be 0..{(nch or 32) - 1} (nchannels)")
-        if chan is not None:
-            pc = per_chan.setdefault(chan, {"send": {}, "recv": {}})
-            for name, peer in (("send", send), ("recv", recv)):
-                if peer is not None and peer >= 0:
-                    if peer in pc[name]:
-                        rules.add("one-block", tb, "tb", f"a second thread block {name}s to/from "
-                                  f"rank {peer} on channel {chan} (block {pc[name][peer]} already "
-                                  "does): the runtime keeps one connection per channel and peer")
-                    pc[name].setdefault(peer, bid)
-        if len(tb.steps) > LIMITS["steps"]:
-            rules.add("steps", tb, "tb", f"{len(tb.steps)} steps; the runtime runs at most "
-                                         f"{LIMITS['steps']} per thread block")
+        send, recv, chan = _block_rules(tb, bid, rank, ngpus, nch, per_chan, rules)
         for i, st in enumerate(tb.steps):
-            a = st.attrs
-            kind = a.get("type")
-            s = _int(a, "s")
-            if s is not None and s != i:
-                rules.add("step-number", st, "step", f"s={s} but this is step {i} of its block "
-                                                     "(s must count 0, 1, 2, ...)")
-            if kind is not None and kind not in STEP_TYPES:
-                rules.add("type", st, "step", f"type={kind!r} is not one of {' '.join(STEP_TYPES)}")
-            for buf in ("srcbuf", "dstbuf"):
-                if a.get(buf) is not None and a[buf] not in ("i", "o", "s"):
-                    rules.add("buffer", st, "step", f"{buf}={a[buf]!r} must be i, o or s")
-            cnt = _int(a, "cnt")
-            if cnt is not None and kind != "nop" and not 1 <= cnt < LIMITS["count"]:
-                rules.add("count", st, "step", f"cnt={cnt} must be 1..{LIMITS['count'] - 1}")
-            if kind in SENDS and (send is None or send < 0):
-                rules.add("peer", st, "step", f"a {kind} step in a thread block without a send peer")
-            if kind in RECVS and (recv is None or recv < 0):
-                rules.add("peer", st, "step", f"a {kind} step in a thread block without a recv peer")
-            for side, checked in (("src", READS), ("dst", WRITES)):
-                buf, off = a.get(f"{side}buf"), _int(a, f"{side}off")
-                if kind in checked and buf in sizes and off is not None and cnt is not None and \
-                        sizes[buf] is not None and (off < 0 or off + cnt > sizes[buf]):
-                    rules.add("offset", st, "step",
-                              f"{side}buf={buf} {side}off={off} cnt={cnt} leaves the buffer of "
-                              f"{sizes[buf]} chunk(s)")
-            depid, deps = _int(a, "depid"), _int(a, "deps")
-            if depid is not None and depid >= 0:
-                if depid not in steps_of:
-                    rules.add("dependency", st, "step", f"depid={depid} names no thread block")
-                elif deps is None or not 0 <= deps < len(steps_of[depid]):
-                    rules.add("dependency", st, "step", f"deps={deps} names no step of block "
-                                                        f"{depid}")
-                else:
-                    if depid == bid and deps >= i:
-                        rules.add("dependency", st, "step", "waits for a later step of its own "
-                                                            "block (it would hang)")
-                    depended.add((depid, deps))
-            if kind == "nop":
-                if depid is None or depid < 0:
-                    rules.add("nop", st, "step", "a nop must carry a dependency (the runtime "
-                              "counts nops only through the dependencies they carry)")
-                nxt = tb.steps[i + 1] if i + 1 < len(tb.steps) else None
-                if nxt is None or (nxt.attrs.get("type") != "nop" and
-                                   (_int(nxt.attrs, "depid") is None or
-                                    _int(nxt.attrs, "depid") < 0)):
-                    rules.add("nop", st, "step", "a nop must be followed by a step with a "
-                              "dependency of its own (the runtime attaches nops' dependencies to it)")
+            kind, cnt = _step_rules(st, i, send, recv, sizes, rules)
+            _dependency_rules(tb, i, bid, steps_of, depended, rules)
             if chan is not None and cnt is not None and rank is not None:
                 if kind in SENDS and send is not None and send >= 0:
                     sends.setdefault((rank, send, chan), []).append((cnt, st))
@@ -413,6 +350,119 @@ def _gpu(program, g, rank, ngpus, nch, rules, sends, recvs):
                 rules.add("hasdep", st, "step", "hasdep must be 0 or 1")
 
 
+def _gpu_header(program, g, rank, rules):
+    """A ``<gpu>``'s buffer sizes, element count and thread block ids: ``(sizes, block ids)``."""
+    sizes = {"i": _int(g.attrs, "i_chunks"), "o": _int(g.attrs, "o_chunks"),
+             "s": _int(g.attrs, "s_chunks")}
+    if sizes["s"] is not None and sizes["s"] < 0:
+        rules.add("buffers", g, "gpu", "s_chunks must not be negative")
+    if len(g.blocks) > LIMITS["subs"]:
+        rules.add("size", g, "gpu", f"{len(g.blocks)} thread blocks; at most {LIMITS['subs']}")
+    elements = 1 + len(program.gpus) + len(g.blocks) + sum(len(tb.steps) for tb in g.blocks)
+    # the parser checks for a full table before every read, closing tags too: one index
+    # short of MAX_NODES is the most a rank's part may use
+    if elements >= LIMITS["nodes"]:
+        rules.add("size", g, "gpu", f"rank {rank}'s part of the file has {elements} elements; the "
+                                    f"runtime's parser holds {LIMITS['nodes'] - 1}")
+    bids = [_int(tb.attrs, "id") for tb in g.blocks]
+    valid_bids = {b for b in bids if b is not None}
+    if sorted(valid_bids) != list(range(len(valid_bids))) or len(valid_bids) != len(bids):
+        if len(set(b for b in bids if b is not None)) != len([b for b in bids if b is not None]):
+            rules.add("tb-id", g, "gpu", "thread block ids repeat")
+        else:
+            rules.add("tb-id", g, "gpu", f"thread block ids must be 0..{len(bids) - 1} without "
+                                         f"gaps, got {sorted(valid_bids)[:10]}")
+    return sizes, bids
+
+
+def _block_rules(tb, bid, rank, ngpus, nch, per_chan, rules):
+    """A ``<tb>``'s peers, channel (one block per channel, peer and direction, recorded in
+    ``per_chan``) and step count: ``(send, recv, chan)``."""
+    t = tb.attrs
+    send, recv, chan = _int(t, "send"), _int(t, "recv"), _int(t, "chan")
+    if rank is not None and rank in (send, recv):
+        rules.add("peer", tb, "tb", f"send/recv peer equals the rank itself ({rank})")
+    for name, peer in (("send", send), ("recv", recv)):
+        if peer is not None and (peer < -1 or (ngpus is not None and peer >= ngpus)):
+            rules.add("peer", tb, "tb", f"{name}={peer} is not -1 or a rank 0..{ngpus - 1}")
+    if chan is not None and (chan < 0 or chan >= (nch if nch is not None else LIMITS["channels"])
+                             or chan >= LIMITS["channels"]):
+        rules.add("channel", tb, "tb", f"chan={chan} must be 0..{(nch or 32) - 1} (nchannels)")
+    if chan is not None:
+        pc = per_chan.setdefault(chan, {"send": {}, "recv": {}})
+        for name, peer in (("send", send), ("recv", recv)):
+            if peer is not None and peer >= 0:
+                if peer in pc[name]:
+                    rules.add("one-block", tb, "tb", f"a second thread block {name}s to/from "
+                              f"rank {peer} on channel {chan} (block {pc[name][peer]} already "
+                              "does): the runtime keeps one connection per channel and peer")
+                pc[name].setdefault(peer, bid)
+    if len(tb.steps) > LIMITS["steps"]:
+        rules.add("steps", tb, "tb", f"{len(tb.steps)} steps; the runtime runs at most "
+                                     f"{LIMITS['steps']} per thread block")
+    return send, recv, chan
+
+
+def _step_rules(st, i, send, recv, sizes, rules):
+    """A ``<step>``'s number, type, buffers, count, peers and offsets: ``(type, cnt)``."""
+    a = st.attrs
+    kind = a.get("type")
+    s = _int(a, "s")
+    if s is not None and s != i:
+        rules.add("step-number", st, "step", f"s={s} but this is step {i} of its block "
+                                             "(s must count 0, 1, 2, ...)")
+    if kind is not None and kind not in STEP_TYPES:
+        rules.add("type", st, "step", f"type={kind!r} is not one of {' '.join(STEP_TYPES)}")
+    for buf in ("srcbuf", "dstbuf"):
+        if a.get(buf) is not None and a[buf] not in ("i", "o", "s"):
+            rules.add("buffer", st, "step", f"{buf}={a[buf]!r} must be i, o or s")
+    cnt = _int(a, "cnt")
+    if cnt is not None and kind != "nop" and not 1 <= cnt < LIMITS["count"]:
+        rules.add("count", st, "step", f"cnt={cnt} must be 1..{LIMITS['count'] - 1}")
+    if kind in SENDS and (send is None or send < 0):
+        rules.add("peer", st, "step", f"a {kind} step in a thread block without a send peer")
+    if kind in RECVS and (recv is None or recv < 0):
+        rules.add("peer", st, "step", f"a {kind} step in a thread block without a recv peer")
+    for side, checked in (("src", READS), ("dst", WRITES)):
+        buf, off = a.get(f"{side}buf"), _int(a, f"{side}off")
+        if kind in checked and buf in sizes and off is not None and cnt is not None and \
+                sizes[buf] is not None and (off < 0 or off + cnt > sizes[buf]):
+            rules.add("offset", st, "step",
+                      f"{side}buf={buf} {side}off={off} cnt={cnt} leaves the buffer of "
+                      f"{sizes[buf]} chunk(s)")
+    return kind, cnt
+
+
+def _dependency_rules(tb, i, bid, steps_of, depended, rules):
+    """Step ``i`` of ``tb``: its dependency names an earlier existing step (recorded in
+    ``depended``), and a ``nop`` carries one and is followed by a step with one."""
+    st = tb.steps[i]
+    a = st.attrs
+    kind = a.get("type")
+    depid, deps = _int(a, "depid"), _int(a, "deps")
+    if depid is not None and depid >= 0:
+        if depid not in steps_of:
+            rules.add("dependency", st, "step", f"depid={depid} names no thread block")
+        elif deps is None or not 0 <= deps < len(steps_of[depid]):
+            rules.add("dependency", st, "step", f"deps={deps} names no step of block "
+                                                f"{depid}")
+        else:
+            if depid == bid and deps >= i:
+                rules.add("dependency", st, "step", "waits for a later step of its own "
+                                                    "block (it would hang)")
+            depended.add((depid, deps))
+    if kind == "nop":
+        if depid is None or depid < 0:
+            rules.add("nop", st, "step", "a nop must carry a dependency (the runtime "
+                      "counts nops only through the dependencies they carry)")
+        nxt = tb.steps[i + 1] if i + 1 < len(tb.steps) else None
+        if nxt is None or (nxt.attrs.get("type") != "nop" and
+                           (_int(nxt.attrs, "depid") is None or
+                            _int(nxt.attrs, "depid") < 0)):
+            rules.add("nop", st, "step", "a nop must be followed by a step with a "
+                      "dependency of its own (the runtime attaches nops' dependencies to it)")
+
+
 def _runtime_steps(program, inplace, max_passes=200):
     """Schedule steps for the program's transfers from what the runtime runs, ignoring any step
     hints: ``{id(step element): (receive step, send step)}``, or ``None`` if the program cannot
@@ -431,106 +481,103 @@ def _runtime_steps(program, inplace, max_passes=200):
         root = root_of(program, coll, n, None) if (root_of and coll.rooted) else (
             0 if coll.rooted else None)
         lay = _Layout(coll, n, k, root)
-        blocks = []
-        for gpu in program.gpus:
-            rank = int(gpu.attrs["id"])
-            if gpu.copies:       # the older dialect's copies run before the thread blocks
-                blocks.append((rank, None, -1, -1, 0,
-                               [_Op(c, i, program) for i, c in enumerate(gpu.copies)]))
-            for tb in gpu.blocks:
-                blocks.append((rank, int(tb.attrs["id"]), int(tb.attrs.get("send", -1)),
-                               int(tb.attrs.get("recv", -1)), int(tb.attrs.get("chan", 0)),
-                               [_Op(st, i, program) for i, st in enumerate(tb.steps)]))
+        blocks = read_blocks(program)
     except (KeyError, ValueError, TypeError, TopocollError):
         return None
-
-    def cells(rank, buf, off, cnt):
-        if inplace:
-            return [(rank,) + lay.alias(rank, buf, off + i) for i in range(cnt)]
-        return [(rank, buf, off + i) for i in range(cnt)]
-
     steps = {}        # transfer (the send op's key) -> step
-    marks = {id(op.el): [None, None] for b in blocks for op in b[5]}   # (receive, send) steps
+    marks = {id(op.el): [None, None] for b in blocks for op in b.ops}   # (receive, send) steps
     for _ in range(max_passes):
-        changed = False
-        wrote, read = {}, {}      # cell -> time of the last write / latest read since
-        last = {}                 # (rank, bid, side) -> latest step on that side of the block
-        flags, fifo, head = {}, {}, {}
-        send_min = {}
-        pcs = [0] * len(blocks)
-        progress = True
-        while progress:
-            progress = False
-            for bi, (rank, bid, speer, rpeer, chan, ops) in enumerate(blocks):
-                while pcs[bi] < len(ops):
-                    op = ops[pcs[bi]]
-                    if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps:
-                        break
-                    kind = op.kind
-                    recv_step = None
-                    if kind in RECVS:
-                        key = (rpeer, rank, chan)
-                        q = fifo.get(key, [])
-                        h = head.get(key, 0)
-                        if h >= len(q):
-                            break
-                        head[key] = h + 1
-                        x = q[h]
-                        dst = cells(rank, op.dstbuf, op.dstoff, op.cnt) if kind in WRITES \
-                            else []
-                        src = cells(rank, op.srcbuf, op.srcoff, op.cnt) if kind in REDUCES \
-                            else []
-                        t = max([send_min[x], steps.get(x, 1), last.get((rank, bid, "r"), 1)]
-                                + [math.floor(wrote.get(c, 0)) + 1 for c in dst + src]
-                                + [math.ceil(read.get(c, 0)) for c in dst])
-                        if t != steps.get(x):
-                            steps[x] = t
-                            changed = True
-                        last[(rank, bid, "r")] = t
-                        last[x[:2] + ("s",)] = max(last.get(x[:2] + ("s",), 1), t)
-                        for c in src:
-                            read[c] = max(read.get(c, 0), t)
-                        for c in dst:
-                            wrote[c] = t
-                            read[c] = 0
-                        marks[id(op.el)][0] = t
-                        recv_step = t
-                    elif kind in ("cpy", "re"):
-                        src = cells(rank, op.srcbuf, op.srcoff, op.cnt)
-                        dst = cells(rank, op.dstbuf, op.dstoff, op.cnt)
-                        rd = src + (dst if kind == "re" else [])
-                        tau = max([0.5] + [math.floor(wrote.get(c, 0)) + 0.5 for c in rd + dst]
-                                  + [math.floor(read.get(c, 0)) + 0.5 for c in dst])
-                        for c in rd:
-                            read[c] = max(read.get(c, 0), tau)
-                        for c in dst:
-                            wrote[c] = tau
-                            read[c] = 0
-                    if kind in SENDS and speer >= 0:
-                        x = (rank, bid, pcs[bi])
-                        if kind == "s":
-                            src = cells(rank, op.srcbuf, op.srcoff, op.cnt)
-                            lo = max([1] + [math.floor(wrote.get(c, 0)) + 1 for c in src])
-                        else:
-                            src = dst if kind in WRITES else []
-                            lo = recv_step + 1
-                        lo = max(lo, last.get((rank, bid, "s"), 1))
-                        send_min[x] = lo
-                        t = max(lo, steps.get(x, lo))
-                        last[(rank, bid, "s")] = t
-                        for c in src:
-                            read[c] = max(read.get(c, 0), t)
-                        marks[id(op.el)][1] = t
-                        fifo.setdefault((rank, speer, chan), []).append(x)
-                    if op.hasdep and bid is not None:
-                        flags[(rank, bid)] = max(flags.get((rank, bid), -1), op.s)
-                    pcs[bi] += 1
-                    progress = True
-        if not changed:
+        solver = _StepPass(lay, inplace, steps, marks)
+        run_blocks(blocks, solver.step)
+        if not solver.changed:
             break
     else:
         return None
     return {key: tuple(pair) for key, pair in marks.items()}
+
+
+class _StepPass:
+    """One pass of :func:`_runtime_steps` over the program's run: each transfer's least step
+    given the steps the previous pass found (``steps``, updated in place; ``changed`` says
+    whether any moved). A send queues its key ``(rank, block, op)``."""
+
+    def __init__(self, lay, inplace, steps, marks):
+        self.lay, self.inplace, self.steps, self.marks = lay, inplace, steps, marks
+        self.changed = False
+        self.wrote, self.read = {}, {}   # cell -> time of the last write / latest read since
+        self.last = {}                   # (rank, bid, side) -> latest step on that block side
+        self.send_min = {}
+
+    def cells(self, rank, buf, off, cnt):
+        if self.inplace:
+            return [(rank,) + self.lay.alias(rank, buf, off + i) for i in range(cnt)]
+        return [(rank, buf, off + i) for i in range(cnt)]
+
+    def step(self, blk, op, incoming):
+        """:func:`~.threadblocks.run_blocks`'s ``on_step``."""
+        rank, kind = blk.rank, op.kind
+        recv_step = None
+        dst = []
+        if kind in RECVS:
+            recv_step, dst = self.receive(blk, op, incoming)
+        elif kind in ("cpy", "re"):
+            self.local(rank, op)
+        if kind in SENDS and blk.send >= 0:
+            return self.send(blk, op, recv_step, dst)
+        return None
+
+    def receive(self, blk, op, x):
+        rank, bid, kind = blk.rank, blk.bid, op.kind
+        wrote, read, last = self.wrote, self.read, self.last
+        dst = self.cells(rank, op.dstbuf, op.dstoff, op.cnt) if kind in WRITES else []
+        src = self.cells(rank, op.srcbuf, op.srcoff, op.cnt) if kind in REDUCES else []
+        t = max([self.send_min[x], self.steps.get(x, 1), last.get((rank, bid, "r"), 1)]
+                + [math.floor(wrote.get(c, 0)) + 1 for c in dst + src]
+                + [math.ceil(read.get(c, 0)) for c in dst])
+        if t != self.steps.get(x):
+            self.steps[x] = t
+            self.changed = True
+        last[(rank, bid, "r")] = t
+        last[x[:2] + ("s",)] = max(last.get(x[:2] + ("s",), 1), t)
+        for c in src:
+            read[c] = max(read.get(c, 0), t)
+        for c in dst:
+            wrote[c] = t
+            read[c] = 0
+        self.marks[id(op.el)][0] = t
+        return t, dst
+
+    def local(self, rank, op):
+        """A ``cpy`` or ``re`` step: between steps of the schedule."""
+        wrote, read, kind = self.wrote, self.read, op.kind
+        src = self.cells(rank, op.srcbuf, op.srcoff, op.cnt)
+        dst = self.cells(rank, op.dstbuf, op.dstoff, op.cnt)
+        rd = src + (dst if kind == "re" else [])
+        tau = max([0.5] + [math.floor(wrote.get(c, 0)) + 0.5 for c in rd + dst]
+                  + [math.floor(read.get(c, 0)) + 0.5 for c in dst])
+        for c in rd:
+            read[c] = max(read.get(c, 0), tau)
+        for c in dst:
+            wrote[c] = tau
+            read[c] = 0
+
+    def send(self, blk, op, recv_step, dst):
+        rank, bid, kind = blk.rank, blk.bid, op.kind
+        x = (rank, bid, id(op))
+        if kind == "s":
+            src = self.cells(rank, op.srcbuf, op.srcoff, op.cnt)
+            lo = max([1] + [math.floor(self.wrote.get(c, 0)) + 1 for c in src])
+        else:
+            src = dst if kind in WRITES else []
+            lo = recv_step + 1
+        lo = max(lo, self.last.get((rank, bid, "s"), 1))
+        self.send_min[x] = lo
+        t = max(lo, self.steps.get(x, lo))
+        self.last[(rank, bid, "s")] = t
+        for c in src:
+            self.read[c] = max(self.read.get(c, 0), t)
+        self.marks[id(op.el)][1] = t
+        return x
 
 
 def _with_steps(program, steps, copies=True):
@@ -592,9 +639,44 @@ def lint_msccl(program, *, topology=None, max_errors=50, capacity=None):
     if text is not None:
         _lexical(text, rules)
     _static(program, rules)
+    problems, correct, schedule, collective, modes = _correctness(program, topology)
+    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)
+                                 or capacity < 1):
+        raise TopocollError(f"capacity must be a positive integer, got {capacity!r}")
+    if capacity is None:
+        capacity = CAPACITY.get(program.attrs.get("proto", "Simple"), CAPACITY["Simple"])
+    min_capacity = None
+    if not rules.found:
+        min_capacity = _buffer_rule(program, capacity, rules)
+    if correct and rules.warnings and any(g.copies for g in program.gpus):
+        _copy_warning(program, modes, collective, topology, rules)
+    status = Status.SUCCESS if not rules.found and correct else Status.INVALID
+    if not rules.found and correct:
+        message = "the runtime accepts it and it is a correct " + collective
+    else:
+        parts = []
+        if rules.found:
+            parts.append(f"{len(rules.found)} runtime rule(s) broken")
+        if correct is False or correct is None:
+            parts.append("not a correct " + (collective or "collective"))
+        message = "; ".join(parts)
+    try:
+        ngpus = int(program.attrs.get("ngpus", len(program.gpus)))
+    except ValueError:
+        ngpus = len(program.gpus)
+    return LintReport(status=status, message=message, errors=rules.found,
+                      warnings=rules.warnings, correct=correct,
+                      problems=problems, schedule=schedule, collective=collective, ngpus=ngpus,
+                      min_capacity=min_capacity, capacity=capacity)
+
+
+def _correctness(program, topology):
+    """Run the program as the runtime does: ``(problems, correct, schedule, collective,
+    modes)``; ``correct`` is ``None`` (and ``modes`` may be) when it cannot be run."""
     problems = []
     correct = None
     schedule = None
+    modes = None
     collective = program.attrs.get("coll", "")
     try:
         modes = program_modes(program)
@@ -627,55 +709,40 @@ def lint_msccl(program, *, topology=None, max_errors=50, capacity=None):
                 schedule = run.schedule
     except TopocollError as exc:
         problems.append(f"cannot run the program: {exc}")
-    min_capacity = None
-    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)
-                                 or capacity < 1):
-        raise TopocollError(f"capacity must be a positive integer, got {capacity!r}")
-    if capacity is None:
-        capacity = CAPACITY.get(program.attrs.get("proto", "Simple"), CAPACITY["Simple"])
-    if not rules.found:
-        min_capacity, blocked = buffer_capacity(program, capacity=capacity)
-        if blocked:
-            first, pc, _ = blocked[0]
-            ops = first[5]
-            cycle = " -> ".join(f"rank {b[0]} block {b[1]} step {p} ({b[5][p][0]}) {why}"
-                                for b, p, why in blocked[:8])
-            rules.add("buffers", ops[pc][6], "step",
-                      f"with connections that hold {capacity} unit(s) (proto="
-                      f"{program.attrs.get('proto', 'Simple')}: a step of cnt chunks takes cnt) "
-                      f"the program needs {min_capacity}: these thread blocks wait on each "
-                      f"other forever: {cycle}")
-    if correct and rules.warnings and any(g.copies for g in program.gpus):
-        # what the runtime runs: the same program without its <copy> elements
-        bare = _with_steps(program, None, copies=False)
-        try:
-            run = replay(bare, inplace=(modes or [False])[-1], topology=topology)
-            first = (run.hang + run.problems)[:1]
-            why = first[0][1] if first else (run.wrong_outputs[:1] or [None])[0]
-        except TopocollError as exc:
-            why = str(exc)
-        if why:
-            w = rules.warnings[0]
-            rules.warnings[0] = Finding(w.rule, w.line, w.element, w.message + "; without them "
-                                        f"the program is not a correct {collective} ({why})")
-    status = Status.SUCCESS if not rules.found and correct else Status.INVALID
-    if not rules.found and correct:
-        message = "the runtime accepts it and it is a correct " + collective
-    else:
-        parts = []
-        if rules.found:
-            parts.append(f"{len(rules.found)} runtime rule(s) broken")
-        if correct is False or correct is None:
-            parts.append("not a correct " + (collective or "collective"))
-        message = "; ".join(parts)
+    return problems, correct, schedule, collective, modes
+
+
+def _buffer_rule(program, capacity, rules):
+    """The least connection capacity the program needs (:func:`buffer_capacity`); a
+    ``buffers`` error naming the blocks that wait on each other when ``capacity`` is short."""
+    min_capacity, blocked = buffer_capacity(program, capacity=capacity)
+    if blocked:
+        first, pc, _ = blocked[0]
+        ops = first[5]
+        cycle = " -> ".join(f"rank {b[0]} block {b[1]} step {p} ({b[5][p][0]}) {why}"
+                            for b, p, why in blocked[:8])
+        rules.add("buffers", ops[pc][6], "step",
+                  f"with connections that hold {capacity} unit(s) (proto="
+                  f"{program.attrs.get('proto', 'Simple')}: a step of cnt chunks takes cnt) "
+                  f"the program needs {min_capacity}: these thread blocks wait on each "
+                  f"other forever: {cycle}")
+    return min_capacity
+
+
+def _copy_warning(program, modes, collective, topology, rules):
+    """Add to the ``<copy>`` warning whether the program is still correct without them (what
+    the runtime runs)."""
+    bare = _with_steps(program, None, copies=False)
     try:
-        ngpus = int(program.attrs.get("ngpus", len(program.gpus)))
-    except ValueError:
-        ngpus = len(program.gpus)
-    return LintReport(status=status, message=message, errors=rules.found,
-                      warnings=rules.warnings, correct=correct,
-                      problems=problems, schedule=schedule, collective=collective, ngpus=ngpus,
-                      min_capacity=min_capacity, capacity=capacity)
+        run = replay(bare, inplace=(modes or [False])[-1], topology=topology)
+        first = (run.hang + run.problems)[:1]
+        why = first[0][1] if first else (run.wrong_outputs[:1] or [None])[0]
+    except TopocollError as exc:
+        why = str(exc)
+    if why:
+        w = rules.warnings[0]
+        rules.warnings[0] = Finding(w.rule, w.line, w.element, w.message + "; without them "
+                                    f"the program is not a correct {collective} ({why})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -714,88 +781,103 @@ def _run_bounded(blocks, capacity):
 
     Returns ``(pcs, held, flags)``: each block's next step (its length when it finished), the
     units each connection holds at the end and the dependency flags set."""
-    pcs = [0] * len(blocks)
-    flags = {}
-    queue = {}      # connection -> list of units deposited and not yet received (FIFO)
-    held = {}       # connection -> units held
-    receiver = {}
-    for bi, (rank, bid, speer, rpeer, chan, ops) in enumerate(blocks):
-        if rpeer >= 0:
-            receiver.setdefault((rpeer, rank, chan), bi)
-
-    def dep_ok(rank, op):
-        return op[1] < 0 or flags.get((rank, op[1]), -1) >= op[2]
-
-    def recv_ready(bi, op):
-        rank, _, _, rpeer, chan, _ = blocks[bi]
-        return bool(queue.get((rpeer, rank, chan)))
-
-    def room(conn, units):
-        return capacity is None or held.get(conn, 0) + units <= capacity
-
-    def finish(bi, op):
-        rank, bid = blocks[bi][0], blocks[bi][1]
-        if op[4]:
-            flags[(rank, bid)] = max(flags.get((rank, bid), -1), op[5])
-        pcs[bi] += 1
-
-    def take(bi):
-        rank, _, _, rpeer, chan, _ = blocks[bi]
-        conn = (rpeer, rank, chan)
-        units = queue[conn].pop(0)
-        held[conn] -= units
-
-    def put(bi, units):
-        rank, _, speer, _, chan, _ = blocks[bi]
-        conn = (rank, speer, chan)
-        queue.setdefault(conn, []).append(units)
-        held[conn] = held.get(conn, 0) + units
-
-    def step(bi):
-        rank, bid, speer, rpeer, chan, ops = blocks[bi]
-        if pcs[bi] >= len(ops):
-            return False
-        op = ops[pcs[bi]]
-        kind, units = op[0], op[3]
-        if not dep_ok(rank, op):
-            return False
-        if kind in RECVS and not recv_ready(bi, op):
-            return False
-        if kind in SENDS and speer >= 0:
-            conn = (rank, speer, chan)
-            if not room(conn, units):
-                # streaming: the receiver stands at this send's receive, nothing held before
-                ri = receiver.get(conn)
-                if held.get(conn, 0) or ri is None or pcs[ri] >= len(blocks[ri][5]):
-                    return False
-                rop = blocks[ri][5][pcs[ri]]
-                rrank, _, rspeer, _, rchan, _ = blocks[ri]
-                if rop[0] not in RECVS or not dep_ok(rrank, rop):
-                    return False
-                if rop[0] in SENDS and rspeer >= 0 and not room((rrank, rspeer, rchan), rop[3]):
-                    return False
-                if kind in RECVS:
-                    take(bi)
-                finish(bi, op)
-                if rop[0] in SENDS and rspeer >= 0:
-                    put(ri, rop[3])
-                finish(ri, rop)
-                return True
-            if kind in RECVS:
-                take(bi)
-            put(bi, units)
-        elif kind in RECVS:
-            take(bi)
-        finish(bi, op)
-        return True
-
+    run = _BoundedRun(blocks, capacity)
     progress = True
     while progress:
         progress = False
         for bi in range(len(blocks)):
-            while step(bi):
+            while run.step(bi):
                 progress = True
-    return pcs, held, flags
+    return run.pcs, run.held, run.flags
+
+
+class _BoundedRun:
+    """The state of :func:`_run_bounded`: each block's next step (``pcs``), the dependency
+    flags set, and per connection the units deposited and not yet received (a FIFO) and
+    held."""
+
+    def __init__(self, blocks, capacity):
+        self.blocks, self.capacity = blocks, capacity
+        self.pcs = [0] * len(blocks)
+        self.flags = {}
+        self.queue = {}      # connection -> list of units deposited and not yet received (FIFO)
+        self.held = {}       # connection -> units held
+        self.receiver = {}
+        for bi, (rank, bid, speer, rpeer, chan, ops) in enumerate(blocks):
+            if rpeer >= 0:
+                self.receiver.setdefault((rpeer, rank, chan), bi)
+
+    def dep_ok(self, rank, op):
+        return op[1] < 0 or self.flags.get((rank, op[1]), -1) >= op[2]
+
+    def recv_ready(self, bi, op):
+        rank, _, _, rpeer, chan, _ = self.blocks[bi]
+        return bool(self.queue.get((rpeer, rank, chan)))
+
+    def room(self, conn, units):
+        return self.capacity is None or self.held.get(conn, 0) + units <= self.capacity
+
+    def finish(self, bi, op):
+        rank, bid = self.blocks[bi][0], self.blocks[bi][1]
+        if op[4]:
+            self.flags[(rank, bid)] = max(self.flags.get((rank, bid), -1), op[5])
+        self.pcs[bi] += 1
+
+    def take(self, bi):
+        rank, _, _, rpeer, chan, _ = self.blocks[bi]
+        conn = (rpeer, rank, chan)
+        units = self.queue[conn].pop(0)
+        self.held[conn] -= units
+
+    def put(self, bi, units):
+        rank, _, speer, _, chan, _ = self.blocks[bi]
+        conn = (rank, speer, chan)
+        self.queue.setdefault(conn, []).append(units)
+        self.held[conn] = self.held.get(conn, 0) + units
+
+    def step(self, bi):
+        """Advance block ``bi`` by one step if it can; whether it did."""
+        rank, bid, speer, rpeer, chan, ops = self.blocks[bi]
+        if self.pcs[bi] >= len(ops):
+            return False
+        op = ops[self.pcs[bi]]
+        kind, units = op[0], op[3]
+        if not self.dep_ok(rank, op):
+            return False
+        if kind in RECVS and not self.recv_ready(bi, op):
+            return False
+        if kind in SENDS and speer >= 0:
+            conn = (rank, speer, chan)
+            if not self.room(conn, units):
+                return self.stream(bi, op, conn)
+            if kind in RECVS:
+                self.take(bi)
+            self.put(bi, units)
+        elif kind in RECVS:
+            self.take(bi)
+        self.finish(bi, op)
+        return True
+
+    def stream(self, bi, op, conn):
+        """A send larger than the room left on ``conn``: it completes together with its
+        receive when the receiver stands at it with nothing held before; whether it did."""
+        kind = op[0]
+        ri = self.receiver.get(conn)
+        if self.held.get(conn, 0) or ri is None or self.pcs[ri] >= len(self.blocks[ri][5]):
+            return False
+        rop = self.blocks[ri][5][self.pcs[ri]]
+        rrank, _, rspeer, _, rchan, _ = self.blocks[ri]
+        if rop[0] not in RECVS or not self.dep_ok(rrank, rop):
+            return False
+        if rop[0] in SENDS and rspeer >= 0 and not self.room((rrank, rspeer, rchan), rop[3]):
+            return False
+        if kind in RECVS:
+            self.take(bi)
+        self.finish(bi, op)
+        if rop[0] in SENDS and rspeer >= 0:
+            self.put(ri, rop[3])
+        self.finish(ri, rop)
+        return True
 
 
 def _blocked_cycle(blocks, pcs, held, flags, capacity):

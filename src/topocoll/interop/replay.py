@@ -38,29 +38,12 @@ from ..errors import ScheduleFormatError
 from ..schedule.model import TRANSFER_DTYPE, Schedule, transfer_array
 from ..schedule.transforms import merge_pieces
 from ..topology.model import Topology
-from .export import HINT, SEND_HINT
 from .layout import Layout, collective_of_runtime_name
-from .mscclxml import RECVS, REDUCES, SENDS, STEP_TYPES, WRITES
+from .mscclxml import RECVS, REDUCES, SENDS, WRITES
+from .threadblocks import dep_ready, int_attr as _int, read_blocks, run_blocks
 
 __all__ = ["replay", "Replay", "program_layout", "program_modes"]
 
-
-
-def _int(element, name, program, default=None):
-    raw = element.attrs.get(name)
-    if raw is None:
-        if default is not None:
-            return default
-        raise ScheduleFormatError(f"{program.where(element)}: <{_tag(element)}> has no {name}")
-    try:
-        return int(raw)
-    except ValueError:
-        raise ScheduleFormatError(f"{program.where(element)}: {name}={raw!r} is not an "
-                                  "integer") from None
-
-
-def _tag(element):
-    return getattr(element, "tag", None) or type(element).__name__.lower()
 
 
 def program_layout(program, root=None):
@@ -170,45 +153,6 @@ def _root_of(program, coll, n, given):
         return 0
 
 
-class _Op:
-    """One step, its attributes parsed once (a bad number is an error naming the line)."""
-
-    __slots__ = ("el", "kind", "depid", "deps", "cnt", "srcbuf", "srcoff", "dstbuf", "dstoff",
-                 "hasdep", "s", "hint", "send_hint")
-
-    def __init__(self, el, index, program):
-        a = el.attrs
-        self.el = el
-        self.kind = a.get("type", "cpy" if el.tag == "copy" else None)
-        self.depid = _int(el, "depid", program, default=-1)
-        self.deps = _int(el, "deps", program, default=-1)
-        self.cnt = _int(el, "cnt", program, default=1)
-        self.srcbuf, self.dstbuf = a.get("srcbuf", "i"), a.get("dstbuf", "o")
-        # TACCL and TE-CCL write <copy i_off="" o_off=""/>: one chunk, input to output
-        self.srcoff = _int(el, "srcoff" if "srcoff" in a or "i_off" not in a else "i_off",
-                           program, default=0)
-        self.dstoff = _int(el, "dstoff" if "dstoff" in a or "o_off" not in a else "o_off",
-                           program, default=0)
-        self.hasdep = _int(el, "hasdep", program, default=0) == 1
-        self.s = _int(el, "s", program, default=index)
-        self.hint = _hint(a.get(HINT))
-        self.send_hint = _hint(a.get(SEND_HINT))
-        if self.kind not in STEP_TYPES:
-            raise ScheduleFormatError(f"{program.where(el)}: type={self.kind!r} is not a step "
-                                      "type the runtime knows")
-        if self.cnt < 0:
-            raise ScheduleFormatError(f"{program.where(el)}: cnt must not be negative")
-
-
-def _hint(raw):
-    try:
-        return int(raw) if raw is not None else None
-    except ValueError:
-        return None
-
-
-
-
 def _check_sizes(program, n):
     """Refuse programs whose claims would make the replay itself unbounded: ranks must match
     the <gpu> elements, buffers must fit the runtime's 16-bit offsets."""
@@ -252,182 +196,172 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
     if coll.rooted and not 0 <= root < n:
         raise ScheduleFormatError(f"{program.where(program)}: root {root} is not a rank")
     lay = Layout(coll, n, k, root)
-    combining = coll.combining
-    full = (1 << n) - 1
     out = Replay(inplace=inplace)
-
-    def note(element, message):
-        if len(out.problems) < max_problems:
-            out.problems.append((element.line, f"{program.where(element)}: {message}"))
-
-    def cell(rank, buf, off):
-        return lay.alias(rank, buf, off) if inplace else (buf, off)
-
-    # buffers: rank -> cell -> (value, ready step); value is g or (g, bits). What a rank holds
-    # at the start is filled in on first read (an input chunk nobody wrote yet).
-    mem = [dict() for _ in range(n)]
-    start = [dict() for _ in range(n)]
-    for r in range(n):
-        for g, idx in lay.inputs(r):
-            start[r][cell(r, "i", idx)] = ((g, 1 << r) if combining else g, 0)
-
-    def read(rank, buf, off, cnt, op):
-        vals = []
-        for i in range(cnt):
-            c = cell(rank, buf, off + i)
-            got = mem[rank].get(c)
-            if got is None:
-                got = start[rank].get(c)
-            if got is None:
-                note(op.el, f"reads {buf}[{off + i}] on rank {rank}, which holds no data yet")
-                return None
-            vals.append(got)
-        return vals
-
-    def combine(a, b, op, rank):
-        (ga, ba), (gb, bb) = a, b
-        if ga != gb:
-            note(op.el, f"rank {rank} reduces chunk {ga} with chunk {gb}")
-        if ba & bb:
-            note(op.el, f"rank {rank} adds a contribution twice (ranks "
-                        f"{[i for i in range(n) if (ba & bb) >> i & 1]})")
-        return (ga, ba | bb)
-
-    blocks = []       # [rank, bid, send peer, recv peer, chan, ops, pc]
-    seen = set()
-    for gpu in program.gpus:
-        rank = _int(gpu, "id", program)
-        if not 0 <= rank < n or rank in seen:
-            raise ScheduleFormatError(f"{program.where(gpu)}: gpu id {rank} is not a rank "
-                                      f"0..{n - 1} named once")
-        seen.add(rank)
-        if gpu.copies:   # older dialect: the GPU's <copy> elements run before its blocks
-            blocks.append([rank, None, -1, -1, 0,
-                           [_Op(c, i, program) for i, c in enumerate(gpu.copies)], 0])
-        for tb in gpu.blocks:
-            ops = [_Op(st, i, program) for i, st in enumerate(tb.steps)]
-            blocks.append([rank, _int(tb, "id", program), _int(tb, "send", program, -1),
-                           _int(tb, "recv", program, -1), _int(tb, "chan", program, 0), ops, 0])
-    flags = {}        # (rank, bid) -> largest s finished with hasdep
-    last_step = {}    # (rank, bid, side) -> step of the side's latest transfer
-    fifo = {}         # (src, dst, chan) -> [[values, ready, op, cnt, hint, (rank, bid)], ...]
-    head = {}
-    rows = []         # (step, src, dst, g, op)
-    hinted = True
-
-    progress = True
-    while progress:
-        progress = False
-        for blk in blocks:
-            rank, bid, send_peer, recv_peer, chan, ops, pc = blk
-            while pc < len(ops):
-                op = ops[pc]
-                kind = op.kind
-                if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps:
-                    break
-                incoming = None
-                if kind in RECVS:
-                    key = (recv_peer, rank, chan)
-                    q = fifo.get(key, [])
-                    h = head.get(key, 0)
-                    if h >= len(q):
-                        break
-                    incoming = q[h]
-                    head[key] = h + 1
-                    if incoming[3] != op.cnt:
-                        note(op.el, f"receives cnt={op.cnt} but the matching send on rank "
-                                    f"{recv_peer} (line {incoming[2].el.line}) sends "
-                                    f"cnt={incoming[3]}")
-                result = None
-                ready = 0
-                if kind == "s":
-                    result = read(rank, op.srcbuf, op.srcoff, op.cnt, op)
-                elif kind in ("cpy", "re"):
-                    result = read(rank, op.srcbuf, op.srcoff, op.cnt, op)
-                    if kind == "re" and result is not None:
-                        cur = read(rank, op.dstbuf, op.dstoff, op.cnt, op)
-                        if cur is not None and combining:
-                            result = [(combine(a[0], b[0], op, rank), max(a[1], b[1]))
-                                      for a, b in zip(result, cur)]
-                elif incoming is not None:
-                    local = read(rank, op.srcbuf, op.srcoff, op.cnt, op) \
-                        if kind in REDUCES else None
-                    # steps never go back along one connection's sequence (a fused block's
-                    # sends run ahead of its receives, so each side counts alone)
-                    step = max(1 + incoming[1], last_step.get((rank, bid, "recv"), 0),
-                               last_step.get(incoming[5] + ("send",), 0))
-                    hint = op.hint
-                    if incoming[4] is not None and hint is not None and hint >= step and \
-                            incoming[4] == hint:
-                        step = hint
-                    else:
-                        hinted = False
-                    last_step[(rank, bid, "recv")] = step
-                    last_step[incoming[5] + ("send",)] = step
-                    vals = incoming[0]
-                    reduce = kind in REDUCES
-                    if vals is not None:
-                        for v, _ in vals:
-                            # combining: the op follows from the data (see _combining_ops)
-                            rows.append((step, recv_peer, rank, v[0], v[1]) if combining else
-                                        (step, recv_peer, rank, v, COPY))
-                    if reduce and not combining:
-                        note(op.el, f"a reducing step ({kind}) in {coll.name}, which does not "
-                                    "combine")
-                        result = [(v, step) for v, _ in vals] if vals is not None else None
-                    elif reduce:
-                        if vals is not None and local is not None:
-                            result = [(combine(a[0], b[0], op, rank), step)
-                                      for a, b in zip(vals, local)]
-                    else:
-                        result = [(v, step) for v, _ in vals] if vals is not None else None
-                    ready = step
-                if result is not None and kind in WRITES:
-                    for i, v in enumerate(result):
-                        mem[rank][cell(rank, op.dstbuf, op.dstoff + i)] = \
-                            (v[0], v[1] if kind in ("cpy", "re") else ready)
-                if kind in SENDS and send_peer >= 0:
-                    ready_at = (max((v[1] for v in result), default=0) if result else 0) \
-                        if kind == "s" else ready
-                    push_hint = op.hint if kind == "s" else op.send_hint
-                    fifo.setdefault((rank, send_peer, chan), []).append(
-                        [result, ready_at, op, op.cnt, push_hint, (rank, bid)])
-                if op.hasdep and bid is not None:
-                    flags[(rank, bid)] = max(flags.get((rank, bid), -1), op.s)
-                pc += 1
-                blk[6] = pc
-                progress = True
-    for rank, bid, _, _, _, ops, pc in blocks:
-        if pc < len(ops):
-            op = ops[pc]
-            why = (f"waits for block {op.depid} step {op.deps}"
-                   if op.depid >= 0 and flags.get((rank, op.depid), -1) < op.deps
-                   else "waits for a send that never comes")
-            out.hang.append((op.el.line, f"{program.where(op.el)}: rank {rank} block {bid} step "
-                                         f"{op.s} {why}"))
-    for (src, dst, chan), q in fifo.items():
-        if head.get((src, dst, chan), 0) < len(q) and not out.hang:
-            op = q[head.get((src, dst, chan), 0)][2]
-            note(op.el, f"rank {src} sends to rank {dst} on channel {chan} but no receive "
-                        "matches")
-    # the postcondition, on the output buffers
-    for r in range(n):
-        for g, idx in lay.outputs(r):
-            c = cell(r, "o", idx)
-            got = mem[r].get(c) or start[r].get(c)
-            want = (g, full) if combining else g
-            if got is None or got[0] != want:
-                if len(out.wrong_outputs) < max_problems:
-                    have = "nothing" if got is None else _describe(got[0], n, combining)
-                    out.wrong_outputs.append(f"rank {r} output chunk {idx} holds {have}, not "
-                                             f"{_describe(want, n, combining)}")
-    out.hinted = hinted and bool(rows)
-    if combining:
+    sym = _Symbolic(program, coll, lay, inplace, out, max_problems)
+    run = run_blocks(read_blocks(program, n), sym.step)
+    _report_stuck(run, sym, out)
+    sym.check_outputs()
+    rows = sym.rows
+    out.hinted = sym.hinted and bool(rows)
+    if coll.combining:
         rows, unexpressed = _combining_ops(rows, n)
         if unexpressed:
             out.unexpressed = unexpressed
     out.schedule = _schedule(rows, coll, n, k, lay, root, topology, program)
     return out
+
+
+class _Symbolic:
+    """The buffers of a symbolic run and what each step does to them (:func:`replay`).
+
+    Buffers map rank -> cell -> (value, ready step); a value is ``g`` or ``(g, bits)``. What a
+    rank holds at the start is filled in on first read (an input chunk nobody wrote yet). A
+    send queues ``[values, ready, op, cnt, hint, (rank, bid)]``; ``rows`` collects
+    ``(step, src, dst, g, op)``."""
+
+    def __init__(self, program, coll, lay, inplace, out, max_problems):
+        self.program, self.coll, self.lay, self.inplace = program, coll, lay, inplace
+        self.out, self.max_problems = out, max_problems
+        self.n = n = lay.n
+        self.combining = coll.combining
+        self.mem = [dict() for _ in range(n)]
+        self.start = [dict() for _ in range(n)]
+        for r in range(n):
+            for g, idx in lay.inputs(r):
+                self.start[r][self.cell(r, "i", idx)] = ((g, 1 << r) if self.combining else g,
+                                                         0)
+        self.last_step = {}    # (rank, bid, side) -> step of the side's latest transfer
+        self.rows = []
+        self.hinted = True
+
+    def note(self, element, message):
+        if len(self.out.problems) < self.max_problems:
+            self.out.problems.append((element.line, f"{self.program.where(element)}: {message}"))
+
+    def cell(self, rank, buf, off):
+        return self.lay.alias(rank, buf, off) if self.inplace else (buf, off)
+
+    def read(self, rank, buf, off, cnt, op):
+        vals = []
+        for i in range(cnt):
+            c = self.cell(rank, buf, off + i)
+            got = self.mem[rank].get(c)
+            if got is None:
+                got = self.start[rank].get(c)
+            if got is None:
+                self.note(op.el, f"reads {buf}[{off + i}] on rank {rank}, which holds no data "
+                                 "yet")
+                return None
+            vals.append(got)
+        return vals
+
+    def combine(self, a, b, op, rank):
+        (ga, ba), (gb, bb) = a, b
+        if ga != gb:
+            self.note(op.el, f"rank {rank} reduces chunk {ga} with chunk {gb}")
+        if ba & bb:
+            self.note(op.el, f"rank {rank} adds a contribution twice (ranks "
+                             f"{[i for i in range(self.n) if (ba & bb) >> i & 1]})")
+        return (ga, ba | bb)
+
+    def step(self, blk, op, incoming):
+        """Run one step of ``blk`` (:func:`~.threadblocks.run_blocks`'s ``on_step``)."""
+        rank, bid, send_peer, recv_peer = blk.rank, blk.bid, blk.send, blk.recv
+        kind = op.kind
+        if incoming is not None and incoming[3] != op.cnt:
+            self.note(op.el, f"receives cnt={op.cnt} but the matching send on rank "
+                             f"{recv_peer} (line {incoming[2].el.line}) sends cnt={incoming[3]}")
+        result = None
+        ready = 0
+        if kind == "s":
+            result = self.read(rank, op.srcbuf, op.srcoff, op.cnt, op)
+        elif kind in ("cpy", "re"):
+            result = self.read(rank, op.srcbuf, op.srcoff, op.cnt, op)
+            if kind == "re" and result is not None:
+                cur = self.read(rank, op.dstbuf, op.dstoff, op.cnt, op)
+                if cur is not None and self.combining:
+                    result = [(self.combine(a[0], b[0], op, rank), max(a[1], b[1]))
+                              for a, b in zip(result, cur)]
+        elif incoming is not None:
+            result, ready = self.receive(blk, op, incoming)
+        if result is not None and kind in WRITES:
+            for i, v in enumerate(result):
+                self.mem[rank][self.cell(rank, op.dstbuf, op.dstoff + i)] = \
+                    (v[0], v[1] if kind in ("cpy", "re") else ready)
+        if kind in SENDS and send_peer >= 0:
+            ready_at = (max((v[1] for v in result), default=0) if result else 0) \
+                if kind == "s" else ready
+            push_hint = op.hint if kind == "s" else op.send_hint
+            return [result, ready_at, op, op.cnt, push_hint, (rank, bid)]
+        return None
+
+    def receive(self, blk, op, incoming):
+        """A receive's values and step: ``(result, step)``."""
+        rank, bid, recv_peer, kind = blk.rank, blk.bid, blk.recv, op.kind
+        local = self.read(rank, op.srcbuf, op.srcoff, op.cnt, op) if kind in REDUCES else None
+        # steps never go back along one connection's sequence (a fused block's sends run ahead
+        # of its receives, so each side counts alone)
+        last = self.last_step
+        step = max(1 + incoming[1], last.get((rank, bid, "recv"), 0),
+                   last.get(incoming[5] + ("send",), 0))
+        hint = op.hint
+        if incoming[4] is not None and hint is not None and hint >= step and incoming[4] == hint:
+            step = hint
+        else:
+            self.hinted = False
+        last[(rank, bid, "recv")] = step
+        last[incoming[5] + ("send",)] = step
+        vals = incoming[0]
+        reduce = kind in REDUCES
+        if vals is not None:
+            for v, _ in vals:
+                # combining: the op follows from the data (see _combining_ops)
+                self.rows.append((step, recv_peer, rank, v[0], v[1]) if self.combining else
+                                 (step, recv_peer, rank, v, COPY))
+        result = None
+        if reduce and not self.combining:
+            self.note(op.el, f"a reducing step ({kind}) in {self.coll.name}, which does not "
+                             "combine")
+            result = [(v, step) for v, _ in vals] if vals is not None else None
+        elif reduce:
+            if vals is not None and local is not None:
+                result = [(self.combine(a[0], b[0], op, rank), step)
+                          for a, b in zip(vals, local)]
+        else:
+            result = [(v, step) for v, _ in vals] if vals is not None else None
+        return result, step
+
+    def check_outputs(self):
+        """The postcondition, on the output buffers."""
+        n, out, combining = self.n, self.out, self.combining
+        full = (1 << n) - 1
+        for r in range(n):
+            for g, idx in self.lay.outputs(r):
+                c = self.cell(r, "o", idx)
+                got = self.mem[r].get(c) or self.start[r].get(c)
+                want = (g, full) if combining else g
+                if got is None or got[0] != want:
+                    if len(out.wrong_outputs) < self.max_problems:
+                        have = "nothing" if got is None else _describe(got[0], n, combining)
+                        out.wrong_outputs.append(f"rank {r} output chunk {idx} holds {have}, "
+                                                 f"not {_describe(want, n, combining)}")
+
+
+def _report_stuck(run, sym, out):
+    """The blocked steps of a run that did not finish, and sends no receive matched."""
+    for (rank, bid, _, _, _, ops), pc in zip(run.blocks, run.pcs):
+        if pc < len(ops):
+            op = ops[pc]
+            why = (f"waits for block {op.depid} step {op.deps}"
+                   if not dep_ready(run.flags, rank, op)
+                   else "waits for a send that never comes")
+            out.hang.append((op.el.line, f"{sym.program.where(op.el)}: rank {rank} block {bid} "
+                                         f"step {op.s} {why}"))
+    for (src, dst, chan), q in run.fifo.items():
+        if run.head.get((src, dst, chan), 0) < len(q) and not out.hang:
+            op = q[run.head.get((src, dst, chan), 0)][2]
+            sym.note(op.el, f"rank {src} sends to rank {dst} on channel {chan} but no receive "
+                            "matches")
 
 
 def _combining_ops(rows, n):

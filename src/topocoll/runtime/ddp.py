@@ -40,7 +40,7 @@ import numbers
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from .launch import group_info
 from .mixing import as_mixing
-from .neighbor import _check_tensor, _launch
+from .neighbor import check_tensor, post_exchange
 
 __all__ = ["DecentralizedDataParallel"]
 
@@ -181,7 +181,7 @@ class DecentralizedDataParallel:
         if not params:
             raise InputTypeError("module has no trainable parameters")
         for p in params:
-            _check_tensor(p, "every parameter")
+            check_tensor(p, "every parameter")
         self._buckets = _make_buckets(params, float(bucket_size_mb) * 2 ** 20)
         # parameters that do not train are not gossiped, but start equal and are averaged by
         # global_avg like the rest (as torch's DistributedDataParallel treats them)
@@ -247,9 +247,10 @@ class DecentralizedDataParallel:
         handles = []
         for tag, b in enumerate(self._buckets):
             b.send.copy_(b.flat)  # the snapshot x^k; the parameters stay usable meanwhile
-            handles.append(_launch(b.send, plan, b.recv_buffers(len(plan.sources)), self.group,
-                                   TAG_BASE + tag, out=b.flat, iteration=self.iteration,
-                                   slice_bytes=self.slice_bytes))
+            handles.append(post_exchange(b.send, plan, b.recv_buffers(len(plan.sources)),
+                                         self.group, TAG_BASE + tag, out=b.flat,
+                                         iteration=self.iteration,
+                                         slice_bytes=self.slice_bytes))
         self._pending = handles
 
     def _drain(self):

@@ -36,7 +36,8 @@ from ..errors import InputTypeError
 from .launch import group_info, report_iteration
 from .mixing import as_mixing
 
-__all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers"]
+__all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers", "check_tensor",
+           "post_exchange"]
 
 
 class _BufferPool:
@@ -176,7 +177,8 @@ def _combine(plan, x, recvs, out):
     return out.zero_() if first else out
 
 
-def _check_tensor(tensor, what="tensor"):
+def check_tensor(tensor, what="tensor"):
+    """Refuse anything but a dense floating-point or complex torch tensor (``what`` names it)."""
     import torch
 
     if not isinstance(tensor, torch.Tensor):
@@ -218,8 +220,8 @@ def _shares_memory(a, b):
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def _launch(send, plan, recvs, group, tag, out=None, iteration=None, pooled=False,
-            slice_bytes=None):
+def post_exchange(send, plan, recvs, group, tag, out=None, iteration=None, pooled=False,
+                  slice_bytes=None):
     """Post the receives and sends of ``plan`` for the snapshot ``send`` (not copied), slice
     by slice (see the module)."""
     import torch.distributed as dist
@@ -297,14 +299,14 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     """
     import torch
 
-    _check_tensor(tensor)
+    check_tensor(tensor)
     _check_tag(tag)
     if slice_bytes is not None:
         from .program import slice_elements
 
         slice_elements(slice_bytes, 1)   # checks it before any buffer is taken
     if out is not None:
-        _check_tensor(out, "out")
+        check_tensor(out, "out")
         if out.shape != tensor.shape or out.dtype != tensor.dtype:
             raise InputTypeError(f"out must match tensor: shape {tuple(tensor.shape)}, dtype "
                                  f"{tensor.dtype}; got {tuple(out.shape)}, {out.dtype}")
@@ -316,6 +318,6 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
             # the caller may change tensor before wait(): send a snapshot
             send = send.clone(memory_format=torch.contiguous_format)
         recvs = _POOL.take(send, len(plan.sources))
-        handle = _launch(send, plan, recvs, group, tag, out, iteration, pooled=True,
-                         slice_bytes=slice_bytes)
+        handle = post_exchange(send, plan, recvs, group, tag, out, iteration, pooled=True,
+                               slice_bytes=slice_bytes)
         return handle if async_op else handle.wait()

@@ -94,7 +94,8 @@ def loads_runnable(data, *, source="<input>", topology=None):
         raise ScheduleFormatError(f"{source}: {exc}") from None
     if kind == SCHEDULE_FILE:
         _no_topology(topology, source)
-        return loads_schedule(data, source=source)
+        schedule = loads_schedule(data, source=source)   # a symmetric file runs expanded
+        return schedule.expand() if schedule.form == "symmetric" else schedule
     from ..interop import import_msccl, parse_msccl
 
     if topology is not None:
@@ -149,6 +150,9 @@ def load_runnable(source, *, topology=None):
     if isinstance(source, Schedule):
         _no_topology(topology, "a Schedule")
         return source
+    if getattr(source, "form", None) == "symmetric":   # expanded under the memory guard
+        _no_topology(topology, "a Schedule")
+        return source.expand()
     if not isinstance(source, (str, os.PathLike)):
         raise InputTypeError("expected a Schedule or the path of a schedule file or MSCCL XML "
                              f"file, got {type(source).__name__}")

@@ -1,15 +1,31 @@
 """Schedules: the model, the file format, the verifier, transforms, and pricing: the alpha-beta
 step model (:mod:`.cost`) and the link model (:mod:`.linkmodel`)."""
 
-from .cost import Evaluation, bandwidth_lower_bound, evaluate, step_costs, steps_lower_bound
-from .io import dumps_schedule, load_schedule, loads_schedule, save_schedule, schedule_from_dict
-from .linkmodel import LinkModelResult, simulate, simulate_many
-from .model import TRANSFER_DTYPE, Schedule, transfer_array, transfer_problems
-from .transforms import concatenate, relabel, reverse
+from ..lazy import lazy_attributes
 from .verify import VerifyReport, Violation, verify
+
+# Public names -> the submodule that defines them. A submodule is imported when one of its
+# names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
+_LAZY = {
+    ".cost": ("Evaluation", "bandwidth_lower_bound", "evaluate", "step_costs",
+              "steps_lower_bound"),
+    ".io": ("dumps_schedule", "load_schedule", "loads_schedule", "save_schedule",
+            "schedule_from_dict"),
+    ".linkmodel": ("LinkModelResult", "simulate", "simulate_many"),
+    ".model": ("TRANSFER_DTYPE", "Schedule", "transfer_array", "transfer_problems"),
+    ".symmetric": ("EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "SymmetricSchedule",
+                   "concatenate_symmetric", "normalize", "reverse_symmetric",
+                   "symmetric_schedule"),
+    ".transforms": ("concatenate", "relabel", "reverse"),
+}
 
 __all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems", "load_schedule",
            "save_schedule", "loads_schedule", "dumps_schedule", "schedule_from_dict", "verify",
            "VerifyReport", "Violation", "evaluate", "Evaluation", "step_costs",
            "bandwidth_lower_bound", "steps_lower_bound", "reverse", "concatenate", "relabel",
-           "simulate", "simulate_many", "LinkModelResult"]
+           "simulate", "simulate_many", "LinkModelResult", "SymmetricSchedule",
+           "symmetric_schedule", "normalize", "reverse_symmetric", "concatenate_symmetric",
+           "EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES"]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -28,7 +28,6 @@ True
 """
 
 import numpy as np
-from scipy.sparse.csgraph import shortest_path
 
 from ..errors import UnsupportedError
 from ..topology.metrics import diameter as _diameter, distance_sum, eccentricity, moore_depth
@@ -93,11 +92,9 @@ def _ratio(demand, capacity):
 
 def _distances(topology, node, transpose=False):
     """Hop distances from ``node`` (to it with ``transpose``); ``inf`` where unreachable."""
-    adjacency = topology.adjacency()
-    if transpose:
-        adjacency = adjacency.T.tocsr()
-    return shortest_path(adjacency, method="D", directed=True, unweighted=True,
-                         indices=int(node))
+    from ..topology.paths import hop_distances   # numpy on small graphs (start-up time)
+
+    return hop_distances(topology, [int(node)], transpose=transpose)[0]
 
 
 def _orders(topology, ing, egr, root):

@@ -38,7 +38,10 @@ _REL_TOL = 1e-9
 
 def _step_pair_loads(schedule):
     """Per (non-empty step, used pair), sorted by step: ``(step, pair, seconds per byte of M,
-    pair latency)``."""
+    pair latency)``. A symmetric schedule gives the pairs into node 0 only: every pair of the
+    same label carries the same (docs/math.md section 10, theorem 2)."""
+    if schedule.form == "symmetric":
+        schedule = schedule.representatives()
     topo = schedule.topology
     t = schedule.transfers
     _, _, pair_bw, pair_lat = topo.pairs
@@ -60,7 +63,9 @@ def _step_pair_loads(schedule):
 def step_costs(schedule):
     """Per non-empty step: ``(step, alpha_t, beta_t per byte of M)`` as three arrays.
 
-    Every transfer must use an existing link (verify first).
+    Every transfer must use an existing link (verify first). A symmetric schedule is priced
+    from its representatives alone (the full schedule's loads, theorem 2 of docs/math.md
+    section 10).
     """
     if schedule.transfers.size == 0:
         empty = np.zeros(0)
@@ -288,11 +293,12 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     ``alpha`` and ``link_bandwidth``, when given, replace every link's latency and bandwidth.
     With ``check`` (the default) the schedule is verified first and an invalid one raises
     :class:`~topocoll.errors.InvalidScheduleError`: a price for a wrong schedule is no answer.
-    ``schedule`` is a :class:`Schedule` or a schedule file's path.
+    ``schedule`` is a :class:`Schedule`, a symmetric schedule (priced from its
+    representatives) or a schedule file's path.
     """
     from .verify import verify
 
-    schedule = as_schedule(schedule)
+    schedule = as_schedule(schedule, symmetric=True)
     size = parse_size(size)
     if alpha is not None or link_bandwidth is not None:
         topo = schedule.topology.with_links(

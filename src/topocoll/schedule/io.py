@@ -82,10 +82,15 @@ def _row_chunks(t):
 
 
 def _header(schedule):
-    head = {"format": FORMAT, "version": VERSION, "collective": schedule.collective.name}
+    head = {"format": FORMAT, "version": VERSION}
+    if schedule.form == "symmetric":
+        head["form"] = "symmetric"
+    head["collective"] = schedule.collective.name
     if schedule.root is not None:
         head["root"] = schedule.root
     head["algorithm"] = schedule.algorithm
+    if schedule.form == "symmetric":
+        head["symmetry"] = {"kind": "translation", "dims": [int(d) for d in schedule.group.dims]}
     head["topology"] = schedule.topology.to_dict()
     head["meta"] = schedule.meta
     return head
@@ -113,6 +118,10 @@ def _dump_bytes(schedule):
 def save_schedule(schedule, target):
     """Write a schedule to a path, ``-`` (standard output) or a binary or text file object.
 
+    A :class:`~topocoll.schedule.symmetric.SymmetricSchedule` is written in the symmetric form
+    (``"form": "symmetric"``, its group in ``"symmetry"``, its representatives as
+    ``"transfers"``; docs/format.md, "Symmetric schedules").
+
     A path is written as :func:`topocoll.fileio.open_output` describes: atomically (a crash
     never leaves half a file), through symlinks, straight into FIFOs and devices, and
     gzip-compressed when the name ends in ``.gz``.
@@ -131,7 +140,10 @@ def save_schedule(schedule, target):
 
 # ---------------------------------------------------------------------------------- reading
 def load_schedule(path):
-    """Read and validate a schedule file (gzip-compressed or not; ``-`` for standard input)."""
+    """Read and validate a schedule file (gzip-compressed or not; ``-`` for standard input).
+
+    A file in the symmetric form gives a
+    :class:`~topocoll.schedule.symmetric.SymmetricSchedule`, any other a :class:`Schedule`."""
     data = read_input(path, starts=b"{", what="JSON schedule file")
     return _loads(data, "<stdin>" if path == "-" else os.fspath(path))
 
@@ -337,7 +349,8 @@ def _transfers_from_list(items):
 
 
 def schedule_from_dict(doc, *, transfers=None):
-    """Build a :class:`Schedule` from the parsed file object, validating every field.
+    """Build a :class:`Schedule` (a :class:`~topocoll.schedule.symmetric.SymmetricSchedule`
+    for ``"form": "symmetric"``) from the parsed file object, validating every field.
 
     ``transfers``, if given, replaces ``doc["transfers"]`` (already parsed into an array).
     """
@@ -366,8 +379,11 @@ def schedule_from_dict(doc, *, transfers=None):
     meta = _need(doc, "meta", dict, "", optional=True, default={})
     if transfers is None:
         transfers = _transfers_from_list(_need(doc, "transfers", list, ""))
-    known = {"format", "version", "collective", "root", "algorithm", "topology", "transfers",
-             "meta"}
+    form = _need(doc, "form", str, "", optional=True, default="explicit")
+    if form not in ("explicit", "symmetric"):
+        raise ScheduleFormatError(f"form: must be \"explicit\" or \"symmetric\", got {form!r}")
+    known = {"format", "version", "form", "collective", "root", "algorithm", "topology",
+             "transfers", "meta"} | ({"symmetry"} if form == "symmetric" else set())
     extra = set(doc) - known
     if extra:
         raise ScheduleFormatError(f"{sorted(extra)[0]}: unknown field")
@@ -376,4 +392,27 @@ def schedule_from_dict(doc, *, transfers=None):
     if problems:
         index, field, message = problems[0]
         raise ScheduleFormatError(f"transfers[{index}].{field}: {message}")
+    if form == "symmetric":
+        from .symmetric import SymmetricSchedule
+
+        dims = _symmetry_dims(_need(doc, "symmetry", dict, ""))
+        if math.prod(dims) != topo.num_nodes:
+            raise ScheduleFormatError(f"symmetry.dims: {dims} do not multiply to the "
+                                      f"{topo.num_nodes} nodes of the topology")
+        return SymmetricSchedule(topo, coll, dims, transfers, algorithm=algorithm, meta=meta)
     return Schedule(topo, coll, transfers, root=root, algorithm=algorithm, meta=meta)
+
+
+def _symmetry_dims(doc):
+    """The dims of a ``"symmetry"`` object (``{"kind": "translation", "dims": [...]}``)."""
+    kind = _need(doc, "kind", str, "symmetry.")
+    if kind != "translation":
+        raise ScheduleFormatError(f"symmetry.kind: must be \"translation\", got {kind!r}")
+    dims = _need(doc, "dims", list, "symmetry.")
+    if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
+        raise ScheduleFormatError(f"symmetry.dims: must be a list of positive integers, got "
+                                  f"{dims!r}")
+    extra = set(doc) - {"kind", "dims"}
+    if extra:
+        raise ScheduleFormatError(f"symmetry.{sorted(extra)[0]}: unknown field")
+    return dims

@@ -103,11 +103,16 @@ class LinkModelResult:
         (``WAITED`` names them).
     tenant : int
         This schedule's index in :func:`simulate_many` (0 for :func:`simulate`).
-    schedule : Schedule
-        The schedule timed (its topology names the links).
+    schedule : Schedule or SymmetricSchedule
+        The schedule timed (its topology names the links). For a symmetric schedule the
+        per-transfer arrays are per representative (each stands for its N translations, which
+        start and end at the same times); ``link_busy`` covers every link.
     alpha_per : str
         Which transfers paid the link latency: ``"message"``, ``"step"`` or ``"transfer"``
         (``ALPHA_CONVENTIONS``).
+    mirror : int array or None
+        Symmetric schedules: per topology link, the link into node 0 of the same label and
+        position, whose transfers it repeats translated.
 
     Examples
     --------
@@ -133,6 +138,7 @@ class LinkModelResult:
     tenant: int = 0
     schedule: object = field(default=None, repr=False)
     alpha_per: str = DEFAULT_ALPHA_PER
+    mirror: np.ndarray = field(default=None, repr=False)
 
     @property
     def num_transfers(self):
@@ -148,7 +154,8 @@ class LinkModelResult:
     @property
     def link_transfers(self):
         """Per topology link, how many transfers it carried."""
-        return np.bincount(self.link, minlength=self.link_busy.size)
+        count = np.bincount(self.link, minlength=self.link_busy.size)
+        return count if self.mirror is None else count[self.mirror]
 
     def critical_path(self):
         """The chain of transfers that sets the finish time, first to last (transfer indices).
@@ -205,11 +212,14 @@ class LinkModelResult:
         (:meth:`critical_path_report`)."""
         used = self.link_busy > 0
         util = self.link_utilization
+        total = self.num_transfers if self.mirror is None else self.schedule.num_transfers
         doc = {"size": float(self.size), "time": float(self.time), "alpha_per": self.alpha_per,
-               "transfers": self.num_transfers, "links_used": int(used.sum()),
+               "transfers": total, "links_used": int(used.sum()),
                "links": int(self.link_busy.size),
                "mean_utilization_used": float(util[used].mean()) if used.any() else 0.0,
                "max_link_busy": float(self.link_busy.max(initial=0.0))}
+        if self.mirror is not None:
+            doc.update(form="symmetric", representatives=self.num_transfers)
         if detail:
             doc["link_busy"] = self.link_report()
             doc["critical_path"] = self.critical_path_report()
@@ -224,6 +234,60 @@ def _links_of(schedule, alpha, link_bandwidth):
     return topo, np.asarray(lat, dtype=float), np.asarray(bw, dtype=float)
 
 
+#: the dense numbering of :func:`_number` is used while its table stays within this many
+#: entries per value numbered (plus a constant); past it, a sort numbers the values
+_DENSE_FACTOR = 4
+
+
+def _number(parts, bound):
+    """Number the distinct values of the int64 arrays ``parts`` (all in ``0..bound-1``) in
+    increasing order: the count of distinct values and, per part, each value's number (int32
+    where it fits). A table over ``0..bound-1`` when it is small, else a sort.
+
+    >>> count, (a, b) = _number([np.array([7, 3]), np.array([3, 9])], 10)
+    >>> count, a.tolist(), b.tolist()
+    (3, [1, 0], [0, 2])
+    """
+    total = sum(int(p.size) for p in parts)
+    if bound <= _DENSE_FACTOR * total + (1 << 20):
+        mark = np.zeros(bound, dtype=bool)
+        for p in parts:
+            mark[p] = True
+        lookup = np.cumsum(mark, dtype=np.int32 if bound < 2**31 else np.int64)
+        del mark
+        lookup -= 1
+        return (int(lookup[-1]) + 1 if bound else 0), [lookup[p] for p in parts]
+    keys = np.unique(np.concatenate(parts))
+    dtype = np.int32 if keys.size < 2**31 else np.int64
+    return keys.size, [np.searchsorted(keys, p).astype(dtype, copy=False) for p in parts]
+
+
+def _breakpoints(t, shards):
+    """Every shard's breakpoints (0, 1 and each ``lo``/``hi`` a transfer uses), numbered in
+    (shard, position) order: per transfer the numbers of its ``lo`` and ``hi``, the shard of
+    each breakpoint and their count. An atom is named by the breakpoint that starts it."""
+    values = np.unique(np.concatenate([t["lo"], t["hi"], [0.0, 1.0]]))
+    r = values.size
+    shard = t["shard"].astype(np.int64) * r
+    key_lo = shard + np.searchsorted(values, t["lo"])
+    key_hi = shard + np.searchsorted(values, t["hi"])
+    del shard
+    every = np.arange(shards, dtype=np.int64) * r
+    ends = np.concatenate([every + np.searchsorted(values, 0.0),
+                           every + np.searchsorted(values, 1.0)])
+    count, (a, b, e) = _number([key_lo, key_hi, ends], shards * r)
+    point_shard = np.empty(count, dtype=np.int64)
+    point_shard[e] = np.r_[np.arange(shards), np.arange(shards)]
+    point_shard[a] = t["shard"]
+    point_shard[b] = t["shard"]
+    return a, b, point_shard, count
+
+
+def _spread(values, counts):
+    """``values`` repeated ``counts`` times each (``counts`` None: once each)."""
+    return values if counts is None else np.repeat(values, counts)
+
+
 class _Tenant:
     """Per-schedule data state: when each (node, atom) is ready to be sent on."""
 
@@ -231,93 +295,96 @@ class _Tenant:
         t = schedule.transfers
         n = schedule.num_nodes
         coll = schedule.collective
-        shards = coll.num_shards(n)
         self.schedule = schedule
         self.combining = coll.combining
         # atoms: elementary intervals of every shard between the lo/hi that transfers use;
-        # breakpoints are sorted once and every lo/hi finds its index through the sort
-        m = t.size
-        bp_shard = np.r_[t["shard"], t["shard"], np.arange(shards), np.arange(shards)]
-        bp_pos = np.r_[t["lo"], t["hi"], np.zeros(shards), np.ones(shards)]
-        order = np.lexsort((bp_pos, bp_shard))
-        ss, sp = bp_shard[order], bp_pos[order]
-        new = np.r_[True, (ss[1:] != ss[:-1]) | (sp[1:] != sp[:-1])]
-        group = np.cumsum(new) - 1
-        index = np.empty(order.size, dtype=np.int64)
-        index[order] = group
-        a, b = index[:m], index[m:2 * m]
-        ks, kp = ss[new], sp[new]
-        self.count = b - a
-        if np.any(self.count < 1):
-            i = int(np.flatnonzero(self.count < 1)[0])
+        # one row per (transfer, atom) it moves, the rows of a transfer consecutive
+        a, b, self.atom_shard, self.num_atoms = _breakpoints(t, coll.num_shards(n))
+        count = b - a
+        del b
+        if np.any(count < 1):
+            i = int(np.flatnonzero(count < 1)[0])
             raise InvalidScheduleError(f"transfer {i} moves an empty byte range")
-        self.first = a
-        self.atom_shard = ks
-        self.atom_len = np.r_[np.diff(kp), 0.0]
         self.shard_bytes = coll.shard_fraction(n) * float(size)
-        # (node, atom) keys that the simulation touches: sender and receiver sides
-        rep = np.repeat(np.arange(t.size), self.count)
-        atoms = np.repeat(a - np.cumsum(self.count) + self.count, self.count) + \
-            np.arange(rep.size)
-        self.rep, self.atoms = rep, atoms
-        num_atoms = ks.size
-        self.num_atoms = num_atoms
-        send_key = t["src"].astype(np.int64)[rep] * num_atoms + atoms
-        recv_key = t["dst"].astype(np.int64)[rep] * num_atoms + atoms
-        self.keys, inv = np.unique(np.r_[send_key, recv_key], return_inverse=True)
-        self.send_idx, self.recv_idx = inv[:rep.size], inv[rep.size:]
-        self.copy_ready = np.full(self.keys.size, np.inf)
-        self.red_ready = np.zeros(self.keys.size) if self.combining else None
+        if np.all(count == 1):   # one row per transfer: rows are transfer indices
+            self.count = self.row_start = rep = None
+            atoms = a
+        else:
+            self.count = count
+            self.row_start = np.r_[0, np.cumsum(count)[:-1]]
+            rep = np.repeat(np.arange(t.size), count)
+            atoms = np.repeat(a - self.row_start, count) + np.arange(rep.size)
+        del a, count
+        # (node, atom) keys that the simulation touches, numbered: sender and receiver sides
+        src, dst = t["src"], t["dst"]
+        if rep is not None:
+            src, dst = src[rep], dst[rep]
+        self.num_keys, (self.send_idx, self.recv_idx) = _number(
+            [src.astype(np.int64) * self.num_atoms + atoms,
+             dst.astype(np.int64) * self.num_atoms + atoms], n * self.num_atoms)
+        self.copy_ready = np.full(self.num_keys, np.inf)
+        self.red_ready = np.zeros(self.num_keys) if self.combining else None
         # which transfer made each (node, atom) ready: the first copy to arrive, the last
         # contribution of a partial sum (-1: held from the start)
-        self.copy_from = np.full(self.keys.size, -1, dtype=np.int64)
-        self.red_from = np.full(self.keys.size, -1, dtype=np.int64) if self.combining else None
+        who = np.int32 if t.size < 2**31 else np.int64
+        self.copy_from = np.full(self.num_keys, -1, dtype=who)
+        self.red_from = np.full(self.num_keys, -1, dtype=who) if self.combining else None
         if not coll.combining:
-            owner = coll.start_owner(n, schedule.root)
-            key_node, key_atom = self.keys // num_atoms, self.keys % num_atoms
-            held = owner[self.atom_shard[key_atom]] == key_node
-            self.copy_ready[held] = 0.0
-        self.bytes = (t["hi"] - t["lo"]) * self.shard_bytes
-        # per transfer, its range of (transfer, atom) rows
-        self.row_start = np.r_[0, np.cumsum(self.count)[:-1]]
+            owner = coll.start_owner(n, schedule.root)[self.atom_shard][atoms]
+            self.copy_ready[self.send_idx[owner == src]] = 0.0
+            self.copy_ready[self.recv_idx[owner == dst]] = 0.0
+
+    def _rows(self, idx):
+        """The rows of transfers ``idx`` and how many each has (None: one each)."""
+        if self.count is None:
+            return idx, None
+        starts = self.row_start[idx]
+        counts = self.count[idx]
+        rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        return rows, counts
+
+    def nbytes(self, idx):
+        """The bytes each of transfers ``idx`` moves."""
+        t = self.schedule.transfers
+        return (t["hi"][idx] - t["lo"][idx]) * self.shard_bytes
 
     def ready(self, idx):
         """When the senders of transfers ``idx`` hold what they send, and per transfer the
         transfer whose arrival made it so (-1: the data was there from the start)."""
         t = self.schedule.transfers
-        starts = self.row_start[idx]
-        counts = self.count[idx]
-        rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        rows, counts = self._rows(idx)
         k = self.send_idx[rows]
         vals = self.copy_ready[k]
         came = self.copy_from[k]
         if self.combining:
-            is_reduce = np.repeat(t["op"][idx] == REDUCE, counts)
+            is_reduce = _spread(t["op"][idx] == REDUCE, counts)
             use_red = is_reduce | ~np.isfinite(vals)
             vals = np.where(use_red, self.red_ready[k], vals)
             came = np.where(use_red, self.red_from[k], came)
-        seg = np.r_[0, np.cumsum(counts)[:-1]]
-        out = np.maximum.reduceat(vals, seg) if vals.size else np.zeros(0)
-        # the first row of each transfer that reaches its maximum names the latest arrival
-        hit = np.where(vals == np.repeat(out, counts), np.arange(vals.size), vals.size)
-        first = np.minimum.reduceat(hit, seg) if vals.size else np.zeros(0, dtype=np.int64)
+        if counts is None:
+            out = vals
+        else:
+            seg = np.r_[0, np.cumsum(counts)[:-1]]
+            out = np.maximum.reduceat(vals, seg) if vals.size else np.zeros(0)
+            # the first row of each transfer that reaches its maximum names the latest arrival
+            hit = np.where(vals == np.repeat(out, counts), np.arange(vals.size), vals.size)
+            first = np.minimum.reduceat(hit, seg) if vals.size else np.zeros(0, dtype=np.int64)
+            came = came[first] if vals.size else np.zeros(0, dtype=np.int64)
         if np.any(~np.isfinite(out)):
             i = int(idx[np.flatnonzero(~np.isfinite(out))[0]])
             tr = t[i]
             raise InvalidScheduleError(
                 f"transfer {i} (step {tr['step']}, {tr['src']}->{tr['dst']}, shard "
                 f"{tr['shard']}) sends data its sender never received; verify the schedule")
-        return out, came[first] if vals.size else np.zeros(0, dtype=np.int64)
+        return out, came.astype(np.int64)
 
     def deliver(self, idx, end):
         t = self.schedule.transfers
-        starts = self.row_start[idx]
-        counts = self.count[idx]
-        rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        rows, counts = self._rows(idx)
         k = self.recv_idx[rows]
-        e = np.repeat(end, counts)
-        who = np.repeat(idx, counts)
-        is_reduce = np.repeat(t["op"][idx] == REDUCE, counts)
+        e = _spread(end, counts)
+        who = _spread(idx, counts)
+        is_reduce = _spread(t["op"][idx] == REDUCE, counts)
         copy = ~is_reduce
         kc, ec = k[copy], e[copy]
         before = self.copy_ready[kc]
@@ -339,7 +406,8 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
     steps share one clock, so a link serves the transfers of step 1 of every schedule before
     those of step 2 (schedules in the order given within a step). ``alpha_per`` is the alpha
     convention (module docstring); a message or a step's charge is per schedule: another
-    schedule's transfer on the link always pays.
+    schedule's transfer on the link always pays. A symmetric schedule alone is timed from its
+    representatives; beside others, expanded (under the memory guard).
 
     Returns
     -------
@@ -349,6 +417,8 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
     schedules = list(schedules)
     if not schedules:
         raise InputTypeError("simulate_many needs at least one schedule")
+    if len(schedules) > 1:   # tenants share links: a symmetric one is timed expanded
+        schedules = [s.expand() if s.form == "symmetric" else s for s in schedules]
     size = parse_size(size)
     alpha_per = _alpha_per(alpha_per)
     topo, lat, bw = _links_of(schedules[0], alpha, link_bandwidth)
@@ -357,53 +427,15 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
         if other.num_nodes != topo.num_nodes or not np.array_equal(other.src, topo.src) \
                 or not np.array_equal(other.dst, topo.dst):
             raise TopologyError("simulate_many: the schedules live on different networks")
-    tenants = [_Tenant(s, size) for s in schedules]
-    n = topo.num_nodes
-    # pairs and their parallel links (a table padded with -1)
-    pair_key = topo.src * n + topo.dst
-    upair, pair_of_link = np.unique(pair_key, return_inverse=True)
-    order = np.argsort(pair_of_link, kind="stable")
-    counts = np.bincount(pair_of_link, minlength=upair.size)
-    width = int(counts.max()) if counts.size else 1
-    table = np.full((upair.size, max(width, 1)), -1, dtype=np.int64)
-    first = np.cumsum(counts) - counts
-    table[pair_of_link[order], np.arange(order.size) - first[pair_of_link[order]]] = order
-    free = np.where(table >= 0, 0.0, np.inf)
-    lat_tab = np.where(table >= 0, lat[table], 0.0)
-    bw_tab = np.where(table >= 0, bw[table], 1.0)
-    # every transfer of every tenant, keyed by (step, tenant, index)
-    all_step = np.concatenate([s.transfers["step"].astype(np.int64) for s in schedules])
-    all_ten = np.concatenate([np.full(s.num_transfers, i) for i, s in enumerate(schedules)])
-    all_idx = np.concatenate([np.arange(s.num_transfers) for s in schedules])
-    glob = np.lexsort((all_idx, all_ten, all_step))
-    all_step, all_ten, all_idx = all_step[glob], all_ten[glob], all_idx[glob]
-    pairs = []
-    for s in schedules:
-        p = np.searchsorted(upair, s.transfers["src"].astype(np.int64) * n + s.transfers["dst"])
-        p = np.minimum(p, upair.size - 1) if upair.size else p
-        bad = (upair[p] != s.transfers["src"].astype(np.int64) * n + s.transfers["dst"]) \
-            if upair.size else np.ones(s.num_transfers, dtype=bool)
-        if np.any(bad):
-            i = int(np.flatnonzero(bad)[0])
-            tr = s.transfers[i]
-            raise TopologyError(f"transfer {i} uses link {tr['src']}->{tr['dst']}, which the "
-                                "topology does not have")
-        pairs.append(p)
-    starts = [np.zeros(s.num_transfers) for s in schedules]
-    ends = [np.zeros(s.num_transfers) for s in schedules]
-    busy = [np.zeros(topo.num_links) for _ in schedules]
-    links = [np.zeros(s.num_transfers, dtype=np.int64) for s in schedules]
-    preds = [np.full(s.num_transfers, -1, dtype=np.int64) for s in schedules]
-    pred_tens = [np.zeros(s.num_transfers, dtype=np.int64) + i for i, s in enumerate(schedules)]
-    waits = [np.zeros(s.num_transfers, dtype=np.int8) for s in schedules]
-    # per link slot, the last transfer it carried: its tenant and index (-1: none yet)
-    last_ten = np.zeros(table.shape, dtype=np.int64)
-    last_idx = np.full(table.shape, -1, dtype=np.int64)
-    last_step = np.full(table.shape, -1, dtype=np.int64)
-    bounds = np.flatnonzero(np.r_[True, all_step[1:] != all_step[:-1], True])
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        ten, idx = all_ten[lo:hi], all_idx[lo:hi]
-        step = all_step[lo]
+    step_of, bounds, glob, offsets = _step_order(schedules)   # first: before the big arrays
+    tenants = [_Tenant(s.history() if s.form == "symmetric" else s, size) for s in schedules]
+    net = _Network(topo, lat, bw, alpha_per)
+    pairs = [net.pairs_of(s.transfers) for s in schedules]
+    out = _Outcome(schedules, topo.num_links)
+    for step, lo, hi in zip(step_of, bounds[:-1], bounds[1:]):
+        g = glob[lo:hi]
+        ten = np.searchsorted(offsets, g, side="right") - 1
+        idx = g - offsets[ten]
         ready = np.empty(hi - lo)
         feeder = np.empty(hi - lo, dtype=np.int64)
         nbytes = np.empty(hi - lo)
@@ -412,65 +444,185 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
             m = ten == i
             if m.any():
                 ready[m], feeder[m] = tenant.ready(idx[m])
-                nbytes[m] = tenant.bytes[idx[m]]
+                nbytes[m] = tenant.nbytes(idx[m])
                 pair[m] = pairs[i][idx[m]]
-        # FIFO per pair: the r-th transfer of a pair in this step waits for the (r-1)-th
+        done = net.serve(int(step), ten, idx, ready, feeder, nbytes, pair)
+        for i, tenant in enumerate(tenants):
+            m = ten == i
+            if m.any():
+                out.store(i, idx[m], *(column[m] for column in done))
+                tenant.deliver(idx[m], done[1][m])
+    mirrors = [_mirror_links(topo, s.group, net.upair, net.pair_of_link, net.table)
+               if s.form == "symmetric" else None for s in schedules]
+    return out.results(schedules, mirrors, size, alpha_per)
+
+
+def _step_order(schedules):
+    """Every transfer of every tenant in (step, tenant, index) order: each step's number and
+    bounds in that order, each transfer's place in the tenants' concatenation, and where each
+    tenant starts in it."""
+    sizes = [s.transfers.size for s in schedules]
+    offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    steps = np.concatenate([s.transfers["step"] for s in schedules])
+    # a stable sort by step keeps the concatenation's (tenant, index) order within a step
+    glob = np.argsort(steps, kind="stable")
+    if steps.size < 2**31:
+        glob = glob.astype(np.int32)
+    steps = steps[glob]
+    if not steps.size:   # no transfer: no step (time 0)
+        return steps, np.zeros(1, dtype=np.int64), glob, offsets
+    bounds = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1], True])
+    return steps[bounds[:-1]], bounds, glob, offsets
+
+
+class _Network:
+    """The links: pairs, their parallel links (a table padded with -1) and each link slot's
+    state (when it frees, its last transfer's tenant, index and step)."""
+
+    def __init__(self, topo, lat, bw, alpha_per):
+        n = topo.num_nodes
+        self.n, self.alpha_per = n, alpha_per
+        pair_key = topo.src * n + topo.dst
+        self.upair, self.pair_of_link = np.unique(pair_key, return_inverse=True)
+        order = np.argsort(self.pair_of_link, kind="stable")
+        counts = np.bincount(self.pair_of_link, minlength=self.upair.size)
+        width = int(counts.max()) if counts.size else 1
+        table = np.full((self.upair.size, max(width, 1)), -1, dtype=np.int64)
+        first = np.cumsum(counts) - counts
+        table[self.pair_of_link[order],
+              np.arange(order.size) - first[self.pair_of_link[order]]] = order
+        self.table = table
+        self.free = np.where(table >= 0, 0.0, np.inf)
+        self.lat_tab = np.where(table >= 0, lat[table], 0.0)
+        self.bw_tab = np.where(table >= 0, bw[table], 1.0)
+        # per link slot, the last transfer it carried: its tenant and index (-1: none yet)
+        self.last_ten = np.zeros(table.shape, dtype=np.int64)
+        self.last_idx = np.full(table.shape, -1, dtype=np.int64)
+        self.last_step = np.full(table.shape, -1, dtype=np.int64)
+
+    def pairs_of(self, t):
+        """Per transfer of ``t``, its pair's row in the table (int32 where it fits)."""
+        upair = self.upair
+        key = t["src"].astype(np.int64) * self.n + t["dst"]
+        p = np.searchsorted(upair, key)
+        p = np.minimum(p, upair.size - 1) if upair.size else p
+        bad = (upair[p] != key) if upair.size else np.ones(t.size, dtype=bool)
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            tr = t[i]
+            raise TopologyError(f"transfer {i} uses link {tr['src']}->{tr['dst']}, which the "
+                                "topology does not have")
+        return p.astype(np.int32) if upair.size < 2**31 else p
+
+    def serve(self, step, ten, idx, ready, feeder, nbytes, pair):
+        """Put one step's transfers on their links, FIFO per pair: the r-th transfer of a pair
+        in this step waits for the (r-1)-th. Returns per transfer start, end, link, pred,
+        pred tenant and what it waited for."""
         o = np.argsort(pair, kind="stable")
         sp = pair[o]
         grp = np.r_[0, np.flatnonzero(sp[1:] != sp[:-1]) + 1]
         rank = np.empty(o.size, dtype=np.int64)
         rank[o] = np.arange(o.size) - np.repeat(grp, np.diff(np.r_[grp, o.size]))
-        start = np.empty(hi - lo)
-        end = np.empty(hi - lo)
-        link = np.empty(hi - lo, dtype=np.int64)
-        pred = np.empty(hi - lo, dtype=np.int64)
-        pred_ten = np.empty(hi - lo, dtype=np.int64)
-        wait = np.empty(hi - lo, dtype=np.int8)
+        done = (np.empty(o.size), np.empty(o.size), np.empty(o.size, dtype=np.int64),
+                np.empty(o.size, dtype=np.int64), np.empty(o.size, dtype=np.int64),
+                np.empty(o.size, dtype=np.int8))
         for r in range(int(rank.max()) + 1):
             sel = np.flatnonzero(rank == r)
-            p = pair[sel]
-            begin = np.maximum(free[p], ready[sel][:, None])
-            charge = lat_tab[p]
-            if alpha_per != "transfer":
-                # same schedule, same step on this link: no new latency for a step's charge,
-                # nor for a message that goes on back to back (data ready when the link frees)
-                cont = (last_step[p] == step) & (last_ten[p] == ten[sel][:, None])
-                if alpha_per == "message":
-                    cont &= ready[sel][:, None] <= free[p]
-                charge = np.where(cont, 0.0, charge)
-            fin = begin + charge + nbytes[sel][:, None] / bw_tab[p]
-            choice = np.argmin(fin, axis=1)
-            ar = np.arange(sel.size)
-            start[sel] = begin[ar, choice]
-            end[sel] = fin[ar, choice]
-            # what bound the start: the data (ties go to the data), else the link, else
-            # nothing (time 0 with the data held from the start)
-            by_link = free[p, choice] > ready[sel]
-            by_data = ~by_link & (feeder[sel] >= 0)
-            wait[sel] = np.where(by_link, _LINK, np.where(by_data, _DATA, _START))
-            pred[sel] = np.where(by_link, last_idx[p, choice], np.where(by_data, feeder[sel], -1))
-            pred_ten[sel] = np.where(by_link, last_ten[p, choice], ten[sel])
-            free[p, choice] = fin[ar, choice]
-            last_idx[p, choice] = idx[sel]
-            last_ten[p, choice] = ten[sel]
-            last_step[p, choice] = step
-            link[sel] = table[p, choice]
-        for i, tenant in enumerate(tenants):
-            m = ten == i
-            if m.any():
-                starts[i][idx[m]] = start[m]
-                ends[i][idx[m]] = end[m]
-                links[i][idx[m]] = link[m]
-                preds[i][idx[m]] = pred[m]
-                pred_tens[i][idx[m]] = pred_ten[m]
-                waits[i][idx[m]] = wait[m]
-                np.add.at(busy[i], link[m], end[m] - start[m])
-                tenant.deliver(idx[m], end[m])
-    return [LinkModelResult(float(e.max()) if e.size else 0.0, st, e, b, size, link=ln,
-                            pred=pr, pred_tenant=pt, waited=w, tenant=i, schedule=s,
-                            alpha_per=alpha_per)
-            for i, (s, st, e, b, ln, pr, pt, w) in enumerate(
-                zip(schedules, starts, ends, busy, links, preds, pred_tens, waits))]
+            self._serve_rank(step, sel, (pair[sel], ten[sel], idx[sel], ready[sel],
+                                         feeder[sel], nbytes[sel]), done)
+        return done
+
+    def _serve_rank(self, step, sel, columns, done):
+        """Transfers ``sel`` (one per pair; ``columns``: their pair, tenant, index, ready
+        time, feeder and bytes) each take the parallel link of their pair on which they
+        finish first."""
+        p, ten, idx, ready, feeder, nbytes = columns
+        start, end, link, pred, pred_ten, wait = done
+        free = self.free
+        begin = np.maximum(free[p], ready[:, None])
+        charge = self.lat_tab[p]
+        if self.alpha_per != "transfer":
+            # same schedule, same step on this link: no new latency for a step's charge,
+            # nor for a message that goes on back to back (data ready when the link frees)
+            cont = (self.last_step[p] == step) & (self.last_ten[p] == ten[:, None])
+            if self.alpha_per == "message":
+                cont &= ready[:, None] <= free[p]
+            charge = np.where(cont, 0.0, charge)
+        fin = begin + charge + nbytes[:, None] / self.bw_tab[p]
+        choice = np.argmin(fin, axis=1)
+        ar = np.arange(sel.size)
+        start[sel] = begin[ar, choice]
+        end[sel] = fin[ar, choice]
+        # what bound the start: the data (ties go to the data), else the link, else
+        # nothing (time 0 with the data held from the start)
+        by_link = free[p, choice] > ready
+        by_data = ~by_link & (feeder >= 0)
+        wait[sel] = np.where(by_link, _LINK, np.where(by_data, _DATA, _START))
+        pred[sel] = np.where(by_link, self.last_idx[p, choice], np.where(by_data, feeder, -1))
+        pred_ten[sel] = np.where(by_link, self.last_ten[p, choice], ten)
+        free[p, choice] = fin[ar, choice]
+        self.last_idx[p, choice] = idx
+        self.last_ten[p, choice] = ten
+        self.last_step[p, choice] = step
+        link[sel] = self.table[p, choice]
+
+
+class _Outcome:
+    """The per-tenant result arrays, filled step by step."""
+
+    def __init__(self, schedules, num_links):
+        sizes = [s.transfers.size for s in schedules]
+        self.starts = [np.zeros(m) for m in sizes]
+        self.ends = [np.zeros(m) for m in sizes]
+        self.busy = [np.zeros(num_links) for _ in schedules]
+        self.links = [np.zeros(m, dtype=np.int64) for m in sizes]
+        self.preds = [np.full(m, -1, dtype=np.int64) for m in sizes]
+        # alone, a tenant's predecessors are all its own: the zeros are never written
+        self.shared = len(schedules) > 1
+        self.pred_tens = [np.full(m, i, dtype=np.int64) if self.shared else
+                          np.zeros(m, dtype=np.int64) for i, m in enumerate(sizes)]
+        self.waits = [np.zeros(m, dtype=np.int8) for m in sizes]
+
+    def store(self, i, idx, start, end, link, pred, pred_ten, wait):
+        """Record tenant ``i``'s transfers ``idx`` of one step."""
+        self.starts[i][idx] = start
+        self.ends[i][idx] = end
+        self.links[i][idx] = link
+        self.preds[i][idx] = pred
+        if self.shared:
+            self.pred_tens[i][idx] = pred_ten
+        self.waits[i][idx] = wait
+        np.add.at(self.busy[i], link, end - start)
+
+    def results(self, schedules, mirrors, size, alpha_per):
+        return [LinkModelResult(float(e.max()) if e.size else 0.0, st, e,
+                                b if mr is None else b[mr], size, link=ln,
+                                pred=pr, pred_tenant=pt, waited=w, tenant=i, schedule=s,
+                                alpha_per=alpha_per, mirror=mr)
+                for i, (s, st, e, b, ln, pr, pt, w, mr) in enumerate(
+                    zip(schedules, self.starts, self.ends, self.busy, self.links, self.preds,
+                        self.pred_tens, self.waits, mirrors))]
+
+
+def _mirror_links(topo, group, upair, pair_of_link, table):
+    """Per topology link ``u -> w``, the link into node 0 of the same label (``u - w -> 0``)
+    and the same position among its pair's parallel links (docs/math.md section 10, theorem
+    3: it carries the same transfers, translated)."""
+    n = topo.num_nodes
+    order = np.argsort(pair_of_link, kind="stable")
+    counts = np.bincount(pair_of_link, minlength=upair.size)
+    first = np.cumsum(counts) - counts
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.arange(order.size) - first[pair_of_link[order]]
+    key = group.subtract(topo.src.astype(np.int64), topo.dst.astype(np.int64)) * n
+    row = np.minimum(np.searchsorted(upair, key), max(upair.size - 1, 0))
+    ok = upair[row] == key if upair.size else np.zeros(key.size, dtype=bool)
+    mirror = np.where(ok & (position < table.shape[1]), table[row, np.minimum(
+        position, table.shape[1] - 1)], -1)
+    if np.any(mirror < 0):
+        raise TopologyError(f"symmetry: group {list(group.dims)} does not map the links of "
+                            f"{topo.name} onto links into node 0")
+    return mirror
 
 
 def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None):
@@ -478,8 +630,10 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None)
 
     Parameters
     ----------
-    schedule : Schedule or path
-        Any schedule that passes :func:`~topocoll.schedule.verify`, or its file.
+    schedule : Schedule, SymmetricSchedule or path
+        Any schedule that passes :func:`~topocoll.schedule.verify`, or its file. A symmetric
+        schedule is timed from its representatives alone (docs/math.md section 10, theorem
+        3): the same times as its expansion.
     size : float or str
         Buffer size M, e.g. ``"1GiB"``.
     alpha, link_bandwidth : float or str, optional
@@ -492,5 +646,5 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None)
     -------
     LinkModelResult
     """
-    return simulate_many([as_schedule(schedule)], size, alpha=alpha,
+    return simulate_many([as_schedule(schedule, symmetric=True)], size, alpha=alpha,
                          link_bandwidth=link_bandwidth, alpha_per=alpha_per)[0]

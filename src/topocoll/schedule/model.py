@@ -13,7 +13,7 @@ from ..errors import InputTypeError, ScheduleFormatError
 from ..topology.model import Topology
 
 __all__ = ["Schedule", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems",
-           "BUILD_BYTES_PER_TRANSFER"]
+           "BUILD_BYTES_PER_TRANSFER", "coerce_transfers"]
 
 #: Bytes a generator holds per transfer while it builds a schedule (the row and the index
 #: arrays that make it; measured peak about 100): what memory guards multiply by.
@@ -86,19 +86,40 @@ def transfer_problems(transfers, num_nodes, num_shards, combining, limit=None):
     return found if limit is None else found[:limit]
 
 
-def as_schedule(schedule):
+def as_schedule(schedule, *, symmetric=False):
     """``schedule`` itself if it is a :class:`Schedule`; a schedule file's path loaded.
 
-    The functions that take a schedule (verify, evaluate, simulate) accept either.
+    The functions that take a schedule (verify, evaluate, simulate) accept either. A
+    :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (or a file holding one) is returned
+    as it is with ``symmetric``, else expanded to its explicit form (under the memory guard).
     """
-    if isinstance(schedule, Schedule):
-        return schedule
     if isinstance(schedule, (str, os.PathLike)):
         from .io import load_schedule
 
-        return load_schedule(schedule)
+        schedule = load_schedule(schedule)
+    if isinstance(schedule, Schedule):
+        return schedule
+    if getattr(schedule, "form", None) == "symmetric" and hasattr(schedule, "expand"):
+        return schedule if symmetric else schedule.expand()
     raise InputTypeError(f"expected a Schedule or a schedule file's path, got "
                          f"{type(schedule).__name__}")
+
+
+def coerce_transfers(transfers):
+    """``transfers`` as a one-dimensional :data:`TRANSFER_DTYPE` array (fields converted and
+    range-checked as :func:`transfer_array` does)."""
+    transfers = np.asarray(transfers)
+    if transfers.dtype != TRANSFER_DTYPE:
+        if transfers.dtype.names is None or set(transfers.dtype.names) != set(TRANSFER_DTYPE.names):
+            raise InputTypeError("transfers must be a structured array with fields "
+                                 f"{', '.join(TRANSFER_DTYPE.names)}")
+        converted = np.empty(transfers.shape, dtype=TRANSFER_DTYPE)
+        for name in TRANSFER_DTYPE.names:
+            _store(converted, name, transfers[name])
+        transfers = converted
+    if transfers.ndim != 1:
+        raise InputTypeError("transfers must be one-dimensional")
+    return transfers
 
 
 class Schedule:
@@ -130,6 +151,10 @@ class Schedule:
 
     __slots__ = ("topology", "collective", "transfers", "root", "algorithm", "meta")
 
+    #: Every transfer listed (a :class:`~topocoll.schedule.symmetric.SymmetricSchedule` says
+    #: ``"symmetric"``).
+    form = "explicit"
+
     def __init__(self, topology, collective, transfers, *, root=None, algorithm="custom",
                  meta=None):
         if not isinstance(topology, Topology):
@@ -137,18 +162,7 @@ class Schedule:
         topology.require_no_switches("a schedule")
         self.topology = topology
         self.collective = _collective(collective)
-        transfers = np.asarray(transfers)
-        if transfers.dtype != TRANSFER_DTYPE:
-            if transfers.dtype.names is None or set(transfers.dtype.names) != set(TRANSFER_DTYPE.names):
-                raise InputTypeError("transfers must be a structured array with fields "
-                                     f"{', '.join(TRANSFER_DTYPE.names)}")
-            converted = np.empty(transfers.shape, dtype=TRANSFER_DTYPE)
-            for name in TRANSFER_DTYPE.names:
-                _store(converted, name, transfers[name])
-            transfers = converted
-        if transfers.ndim != 1:
-            raise InputTypeError("transfers must be one-dimensional")
-        self.transfers = transfers
+        self.transfers = coerce_transfers(transfers)
         if self.collective.rooted:
             if root is None or isinstance(root, bool) or not isinstance(root, (int, np.integer)):
                 raise ScheduleFormatError(f"root: a {self.collective.name} schedule needs an integer "

@@ -28,7 +28,13 @@ def reverse(schedule, collective, topology=None, *, algorithm=None):
     G^T becomes a reduce-scatter on G, a broadcast a reduce, a scatter a gather.
 
     ``topology`` is the topology of the result (by default the transpose of the schedule's).
+    A symmetric schedule gives a symmetric one
+    (:func:`~topocoll.schedule.symmetric.reverse_symmetric`).
     """
+    if schedule.form == "symmetric":
+        from .symmetric import reverse_symmetric
+
+        return reverse_symmetric(schedule, collective, topology, algorithm=algorithm)
     coll = _collective(collective)
     topo = schedule.topology.transpose() if topology is None else topology
     if topo.num_nodes != schedule.topology.num_nodes:
@@ -47,7 +53,15 @@ def concatenate(first, second, collective, *, algorithm=None):
     """``first`` then ``second`` on the same nodes; steps of ``second`` shifted past ``first``'s.
 
     The result lives on ``first``'s topology; e.g. reduce-scatter then allgather is an allreduce.
+    Two symmetric schedules give a symmetric one
+    (:func:`~topocoll.schedule.symmetric.concatenate_symmetric`).
     """
+    if first.form == "symmetric" and second.form == "symmetric":
+        from .symmetric import concatenate_symmetric
+
+        return concatenate_symmetric(first, second, collective, algorithm=algorithm)
+    if first.form == "symmetric" or second.form == "symmetric":
+        first, second = (s.expand() if s.form == "symmetric" else s for s in (first, second))
     if first.topology.num_nodes != second.topology.num_nodes:
         raise TopologyError("concatenate: the schedules have different numbers of nodes")
     coll = _collective(collective)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..collectives import REDUCE
-from ..errors import InvalidScheduleError
+from ..errors import InputTypeError, InvalidScheduleError
 from .model import as_schedule, transfer_problems
 
 __all__ = ["verify", "VerifyReport", "Violation", "first_missing"]
@@ -65,7 +65,9 @@ class VerifyReport:
     """The verdict on a schedule: ``valid``, a count of violations per kind, and the first few.
 
     ``error_count`` counts offending transfers (malformed, missing link, causality, double
-    count, conflict) plus (node, shard) pairs left incomplete at the end.
+    count, conflict) plus (node, shard) pairs left incomplete at the end. For a symmetric
+    schedule these are the full schedule's counts, ``representatives`` says how many rows
+    were checked, and ``not_invariant`` says the group is no symmetry of the topology.
     """
 
     valid: bool
@@ -77,11 +79,14 @@ class VerifyReport:
     counts: dict
     errors: list
     warnings: list = field(default_factory=list)
+    representatives: int | None = None
 
     def summary(self):
         """One line: ``valid`` or the first violation and the count."""
         head = (f"{self.collective} on {self.nodes} nodes, {self.steps} steps, "
                 f"{self.transfers} transfers")
+        if self.representatives is not None:
+            head += f" (symmetric: {self.representatives} representatives)"
         if self.valid:
             return f"valid: {head}"
         first = self.errors[0].message if self.errors else "invalid"
@@ -98,7 +103,9 @@ class VerifyReport:
         return {"valid": self.valid, "collective": self.collective, "nodes": self.nodes,
                 "steps": self.steps, "transfers": self.transfers,
                 "error_count": self.error_count, "counts": dict(self.counts),
-                "errors": [e.to_dict() for e in self.errors], "warnings": list(self.warnings)}
+                "errors": [e.to_dict() for e in self.errors], "warnings": list(self.warnings),
+                **({} if self.representatives is None else
+                   {"form": "symmetric", "representatives": self.representatives})}
 
 
 class _Collector:
@@ -122,19 +129,23 @@ class _Atoms:
     ``[atom_lo[a], atom_hi[a])`` and atoms of one shard are consecutive."""
 
     def __init__(self, t, num_shards):
-        shard = t["shard"].astype(np.int64)
-        values, rank = np.unique(np.concatenate([t["lo"], t["hi"], [0.0, 1.0]]),
-                                 return_inverse=True)
+        lo, hi = t["lo"], t["hi"]
+        values = np.unique(np.concatenate([np.unique(lo), np.unique(hi), [0.0, 1.0]]))
         r = values.size
-        count = t.size
-        rank_lo, rank_hi, r0, r1 = rank[:count], rank[count:2 * count], rank[-2], rank[-1]
+        r0, r1 = np.searchsorted(values, [0.0, 1.0])
+        shard = t["shard"].astype(np.int64)
+        key_lo = shard * r + np.searchsorted(values, lo)
+        key_hi = shard * r + np.searchsorted(values, hi)
         every = np.arange(num_shards, dtype=np.int64) * r
-        keys = np.unique(np.concatenate([shard * r + rank_lo, shard * r + rank_hi,
+        keys = np.unique(np.concatenate([np.unique(key_lo), np.unique(key_hi),
                                          every + r0, every + r1]))
         key_shard = keys // r
         # Each shard ends in exactly one boundary (1.0), so boundary j starts atom j - shard(j).
-        self.first = np.searchsorted(keys, shard * r + rank_lo) - shard
-        self.last = np.searchsorted(keys, shard * r + rank_hi) - shard
+        small = np.int32 if keys.size < 2**31 else np.int64
+        self.first = (np.searchsorted(keys, key_lo) - shard).astype(small)
+        del key_lo
+        self.last = (np.searchsorted(keys, key_hi) - shard).astype(small)
+        del key_hi, shard
         starts = np.flatnonzero(keys % r != r1)
         self.shard = key_shard[starts]
         self.lo = values[keys[starts] % r]
@@ -183,24 +194,43 @@ def first_missing(present, n, k):
     return np.array(out, dtype=np.int64)
 
 
-def verify(schedule, *, max_errors=10):
+def verify(schedule, *, max_errors=10, shards=None):
     """Check a schedule against its collective; return a :class:`VerifyReport`.
 
     Catches malformed transfers, transfers over links that do not exist, sends of data the
     sender does not hold yet (causality), contributions counted twice, conflicting writes into
-    one piece in one step, and an incomplete end state. ``schedule`` is a :class:`Schedule` or
-    a schedule file's path.
+    one piece in one step, and an incomplete end state. ``schedule`` is a :class:`Schedule`, a
+    :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (checked from its representatives:
+    docs/math.md section 10) or a schedule file's path. ``shards``, a list of
+    shard numbers, restricts the simulation and the end state to those shards (the rules of
+    single transfers are checked on all).
     """
-    schedule = as_schedule(schedule)
+    schedule = as_schedule(schedule, symmetric=True)
+    if schedule.form == "symmetric":
+        return _verify_symmetric(schedule, max_errors)
     topo = schedule.topology
-    coll = schedule.collective
     n = topo.num_nodes
-    num_shards = coll.num_shards(n)
     t = schedule.transfers
     found = _Collector()
     warnings = []
+    good, tg = _row_checks(schedule, t, found, warnings)
+    if _isolated(topo, found, max_errors):
+        return _report(schedule, found, t, good, None, max_errors, warnings)
+    if shards is not None:
+        shards = np.unique(np.asarray(shards, dtype=np.int64))
+        if shards.size and (shards[0] < 0 or shards[-1] >= schedule.collective.num_shards(n)):
+            raise InputTypeError(f"shards must be shard numbers 0..{schedule.num_shards - 1}")
+    atoms = _simulate(schedule, tg, good, found, shards)
+    return _report(schedule, found, t, good, atoms, max_errors, warnings)
 
-    malformed = transfer_problems(t, n, num_shards, coll.combining)
+
+def _row_checks(schedule, t, found, warnings):
+    """The rules of single rows (malformed, missing link) and the step-gap warning; returns
+    the indices of the well-formed rows and those rows."""
+    topo = schedule.topology
+    coll = schedule.collective
+    n = topo.num_nodes
+    malformed = transfer_problems(t, n, coll.num_shards(n), coll.combining)
     bad = np.zeros(t.size, dtype=bool)
     if malformed:
         idx = np.array([p[0] for p in malformed])
@@ -208,7 +238,10 @@ def verify(schedule, *, max_errors=10):
         found.parts.append(("malformed", idx, {"why": np.array(
             [f"transfers[{i}].{f}: {m}" for i, f, m in malformed], dtype=object)}))
     good = np.flatnonzero(~bad)
-    tg = t[good]
+    del bad
+    if good.size < 2**31:
+        good = good.astype(np.int32)
+    tg = t[good] if malformed else t   # no copy of a well-formed schedule
 
     missing = topo.pair_index(tg["src"], tg["dst"]) < 0
     found.add("missing_link", good[missing])
@@ -218,7 +251,12 @@ def verify(schedule, *, max_errors=10):
         gaps = int(used[-1]) - used.size
         if gaps:
             warnings.append(f"{gaps} of steps 1..{int(used[-1])} carry no transfer")
+    return good, tg
 
+
+def _isolated(topo, found, max_errors):
+    """Record nodes that no link touches; True if there are any."""
+    n = topo.num_nodes
     if n > 1:   # a node no link touches can never take part: say so before any N x N work
         # (and before any N-sized array: a file may declare a billion nodes and four links)
         touched = np.unique(np.concatenate([topo.src, topo.dst]))
@@ -226,28 +264,41 @@ def verify(schedule, *, max_errors=10):
             lonely = first_missing(touched, n, max_errors)
             found.add("isolated", np.full(lonely.size, -1), node=lonely,
                       touched=np.array([touched.size]), count=np.array([n - touched.size]))
-            return _report(schedule, found, t, good, None, max_errors, warnings)
+            return True
+    return False
 
+
+def _simulate(schedule, tg, good, found, shards=None):
+    """Run the per-shard simulation of the well-formed transfers ``tg`` (``good`` maps them to
+    the schedule's rows) over every shard, or only over ``shards`` (sorted: the end state is
+    checked for those alone); return the atoms."""
+    n = schedule.topology.num_nodes
+    coll = schedule.collective
+    num_shards = coll.num_shards(n)
     atoms = _Atoms(tg, num_shards)
-    order = np.argsort(tg["shard"], kind="stable")
-    shards_sorted = tg["shard"][order]
-    columns = {name: np.ascontiguousarray(tg[name]) for name in ("step", "src", "dst", "op")}
+    small = np.int32 if max(tg.size, num_shards) < 2**31 else np.int64
+    shards_sorted = tg["shard"].astype(small)
+    order = np.argsort(shards_sorted, kind="stable").astype(small)
+    shards_sorted = shards_sorted[order]
     words = (n + 63) // 64
     per_atom = n * (words * 8 if coll.combining else 4)
-    for s0, s1 in _batches(shards_sorted, atoms, num_shards, per_atom):
+    if shards is None:
+        batches = _batches(shards_sorted, atoms, num_shards, per_atom)
+    else:
+        batches = ((int(c), int(c) + 1) for c in shards)
+    for s0, s1 in batches:
         lo_i, hi_i = np.searchsorted(shards_sorted, [s0, s1])
         sel = order[lo_i:hi_i]
         a0, a1 = atoms.shard_start[s0], atoms.shard_start[s1]
         pos, atom = _expand(atoms.first[sel], atoms.last[sel])
         entry = sel[pos]
-        te = {name: col[entry] for name, col in columns.items()}
+        te = {name: tg[name][entry] for name in ("step", "src", "dst", "op")}
         args = (te, entry, atom - a0, atoms, a0, a1, schedule, found, good)
         if coll.combining:
             _simulate_combining(*args)
         else:
             _simulate_copies(*args)
-
-    return _report(schedule, found, t, good, atoms, max_errors, warnings)
+    return atoms
 
 
 def _end_state(held_full, atoms, a0, a1, schedule, found):
@@ -449,3 +500,49 @@ def _violation(kind, ti, j, extra, schedule, atoms):
         message = f"{where}: {extra['why'][j]}"
     return Violation(kind, message, step=step, src=src, dst=dst, shard=shard, lo=lo, hi=hi,
                      transfer=int(ti))
+
+
+def _verify_symmetric(schedule, max_errors):
+    """A symmetric schedule checked from its representatives (docs/math.md section 10,
+    theorem 1): the group's invariance on the links, the rules of single rows on
+    the representatives, then the *shard-0 history* (each representative translated by minus
+    its shard) simulated on shard 0 alone.
+
+    Counts are the full schedule's: a representative stands for its N translations, a node
+    lacking a piece of shard 0 for N (node, shard) pairs. Violations name representative rows.
+    """
+    from ..topology.symmetry import invariant
+
+    topo, group = schedule.topology, schedule.group
+    n = topo.num_nodes
+    reps = schedule.transfers
+    if not invariant(topo, group):
+        message = (f"symmetry: translations of group {list(group.dims)} do not map the links of "
+                   f"{topo.name} onto links of equal bandwidth and latency")
+        return VerifyReport(valid=False, collective=schedule.collective.name, nodes=n,
+                            steps=schedule.num_steps, transfers=schedule.num_transfers,
+                            error_count=1, counts={"not_invariant": 1},
+                            errors=[Violation("not_invariant", message)],
+                            representatives=int(reps.size))
+    found = _Collector()
+    warnings = []
+    good, tg = _row_checks(schedule, reps, found, warnings)
+    atoms = None
+    if not _isolated(topo, found, max_errors):
+        hist = tg.copy()
+        shift = group.subtract(0, tg["shard"])
+        hist["src"] = group.add(tg["src"].astype(np.int64), shift)
+        hist["dst"] = shift
+        hist["shard"] = 0
+        atoms = _simulate(schedule, hist, good, found, shards=[0])
+        for kind, rows, extra in found.parts:   # the node named, seen from the representative
+            if kind == "double_count":
+                who = extra["who"]
+                extra["who"] = np.where(who >= 0, group.add(who, reps["shard"][rows]), -1)
+    report = _report(schedule, found, reps, good, atoms, max_errors, warnings)
+    report.counts = {kind: count if kind == "isolated" else count * n
+                     for kind, count in report.counts.items()}
+    report.error_count = sum(report.counts.values())
+    report.transfers = schedule.num_transfers
+    report.representatives = int(reps.size)
+    return report

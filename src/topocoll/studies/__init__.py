@@ -1,5 +1,8 @@
 """Studies over many schedules: :func:`~.compare.compare` puts schedules side by side under
 the same network settings; :func:`~.survey.survey` is its preset for the main topologies of
-one size; :func:`~.training.simulate_iteration` overlaps a training iteration's compute with its
-gradient allreduces, for the profiles of :mod:`.models` (ResNet-50, BERT-large, GPT-2 medium,
-ViT-B/16) or of files (:mod:`.profiles`: ASTRA-sim text workloads, JSON)."""
+one size; :func:`~.loop.simulate_training` runs training iterations -- compute layer by layer,
+collectives on the network, each layer's next forward waiting for its gradient -- for the
+workloads of :mod:`.workloads` (built-in models' FLOPs model, :mod:`.models`; torch
+measurements, :mod:`.measure`; ASTRA-sim text workloads and JSON profiles), with the prices of
+:mod:`.prices`; :func:`~.training.simulate_iteration` is its one-iteration, allreduce-only
+form."""

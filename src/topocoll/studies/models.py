@@ -56,7 +56,10 @@ from ..units import format_size, format_time
 from .training import Profile, ProfileLayer
 
 __all__ = ["MODELS", "ModelLayer", "model_layers", "model_params", "model_profile",
-           "model_flops", "DTYPE_BYTES"]
+           "model_flops", "model_workload", "efficiency_text", "DTYPE_BYTES", "FLOPS_MODEL"]
+
+#: The ``compute_model`` of :func:`model_workload`'s workloads.
+FLOPS_MODEL = "flops"
 
 #: Bytes per gradient value by name.
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -274,3 +277,42 @@ def model_profile(name, *, batch=None, gpu_flops=None, efficiency=None, bytes_pe
                    f"forward {format_time(forward)}, backward {format_time(t - forward)}, "
                    f"{format_size(sum(x.bytes for x in ready))} of gradients")
     return Profile(name, tuple(ready), t, forward, description)
+
+
+def model_workload(name, *, batch=None, gpu_flops=None, efficiency=None, bytes_per_param=None):
+    """Model ``name`` as a :class:`~topocoll.studies.workloads.TrainingWorkload` of the DATA
+    loop, from the FLOPs model (same options as :func:`model_profile`): each layer's forward is
+    its FLOPs times the batch at ``gpu_flops * efficiency``, its input gradient and its weight
+    gradient each take as long as its forward (backward = 2 x forward), and its gradient is one
+    allreduce of ``params * bytes_per_param`` bytes.
+
+    >>> w = model_workload("resnet50", batch=1, gpu_flops=1e12, efficiency=1.0)
+    >>> w.compute_model, w.layers[0].name, round(w.layers[0].input_grad / w.layers[0].forward)
+    ('flops', 'conv1', 1)
+    """
+    from .workloads import TrainingWorkload, WorkloadLayer
+
+    p = model_profile(name, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
+                      bytes_per_param=bytes_per_param)
+    func, default_batch, _ = _model(name)
+    batch = default_batch if batch is None else batch
+    width = _dtype_bytes(defaults.BYTES_PER_PARAM if bytes_per_param is None
+                         else bytes_per_param)
+    rate = float(defaults.GPU_FLOPS if gpu_flops is None else gpu_flops) * float(
+        defaults.GPU_EFFICIENCY if efficiency is None else efficiency)
+    layers = []
+    for layer in func():
+        t = layer.flops * batch / rate
+        grad = ("allreduce", float(layer.params * width)) if layer.params else None
+        layers.append(WorkloadLayer(layer.name, t, t, t, None, None, grad))
+    how = (f"FLOPs model: {rate / 1e12:g} TFLOP/s effective "
+           f"({efficiency_text(gpu_flops, efficiency)}), backward = 2 x forward")
+    return TrainingWorkload(name, tuple(layers), "data", FLOPS_MODEL,
+                            f"{p.description}; {how}", "DATA")
+
+
+def efficiency_text(gpu_flops=None, efficiency=None):
+    """``"40% of 312 TFLOP/s"``: the FLOPs model's rate in words."""
+    peak = float(defaults.GPU_FLOPS if gpu_flops is None else gpu_flops)
+    eff = float(defaults.GPU_EFFICIENCY if efficiency is None else efficiency)
+    return f"{eff * 100:g}% of {peak / 1e12:g} TFLOP/s peak"

@@ -1,24 +1,12 @@
-"""Training profiles from files: ASTRA-sim's text workloads and a plain JSON form.
+"""Ready-time profiles (gradient sizes and ready times) from files, for ``find --workload``.
 
-ASTRA-sim 1.0 text workload (data-parallel ``DATA`` only)
-    Line 1: the parallelism type, ``DATA`` (anything after the first word is ignored). Line 2:
-    the number of layers. Then one line per layer, in forward order, of 12 whitespace-separated
-    fields::
+The files are read by :mod:`topocoll.studies.workloads` (ASTRA-sim text workloads, JSON layer
+profiles, and the JSON ready-time form below); :func:`load_profile` keeps their gradient
+allreduces and the time each becomes ready in ASTRA-sim's DATA loop: the forward pass computes
+every layer in order; then, from the last layer to the first, the weight gradient is computed
+(the layer's gradient is ready at its end) and then the input gradient, except layer 0's.
 
-        name reserved fwd_compute fwd_comm_type fwd_comm_size ig_compute ig_comm_type
-        ig_comm_size wg_compute wg_comm_type wg_comm_size update_time
-
-    Compute times are in cycles, communication sizes in bytes (ASTRA-sim's units). The
-    forward and input-gradient communication must be ``NONE`` (data parallelism sends no
-    activations); the weight-gradient communication is ``ALLREDUCE`` (or ``NONE`` with any
-    size: no gradient). A cycle lasts ``cycle_time`` seconds (default
-    :data:`topocoll.defaults.CYCLE_TIME`, 1 ns, a 1 GHz clock). Timeline, as ASTRA-sim's
-    data-parallel loop runs it: the forward pass computes every layer in order; then, from the
-    last layer to the first, the weight gradient is computed (the layer's gradient is ready at
-    its end) and then the input gradient. ``update_time`` (the optimizer step after the
-    allreduce) is not part of the overlap and is ignored.
-
-JSON profile
+JSON ready-time profile
     ``{"name": "mymodel", "compute_time": 0.012, "forward_time": 0.004, "layers": [{"name":
     "fc", "bytes": 8196000, "ready": 0.0042}, ...]}``: ``bytes`` a number or a size string
     (``"7.8MiB"``), ``ready`` seconds or a time string (``"4.2ms"``), in any order (sorted by
@@ -36,16 +24,14 @@ the text format, the line.
 >>> p = parse_astra(text, cycle_time=1e-6)
 >>> [(x.name, x.bytes, round(x.ready * 1e6)) for x in p.layers]
 [('fc', 4096.0, 420)]
->>> round(p.compute_time * 1e6)
-600
+>>> round(p.compute_time * 1e6)     # conv's input gradient (layer 0) is not computed
+550
 """
 
 import os
 
-from .. import defaults
-from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
-from ..fileio import parse_json, read_text
-from .training import Profile, ProfileLayer
+from ..errors import ScheduleFormatError, UnsupportedError
+from .training import Profile
 
 __all__ = ["load_profile", "parse_astra", "profile_from_document", "COMM_TYPES"]
 
@@ -53,84 +39,17 @@ __all__ = ["load_profile", "parse_astra", "profile_from_document", "COMM_TYPES"]
 COMM_TYPES = ("NONE", "ALLREDUCE", "ALLGATHER", "ALLTOALL", "REDUCESCATTER")
 
 
-def _fail(where, text):
-    raise ScheduleFormatError(f"{where}: {text}")
-
-
-def _cycles(field, where, what):
-    try:
-        value = float(field)
-    except ValueError:
-        _fail(where, f"{what} {field!r} is not a number of cycles")
-    if not (value >= 0 and value != float("inf")):
-        _fail(where, f"{what} must be a non-negative number of cycles, got {field!r}")
-    return value
-
-
 def parse_astra(text, *, cycle_time=None, name="astra-sim workload", source="<text>"):
-    """A :class:`~topocoll.studies.training.Profile` from the text of an ASTRA-sim ``DATA``
-    workload (see the module docstring); ``source`` names it in errors."""
-    cycle = defaults.CYCLE_TIME if cycle_time is None else cycle_time
-    if isinstance(cycle, bool) or not isinstance(cycle, (int, float)) or not 0 < cycle < 1:
-        raise UnsupportedError(f"cycle time must be a positive number of seconds below 1, got "
-                               f"{cycle_time!r}")
-    lines = [(i, line.split()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        _fail(source, "empty workload file")
-    number, fields = lines[0]
-    if fields[0] != "DATA":
-        _fail(f"{source}: line {number}", f"parallelism {fields[0]!r} is not supported; only "
-              "DATA (data-parallel) workloads")
-    if len(lines) < 2:
-        _fail(f"{source}: line {number}", "missing the number of layers on the next line")
-    number, fields = lines[1]
-    if len(fields) != 1 or not fields[0].isdigit() or int(fields[0]) < 1:
-        _fail(f"{source}: line {number}", f"expected the number of layers (a whole number >= 1), "
-              f"got {' '.join(fields)!r}")
-    count = int(fields[0])
-    rows = lines[2:]
-    if len(rows) != count:
-        where = f"{source}: line {rows[count][0]}" if len(rows) > count else source
-        _fail(where, f"the file declares {count} layers but has {len(rows)} layer lines")
-    parsed = []
-    for number, fields in rows:
-        where = f"{source}: line {number}"
-        if len(fields) != 12:
-            _fail(where, f"expected 12 fields (name, reserved, then compute time, comm type and "
-                  f"comm size for forward, input gradient and weight gradient, then update "
-                  f"time), got {len(fields)}")
-        lname = fields[0]
-        fwd = _cycles(fields[2], where, "forward compute time")
-        ig = _cycles(fields[5], where, "input-gradient compute time")
-        wg = _cycles(fields[8], where, "weight-gradient compute time")
-        _cycles(fields[11], where, "update time")
-        for kind, size, what in ((fields[3], fields[4], "forward-pass"),
-                                 (fields[6], fields[7], "input-gradient"),
-                                 (fields[9], fields[10], "weight-gradient")):
-            if kind not in COMM_TYPES:
-                _fail(where, f"unknown {what} communication type {kind!r}; expected one of "
-                      f"{', '.join(COMM_TYPES)}")
-            _cycles(size, where, f"{what} communication size (bytes)")
-        if fields[3] != "NONE" or fields[6] != "NONE":
-            _fail(where, "a DATA workload communicates weight gradients only; forward-pass and "
-                  "input-gradient communication must be NONE")
-        if fields[9] not in ("ALLREDUCE", "NONE"):
-            _fail(where, f"weight-gradient communication must be ALLREDUCE (or NONE), got "
-                  f"{fields[9]!r}")
-        size = float(fields[10]) if fields[9] == "ALLREDUCE" else 0.0
-        parsed.append((lname, fwd, ig, wg, size))
-    forward = sum(p[1] for p in parsed) * cycle
-    t = forward
-    layers = []
-    for lname, _, ig, wg, size in reversed(parsed):
-        t += wg * cycle
-        if size > 0:
-            layers.append(ProfileLayer(lname, size, t))
-        t += ig * cycle
-    if not layers:
-        _fail(source, "no layer allreduces a weight gradient (every size is 0 or NONE)")
-    return Profile(name, tuple(layers), t, forward,
-                   f"ASTRA-sim DATA workload {name}: {count} layers, cycles of {cycle:g} s")
+    """The gradient allreduces of an ASTRA-sim workload as a
+    :class:`~topocoll.studies.training.Profile` (ready times under the DATA loop; see
+    :func:`topocoll.studies.workloads.parse_astra_workload`, which reads the whole file)."""
+    from .workloads import parse_astra_workload
+
+    workload = parse_astra_workload(text, cycle_time=cycle_time, name=name, source=source)
+    try:
+        return workload.to_profile()
+    except UnsupportedError as exc:
+        raise ScheduleFormatError(f"{source}: {exc}") from None
 
 
 def profile_from_document(doc, *, name="profile"):
@@ -171,14 +90,26 @@ def load_profile(path, *, cycle_time=None):
         Naming the file (and the line, for ASTRA-sim text) when the content is malformed; its
         subclass :class:`~topocoll.errors.FileAccessError` when the file cannot be read.
     """
-    path = os.fspath(path)
-    text = read_text(path, what="profile file")
-    base = os.path.basename(path)
-    name = base.split(".")[0] or base or "profile"
+    from ..fileio import parse_json, read_text
+    from .workloads import workload_from_text
+
+    text = read_text(os.fspath(path), what="profile file")
+    if text.lstrip().startswith("["):
+        parse_json(text, what=os.fspath(path))     # malformed JSON says so first
+        raise ScheduleFormatError(
+            f"{os.fspath(path)}: a profile file is a JSON object with \"layers\" or an "
+            f"ASTRA-sim workload, not a JSON list (a list of layer sizes is a --size-file)")
     if text.lstrip().startswith("{"):
-        doc = parse_json(text, what=path)
-        try:
-            return profile_from_document(doc, name=name)
-        except (UnsupportedError, InputTypeError) as exc:
-            raise ScheduleFormatError(f"{path}: {exc}") from None
-    return parse_astra(text, cycle_time=cycle_time, name=name, source=path)
+        doc = parse_json(text, what=os.fspath(path))
+        if isinstance(doc, dict) and isinstance(doc.get("layers"), list) and any(
+                isinstance(x, dict) and "ready" in x for x in doc["layers"]):
+            try:            # a ready-time profile as written
+                base = os.path.basename(os.fspath(path))
+                return profile_from_document(doc, name=base.split(".")[0] or "profile")
+            except (UnsupportedError, TypeError) as exc:
+                raise ScheduleFormatError(f"{os.fspath(path)}: {exc}") from None
+    workload = workload_from_text(text, path=os.fspath(path), cycle_time=cycle_time)
+    try:
+        return workload.to_profile()
+    except UnsupportedError as exc:
+        raise ScheduleFormatError(f"{os.fspath(path)}: {exc}") from None

@@ -12,6 +12,14 @@ no decision at all. The remaining problems of a step are stacked into one block-
 program (minimising the sum of the per-problem maxima, which are independent) and solved with
 HiGHS.
 
+On a topology with a translation group (:mod:`topocoll.topology.symmetry`) only node 0's
+problems are solved: the distances they need, from every origin to node 0 and to its
+in-neighbours, come from one breadth-first search towards each of those nodes, never from the
+``N x N`` matrix, so the work and memory grow like N times the degree. With ``symmetric=True``
+the result stays in that form, a :class:`~topocoll.schedule.symmetric.SymmetricSchedule` of
+node 0's receptions (torus:128x128 and hypercube:14 in seconds); otherwise node 0's transfers
+are translated to every node.
+
 >>> from topocoll.topology import topology
 >>> s = bfb_allgather(topology("ring:8"))
 >>> s.num_steps, s.num_transfers
@@ -21,14 +29,15 @@ HiGHS.
 import os
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..collectives import COPY
 from ..errors import NotStronglyConnectedError, UnsupportedError
 from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
+from ..schedule.symmetric import SymmetricSchedule, concatenate_symmetric, reverse_symmetric
 from ..schedule.transforms import concatenate, reverse
 from ..topology.metrics import distance_matrix, require_strongly_connected
+from ..topology.paths import hop_distances
 from ..topology.symmetry import translation_group
 from ..units import parse_size
 
@@ -58,6 +67,28 @@ def _candidates(dist_o, psrc, pdst):
         steps.append(dv[s, p])
     return (np.concatenate(shards).astype(np.int64), np.concatenate(pairs).astype(np.int64),
             np.concatenate(steps).astype(np.int64))
+
+
+def _origin_distances(topology, origins, src, dst):
+    """Distances ``D[origins[i], column[j]]`` (int64, -1 where unreachable) for the nodes
+    ``column`` (sorted) that are ends of the given pairs.
+
+    Only these columns are needed. When they are few (one receiver under translation symmetry:
+    node 0 and its in-neighbours) they come from breadth-first searches towards them on the
+    transposed graph, O(columns x links), instead of the ``N x N`` matrix; with few origins
+    (a broadcast) from searches out of the origins; otherwise from the cached matrix."""
+    n = topology.num_nodes
+    column = np.unique(np.r_[src, dst]).astype(np.int64)
+    if column.size == n and origins.size * 4 >= n:
+        return np.asarray(distance_matrix(topology)[origins], dtype=np.int64), column
+    if column.size <= origins.size:   # numpy on small graphs, scipy's searches on large ones
+        rows = hop_distances(topology, column, transpose=True).T[origins]
+    else:
+        rows = hop_distances(topology, np.asarray(origins, dtype=np.int64))[:, column]
+    out = np.full(rows.shape, -1, dtype=np.int64)
+    finite = np.isfinite(rows)
+    out[finite] = rows[finite].astype(np.int64)
+    return out, column
 
 
 def _segments(keys):
@@ -142,6 +173,7 @@ def _solve_lp(cg, cp, cb, demand, cost, fixed_load):
     """One block-diagonal LP for a batch of (v, t) problems: for each problem minimise U with
     ``coef[p] * load[p] + const[p] <= U`` on its in-links. A link that carries nothing but whose
     latency alone sets U is dropped and the problem solved again (appendix D.3)."""
+    import scipy.sparse as sp  # imported when first needed (start-up time)
     from scipy.optimize import linprog  # heavy import, only needed when a problem has choices
 
     coef, const = cost
@@ -189,14 +221,14 @@ def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers
 
     ``progress(done, total)`` is called after each batch of load-balancing problems."""
     n = topology.num_nodes
-    dist = distance_matrix(topology)
-    dist_o = np.asarray(dist[origins], dtype=np.int64)
+    psrc, pdst, _, _ = topology.pairs
+    into = np.arange(pdst.size) if receivers is None else np.flatnonzero(np.isin(pdst, receivers))
+    dist_o, column = _origin_distances(topology, origins, psrc[into], pdst[into])
     if np.any(dist_o < 0):
         s, v = np.argwhere(dist_o < 0)[0]
         raise NotStronglyConnectedError(
-            f"BFB needs every node reachable, but in {topology.name} node {v} cannot be reached "
-            f"from node {origins[s]}", pair=(int(origins[s]), int(v)))
-    psrc, pdst, _, _ = topology.pairs
+            f"BFB needs every node reachable, but in {topology.name} node {column[v]} cannot be "
+            f"reached from node {origins[s]}", pair=(int(origins[s]), int(column[v])))
     cost = _link_costs(topology, size)
     # position of each pair among the in-pairs of its destination (for sender-set masks)
     by_dst = np.lexsort((psrc, pdst))
@@ -204,8 +236,8 @@ def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers
     starts_dst = _segments(pdst[by_dst])
     inpos[by_dst] = np.arange(pdst.size) - np.repeat(starts_dst, np.diff(np.r_[starts_dst,
                                                                                pdst.size]))
-    into = np.arange(pdst.size) if receivers is None else np.flatnonzero(np.isin(pdst, receivers))
-    shard, pair, step = _candidates(dist_o, psrc[into], pdst[into])
+    ends = np.searchsorted(column, np.r_[psrc[into], pdst[into]])
+    shard, pair, step = _candidates(dist_o, ends[:into.size], ends[into.size:])
     pair = into[pair]
     v = pdst[pair]
     order = np.lexsort((inpos[pair], shard, v, step))
@@ -307,6 +339,7 @@ def _round_to_chunks(unit, link, share, chunks):
     ceiling of its fractional load, so each link carries less than one chunk more than the
     fractional optimum (appendix D.2). Such a rounding exists by flow integrality; a max-flow
     finds it."""
+    import scipy.sparse as sp  # imported when first needed (start-up time)
     from scipy.sparse.csgraph import maximum_flow
 
     want = share * chunks
@@ -397,7 +430,7 @@ def _check_options(size, chunks):
 
 
 def bfb_allgather(topology, *, progress=None, symmetry=True, workers=None, size=None,
-                  chunks=None):
+                  chunks=None, symmetric=False):
     """BFB allgather on a strongly connected topology; ``steps`` equals the diameter.
 
     Parameters
@@ -419,17 +452,55 @@ def bfb_allgather(topology, *, progress=None, symmetry=True, workers=None, size=
         with its bound ``meta["chunk_loss_bound"]``.
     progress : callable, optional
         ``progress(done, total)`` over batches of problems.
+    symmetric : bool
+        Return a :class:`~topocoll.schedule.symmetric.SymmetricSchedule`: node 0's receptions
+        only (the orbit representatives), in O(N) time and memory, the explicit schedule never
+        built (it expands to exactly the explicit one). Needs ``symmetry`` and a translation
+        group; ``generate(..., form="symmetric")`` asks for it.
+
+    >>> from topocoll.topology import topology
+    >>> s = bfb_allgather(topology("torus:128x128"), symmetric=True)
+    >>> s.form, s.num_steps, s.num_transfers
+    ('symmetric', 128, 271564800)
     """
     require_strongly_connected(topology, "BFB allgather")
     size, chunks = _check_options(size, chunks)
-    n = topology.num_nodes
+    group = _group(topology, symmetry, _check_symmetric(symmetric))
+    local, meta = _allgather_transfers(topology, group, progress=progress, workers=workers,
+                                       size=size, chunks=chunks)
+    if symmetric:
+        return SymmetricSchedule(topology, "allgather", group, local, algorithm="bfb", meta=meta)
+    transfers = local if group is None else _translate(local, group, topology.num_nodes)
+    return Schedule(topology, "allgather", transfers, algorithm="bfb", meta=meta)
+
+
+def _check_symmetric(symmetric):
+    if not isinstance(symmetric, (bool, np.bool_)):
+        raise UnsupportedError(f"BFB: symmetric must be True or False, got {symmetric!r}")
+    return bool(symmetric)
+
+
+def _group(topology, symmetry, symmetric):
+    """The translation group BFB uses (None: solve every node's problems)."""
+    if symmetric and not symmetry:
+        raise UnsupportedError("BFB: the symmetric form needs symmetry (symmetry=False given)")
     group = translation_group(topology) if symmetry else None
+    if symmetric and group is None:
+        raise UnsupportedError(f"BFB: {topology.name} has no translation group, so no "
+                               "symmetric form (tori, hypercubes, circulants, Hamming graphs "
+                               "have one)")
+    return group
+
+
+def _allgather_transfers(topology, group, *, progress, workers, size, chunks):
+    """BFB allgather transfers and meta: every node's, or with a translation ``group`` only the
+    orbit representatives (node 0's receptions, in step order), which cost O(N) to find."""
+    n = topology.num_nodes
     options = {"size": size, "progress": progress}
     if group is None:
         options.update(workers=_workers(workers))
     else:
         options.update(receivers=np.array([0]))
-
     pieces = _bfb_broadcasts(topology, np.arange(n), **options)
     local = pieces(None)
     beta = _betas(topology, local)
@@ -451,10 +522,9 @@ def bfb_allgather(topology, *, progress=None, symmetry=True, workers=None, size=
         local = np.concatenate([whole[np.isin(whole["step"], same)],
                                 local[~np.isin(local["step"], same)]])
         local = local[np.argsort(local["step"], kind="stable")]
-    transfers = local if group is None else _translate(local, group, n)
     if size is not None:
         meta["size"] = size
-    return Schedule(topology, "allgather", transfers, algorithm="bfb", meta=meta)
+    return local, meta
 
 
 def _has_split_shards(t):
@@ -476,7 +546,15 @@ def bfb_reduce_scatter(topology, **options):
     Takes the options of :func:`bfb_allgather`."""
     require_strongly_connected(topology, "BFB reduce-scatter")
     ag = bfb_allgather(topology.transpose(), **options)
-    return reverse(ag, "reduce_scatter", topology, algorithm="bfb")
+    return _reverse(ag, "reduce_scatter", topology)
+
+
+def _reverse(schedule, collective, topology):
+    """Reverse in time, keeping the form (a symmetric schedule's representatives are reversed
+    and translated back to ``dst == 0``)."""
+    if isinstance(schedule, SymmetricSchedule):
+        return reverse_symmetric(schedule, collective, topology, algorithm="bfb")
+    return reverse(schedule, collective, topology, algorithm="bfb")
 
 
 def bfb_allreduce(topology, **options):
@@ -484,9 +562,11 @@ def bfb_allreduce(topology, **options):
     :func:`bfb_allgather`)."""
     rs = bfb_reduce_scatter(topology, **options)
     if topology.is_bidirectional() and _same_links(topology):
-        ag = reverse(rs, "allgather", topology, algorithm="bfb")
+        ag = _reverse(rs, "allgather", topology)
     else:
         ag = bfb_allgather(topology, **options)
+    if isinstance(rs, SymmetricSchedule):
+        return concatenate_symmetric(rs, ag, "allreduce", algorithm="bfb")
     return concatenate(rs, ag, "allreduce", algorithm="bfb")
 
 
@@ -516,14 +596,17 @@ _MAKERS = {"allgather": bfb_allgather, "reduce_scatter": bfb_reduce_scatter,
 
 
 def bfb_schedule(topology, collective, *, root=None, progress=None, symmetry=True, workers=None,
-                 size=None, chunks=None):
+                 size=None, chunks=None, symmetric=False):
     """BFB schedule for ``collective`` (one of :data:`BFB_COLLECTIVES`); options as in
-    :func:`bfb_allgather`."""
+    :func:`bfb_allgather` (``symmetric=True`` for allgather, reduce-scatter and allreduce
+    only: the hook of ``generate(..., form="symmetric")``)."""
     name = collective if isinstance(collective, str) else collective.name
     options = {"progress": progress, "symmetry": symmetry, "workers": workers, "size": size,
-               "chunks": chunks}
+               "chunks": chunks, "symmetric": _check_symmetric(symmetric)}
     if name in _MAKERS:
         return _MAKERS[name](topology, **options)
+    if symmetric:
+        raise UnsupportedError(f"BFB {name} has one root, so no symmetric form")
     rooted = {"progress": progress, "size": size, "chunks": chunks}  # one root: no symmetry
     if name == "broadcast":
         return bfb_broadcast(topology, root, **rooted)

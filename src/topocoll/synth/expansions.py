@@ -51,7 +51,7 @@ from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
 from ..schedule.transforms import concatenate, relabel, reverse
 from ..topology.model import Topology
-from ..topology.transforms import (_grouped, bidirectional_union, cartesian_power,
+from ..topology.transforms import (bidirectional_union, cartesian_power, grouped,
                                    cartesian_product, degree_expansion, line_graph, ragged)
 from ..units import whole_number
 
@@ -242,7 +242,7 @@ def _pair_links(topology):
     the links of pair ``p`` (index into ``topology.pairs``), each taking
     ``[before, after)`` of the pair's traffic in proportion to its bandwidth."""
     pair_of_link = topology.pair_index(topology.src, topology.dst)
-    order, ptr = _grouped(pair_of_link, topology.pairs[0].size)
+    order, ptr = grouped(pair_of_link, topology.pairs[0].size)
     before, after = _cumulative_shares(topology.bandwidth[order], ptr)
     return order, ptr, before, after
 
@@ -398,8 +398,8 @@ def _line_allgather(ag, topology=None):
     g = ag.topology
     lg = line_graph(g) if topology is None else topology
     n = g.num_nodes
-    out_order, out_ptr = _grouped(g.src, n)
-    in_order, in_ptr = _grouped(g.dst, n)
+    out_order, out_ptr = grouped(g.src, n)
+    in_order, in_ptr = grouped(g.dst, n)
     outdeg, indeg = np.diff(out_ptr), np.diff(in_ptr)
 
     e, pos = ragged(outdeg[g.dst])
@@ -442,7 +442,7 @@ def _degree_allgather(ag, m, topology=None):
     if m == 1:
         return Schedule(dg, "allgather", _by_step(main), algorithm=f"degree({ag.algorithm},m=1)")
     psrc, pdst, pbw, _ = dg.pairs
-    order, ptr = _grouped(pdst, dg.num_nodes)
+    order, ptr = grouped(pdst, dg.num_nodes)
     before, after = _cumulative_shares(pbw[order], ptr)
     receiver = pdst[order]
     j = receiver % m

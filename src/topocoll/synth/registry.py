@@ -20,6 +20,9 @@ False
 ('alltoall-pipelined', 2)
 """
 
+import importlib
+import inspect
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,15 +30,19 @@ from ..collectives import COLLECTIVES, collective as _collective
 from ..errors import UnsupportedError
 from ..limits import require_memory
 from ..schedule.model import BUILD_BYTES_PER_TRANSFER
+from ..schedule.symmetric import (EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES,
+                                  symmetric_schedule)
+from ..topology.symmetry import translation_group
 from ..topology import topology as _topology
-from . import baselines, bfb, classic, torus_rings, trees
-from . import packing
 from .options import (any_option, bool_option, choice_option, dims_option, fraction_option,
                       int_option,
                       size_option, take_options, time_option)
-from .ten import synthesis as ten
 
-__all__ = ["Generator", "ALGORITHMS", "generate", "lp_alltoall_schedule"]
+__all__ = ["Generator", "ALGORITHMS", "generate", "lp_alltoall_schedule", "FORMS"]
+
+#: The forms :func:`generate` makes: ``"explicit"`` (every transfer), ``"symmetric"`` (orbit
+#: representatives, :class:`~topocoll.schedule.symmetric.SymmetricSchedule`) or ``"auto"``.
+FORMS = ("auto", "explicit", "symmetric")
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,12 @@ class Generator:
     summary : str
         One line saying what it is.
     make : callable
-        ``make(topology, collective, *, root=None, progress=None, **options)``.
+        ``make(topology, collective, *, root=None, progress=None, **options)``. A generator
+        that can build the symmetric form itself takes the keyword ``form`` (``"explicit"`` or
+        ``"symmetric"``) or ``symmetric`` (``True``): then it returns a
+        :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (the hook
+        ``generate(..., form="symmetric")`` calls); without one, :func:`generate` makes the
+        explicit schedule and converts it.
     options : dict
         Option name -> parser ``parser(algorithm, name, value)``.
     """
@@ -85,61 +97,141 @@ def lp_alltoall_schedule(topology, collective, *, root=None, progress=None, roun
     return pipelined_alltoall_schedule(res, topology, rounds=rounds, size=size)
 
 
-def _table(*generators):
-    return {g.name: g for g in generators}
+class _Table(MutableMapping):
+    """Generators by name, each made (and its module imported) when first looked up:
+    ``topocoll schedule -a bfb`` loads BFB's module and not every generator's (start-up
+    time). Listing the names imports nothing; a dict otherwise (entries can be set)."""
+
+    def __init__(self, makers):
+        self._makers = makers
+        self._made = {}
+
+    def __getitem__(self, name):
+        if name not in self._made:
+            self._made[name] = self._makers[name]()
+        return self._made[name]
+
+    def __setitem__(self, name, generator):
+        self._makers.setdefault(name, lambda: generator)
+        self._made[name] = generator
+
+    def __delitem__(self, name):
+        del self._makers[name]
+        self._made.pop(name, None)
+
+    def __iter__(self):
+        return iter(self._makers)
+
+    def __len__(self):
+        return len(self._makers)
+
+    def __repr__(self):
+        return f"<generators {', '.join(self._makers)}>"
 
 
-#: Every generator, by name.
-ALGORITHMS = _table(
-    Generator("bfb", bfb.BFB_COLLECTIVES,
-              "breadth-first broadcast, per-(node, step) load balancing", bfb.bfb_schedule,
-              {"symmetry": bool_option, "workers": int_option(1), "size": size_option,
-               "chunks": int_option(1)}),
-    Generator("ring", baselines.RING_COLLECTIVES,
-              "classic unidirectional ring (links i -> i+1)", baselines.ring_schedule),
-    Generator("biring", baselines.RING_COLLECTIVES,
-              "bidirectional ring, half of each shard each way", baselines.biring_schedule),
-    Generator("shiftedring", classic.SHIFTED_RING_COLLECTIVES,
-              "TopoOpt ShiftedRing: rings i->i+1 and i->i+s on shiftedring:N, half of each "
-              "shard per bidirectional ring (option shift)", classic.shifted_ring_schedule,
-              {"shift": int_option(1)}),
-    Generator("shiftedbfbring", classic.SHIFTED_RING_COLLECTIVES,
-              "ShiftedRing topology with the BFB ring schedule on each ring (half the steps; "
-              "option shift)", classic.shifted_bfb_ring_schedule, {"shift": int_option(1)}),
-    Generator("dbt", trees.DBT_COLLECTIVES,
-              "NCCL double binary tree on dbt:N, half of each shard per tree (option chunks)",
-              trees.dbt_schedule, {"chunks": int_option(1)}),
-    Generator("trees", packing.TREES_COLLECTIVES,
-              "spanning-tree packing at the exact cut optimum, any topology and link speeds, "
-              "pipelined in K chunks (options chunks, size, tolerance, max_chunks)",
-              packing.trees_schedule,
-              {"chunks": int_option(1), "tolerance": fraction_option,
-               "max_chunks": int_option(1), "depth_slack": int_option(0),
-               "size": size_option}),
-    Generator("rhd", classic.RHD_COLLECTIVES,
-              "recursive halving-doubling on hypercube:k, one link per step",
-              classic.rhd_schedule),
-    Generator("ten", tuple(COLLECTIVES),
-              "time-expanded-network synthesis (TACOS greedy; options method=ilp, chunks, "
-              "seed, restarts, size ...); also `topocoll synth`", ten.synthesize,
-              {"method": choice_option(*ten.METHODS), "chunks": int_option(1),
-               "size": size_option, "seed": int_option(0), "restarts": int_option(1),
-               "workers": int_option(1), "unwind_degree": int_option(1),
-               "fail_links": any_option, "fail_nodes": any_option, "time_step": time_option,
-               "time_limit": time_option, "node_limit": int_option(0),
-               "max_solves": int_option(1), "window": int_option(1)}),
-    Generator("torusrings", torus_rings.TORUS_RINGS_COLLECTIVES,
-              "traditional torus schedule: ring collectives dimension after dimension "
-              "(options multiport, dims)", torus_rings.torus_rings_schedule,
-              {"multiport": bool_option, "dims": dims_option}),
-    Generator("lp", ("alltoall",),
-              "the all-to-all path LP's optimal routes, pipelined to near the LP's time "
-              "(options rounds, size)", lp_alltoall_schedule,
-              {"rounds": int_option(1), "size": size_option}),
-)
+def _module(name):
+    return importlib.import_module(f"{__package__}.{name}")
 
 
-def generate(topology, collective, algorithm="bfb", *, root=None, progress=None, **options):
+def _bfb():
+    bfb = _module("bfb")
+    return Generator("bfb", bfb.BFB_COLLECTIVES,
+                     "breadth-first broadcast, per-(node, step) load balancing", bfb.bfb_schedule,
+                     {"symmetry": bool_option, "workers": int_option(1), "size": size_option,
+                      "chunks": int_option(1)})
+
+
+def _ring():
+    baselines = _module("baselines")
+    return Generator("ring", baselines.RING_COLLECTIVES,
+                     "classic unidirectional ring (links i -> i+1)", baselines.ring_schedule)
+
+
+def _biring():
+    baselines = _module("baselines")
+    return Generator("biring", baselines.RING_COLLECTIVES,
+                     "bidirectional ring, half of each shard each way",
+                     baselines.biring_schedule)
+
+
+def _shiftedring():
+    classic = _module("classic")
+    return Generator("shiftedring", classic.SHIFTED_RING_COLLECTIVES,
+                     "TopoOpt ShiftedRing: rings i->i+1 and i->i+s on shiftedring:N, half of "
+                     "each shard per bidirectional ring (option shift)",
+                     classic.shifted_ring_schedule, {"shift": int_option(1)})
+
+
+def _shiftedbfbring():
+    classic = _module("classic")
+    return Generator("shiftedbfbring", classic.SHIFTED_RING_COLLECTIVES,
+                     "ShiftedRing topology with the BFB ring schedule on each ring (half the "
+                     "steps; option shift)", classic.shifted_bfb_ring_schedule,
+                     {"shift": int_option(1)})
+
+
+def _dbt():
+    trees = _module("trees")
+    return Generator("dbt", trees.DBT_COLLECTIVES,
+                     "NCCL double binary tree on dbt:N, half of each shard per tree (option "
+                     "chunks)", trees.dbt_schedule, {"chunks": int_option(1)})
+
+
+def _trees():
+    packing = _module("packing")
+    return Generator("trees", packing.TREES_COLLECTIVES,
+                     "spanning-tree packing at the exact cut optimum, any topology and link "
+                     "speeds, pipelined in K chunks (options chunks, size, tolerance, "
+                     "max_chunks)", packing.trees_schedule,
+                     {"chunks": int_option(1), "tolerance": fraction_option,
+                      "max_chunks": int_option(1), "depth_slack": int_option(0),
+                      "size": size_option})
+
+
+def _rhd():
+    classic = _module("classic")
+    return Generator("rhd", classic.RHD_COLLECTIVES,
+                     "recursive halving-doubling on hypercube:k, one link per step",
+                     classic.rhd_schedule)
+
+
+def _ten():
+    ten = _module("ten.synthesis")
+    return Generator("ten", tuple(COLLECTIVES),
+                     "time-expanded-network synthesis (TACOS greedy; options method=ilp, "
+                     "chunks, seed, restarts, size ...); also `topocoll synth`", ten.synthesize,
+                     {"method": choice_option(*ten.METHODS), "chunks": int_option(1),
+                      "size": size_option, "seed": int_option(0), "restarts": int_option(1),
+                      "workers": int_option(1), "unwind_degree": int_option(1),
+                      "fail_links": any_option, "fail_nodes": any_option,
+                      "time_step": time_option, "time_limit": time_option,
+                      "node_limit": int_option(0), "max_solves": int_option(1),
+                      "window": int_option(1)})
+
+
+def _torusrings():
+    torus_rings = _module("torus_rings")
+    return Generator("torusrings", torus_rings.TORUS_RINGS_COLLECTIVES,
+                     "traditional torus schedule: ring collectives dimension after dimension "
+                     "(options multiport, dims)", torus_rings.torus_rings_schedule,
+                     {"multiport": bool_option, "dims": dims_option})
+
+
+def _lp():
+    return Generator("lp", ("alltoall",),
+                     "the all-to-all path LP's optimal routes, pipelined to near the LP's time "
+                     "(options rounds, size)", lp_alltoall_schedule,
+                     {"rounds": int_option(1), "size": size_option})
+
+
+#: Every generator, by name (a mapping; each is made when first looked up).
+ALGORITHMS = _Table({"bfb": _bfb, "ring": _ring, "biring": _biring, "shiftedring": _shiftedring,
+                     "shiftedbfbring": _shiftedbfbring, "dbt": _dbt, "trees": _trees,
+                     "rhd": _rhd, "ten": _ten, "torusrings": _torusrings, "lp": _lp})
+
+
+def generate(topology, collective, algorithm="bfb", *, root=None, progress=None, form="auto",
+             **options):
     """Make a schedule.
 
     Parameters
@@ -154,6 +246,14 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
         Root node of rooted collectives (default 0).
     progress : callable, optional
         Called as ``progress(done, total)`` during long work.
+    form : str
+        ``"explicit"`` (a :class:`~topocoll.schedule.model.Schedule`),
+        ``"symmetric"`` (a :class:`~topocoll.schedule.symmetric.SymmetricSchedule`: the
+        generator's own symmetric hook, else the explicit schedule converted; allgather,
+        reduce-scatter and allreduce on a topology with a translation group), or ``"auto"``:
+        the default: symmetric where the explicit form would hold more than
+        :data:`~topocoll.schedule.symmetric.EXPLICIT_TRANSFER_LIMIT` transfers (2**25: at least
+        4 GiB to build) and the generator has a symmetric hook, else explicit.
     **options
         Options of the algorithm (e.g. ``shift`` for shiftedring, ``chunks`` for dbt,
         ``multiport`` for torusrings; see ``ALGORITHMS[name].options``); one it does not know
@@ -178,9 +278,46 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
         raise UnsupportedError(f"{coll.name} takes no root")
     parsed = take_options(algorithm, options, generator.options)
     fewest = least_transfers(coll.name, topo.num_nodes)
+    form = _form(form, topo, coll, generator, fewest)
+    hook = _symmetric_hook(generator)
+    if form == "symmetric" and hook is not None:
+        require_memory(fewest // topo.num_nodes * BUILD_BYTES_PER_TRANSFER,
+                       f"the symmetric {coll.name} schedule on {topo.num_nodes} nodes (at least "
+                       f"{fewest // topo.num_nodes:,} representatives)")
+        ask = {"form": "symmetric"} if hook == "form" else {"symmetric": True}
+        made = generator.make(topo, coll, root=root, progress=progress, **ask, **parsed)
+        return symmetric_schedule(made)
     require_memory(fewest * BUILD_BYTES_PER_TRANSFER, f"the {coll.name} schedule on {topo.num_nodes} "
                    f"nodes (at least {fewest:,} transfers)")
-    return generator.make(topo, coll, root=root, progress=progress, **parsed)
+    ask = {"form": "explicit"} if hook == "form" else {}
+    made = generator.make(topo, coll, root=root, progress=progress, **ask, **parsed)
+    if form == "symmetric":
+        return symmetric_schedule(made)
+    return made.expand() if getattr(made, "form", None) == "symmetric" else made
+
+
+def _symmetric_hook(generator):
+    """How the generator builds the symmetric form itself: ``"form"`` (it takes
+    ``form="symmetric"``), ``"symmetric"`` (it takes ``symmetric=True``) or ``None``."""
+    try:
+        params = inspect.signature(generator.make).parameters
+    except (TypeError, ValueError):
+        return None
+    return next((name for name in ("form", "symmetric") if name in params), None)
+
+
+def _form(form, topo, coll, generator, fewest):
+    """``form`` checked, with ``"auto"`` decided: symmetric iff the explicit form would hold
+    more than EXPLICIT_TRANSFER_LIMIT transfers and a symmetric one can be made cheaply."""
+    if form not in FORMS:
+        raise UnsupportedError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
+    if form != "auto":
+        return form
+    big = fewest > EXPLICIT_TRANSFER_LIMIT
+    if big and coll.name in SYMMETRIC_COLLECTIVES and _symmetric_hook(generator) is not None \
+            and translation_group(topo) is not None:
+        return "symmetric"
+    return "explicit"
 
 
 def least_transfers(collective, n):

@@ -50,7 +50,7 @@ from ..topology.cuts import distance_bound, throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
 from ..units import whole_number
 from .dual import in_links
-from .linklp import _check, disconnected_result
+from .linklp import require_alltoall_topology, disconnected_result
 from .mwu import mwu_lengths
 from .pathlp import route_summary, routes, take_paths
 from .result import AlltoallResult
@@ -279,7 +279,7 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
         ``method="balance"``, ``max_hops=None`` (the certificate bounds every routing),
         ``lengths`` all ones, ``paths`` the balanced shortest paths.
     """
-    _check(topology)
+    require_alltoall_topology(topology)
     if not 0 < float(tolerance) < 1:
         raise InputTypeError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
     if samples is not None:

@@ -47,11 +47,11 @@ from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
 from ..units import whole_number
 from . import lp as _lp
-from .dual import _positive, link_ids, shortest_path_trees, tree_paths
-from .linklp import _check, disconnected_result
+from .dual import positive_lengths, link_ids, shortest_path_trees, tree_paths
+from .linklp import require_alltoall_topology, disconnected_result
 from .lp import solve_lp
 from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths
-from .pathlp import route_summary, routes
+from .pathlp import append_paths, route_summary, routes
 from .result import AlltoallResult
 
 __all__ = ["colgen_throughput", "DEFAULT_TOLERANCE"]
@@ -175,6 +175,122 @@ def _shares(pair, free, x, num_pairs):
     return share
 
 
+def _colgen_args(topology, mwu_steps, keep, max_new, max_paths, mwu_refine, slack, max_rounds):
+    """Check :func:`colgen_throughput`'s arguments and memory need; return the whole numbers
+    ``(mwu_steps, keep, max_new, max_paths, mwu_refine, max_rounds)``."""
+    require_alltoall_topology(topology)
+    mwu_steps = whole_number(mwu_steps, "mwu_steps")
+    keep = whole_number(keep, "keep")
+    max_new = whole_number(max_new, "max_new")
+    max_paths = whole_number(max_paths, "max_paths")
+    mwu_refine = whole_number(mwu_refine, "mwu_refine", 0)
+    if not 0 <= float(slack) < np.inf:
+        raise InputTypeError(f"slack must be a finite number >= 0, got {slack!r}")
+    max_rounds = whole_number(max_rounds, "max_rounds")
+    n = topology.num_nodes
+    degree = max(2, int(topology.out_degree().max()))
+    hops_est = 1 + math.ceil(math.log(max(n, 2)) / math.log(degree))
+    require_memory(n * n * (48 + 4 * (2 * keep + 1) + 16 * (2 + hops_est)),
+                   f"the all-to-all column generation on {topology.name} ({n} nodes: "
+                   f"{n * (n - 1)} pairs with their paths)")
+    return mwu_steps, keep, max_new, max_paths, mwu_refine, max_rounds
+
+
+def _price(arrays, lengths, dist_pred, best, *, lam, cols, pairs, max_new):
+    """One pricing step of :func:`colgen_throughput`: the pairs that gain a new path.
+
+    Prices at the midpoint of the best lengths and the master's: a restricted master's duals
+    overshoot (priced alone, at 512 nodes they freed 190k of 262k pairs in one round, and the
+    next master took minutes). ``lam`` is the target the bound must reach to stop (``lam``
+    times ``1 + tolerance``). Returns ``(gain, pred, (best_bound, best_lengths))``; ``gain``
+    is None when the improved bound closes the gap.
+    """
+    psrc, pdst, n, cap_s = arrays
+    dist, pred = dist_pred
+    best_bound, best_lengths = best
+    pair, ptr, edges = cols
+    xs, ys, num_pairs = pairs
+    center = best_lengths / float(cap_s @ best_lengths)
+    smooth = 0.5 * (center + lengths)
+    sdist, spred = shortest_path_trees(psrc, pdst, n, smooth)
+    bound = 1.0 / float(sdist.sum())
+    if bound < best_bound:
+        best_bound, best_lengths = bound, smooth
+        if best_bound <= lam:
+            return None, pred, (best_bound, best_lengths)
+    gain = _gains(smooth, sdist, pair, ptr, edges, xs, ys, num_pairs, max_new)
+    if gain.size:
+        pred = spred
+    else:
+        gain = _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, max_new)
+    return gain, pred, (best_bound, best_lengths)
+
+
+def _vertex_shares(master, last_seconds, left, threads, share, pairs):
+    """Re-solve the last master with crossover; return ``(share, seconds)``.
+
+    Crossover is sometimes far slower than the interior point on these degenerate masters
+    (over 7 minutes after a 10 s solve at 256 nodes of degree 4): it gets
+    VERTEX_SECONDS_FACTOR times the last solve (at least 30 s), else the interior shares stay.
+    """
+    pair, num_pairs = pairs
+    cost, matrix, lower, upper, free = master
+    limit = max(30.0, VERTEX_SECONDS_FACTOR * last_seconds)
+    again = solve_lp(cost, matrix, lower, upper, maximize=False, solver="ipm",
+                     crossover=True, time_limit=limit if left is None else min(left, limit),
+                     threads=threads)
+    if again.ok:
+        share = _shares(pair, free, again.x, num_pairs)
+    return share, again.seconds
+
+
+def _master_lam(share, ptr, edges, cap_s):
+    """The (scaled) ``lambda`` of a master's path shares."""
+    load = np.bincount(edges, weights=np.repeat(share, np.diff(ptr)), minlength=cap_s.size)
+    return float(np.min(cap_s[load > 0] / load[load > 0]))
+
+
+def _dual_lengths(sol, psrc, pdst, n, cap_s):
+    """Normalised link lengths from a master's duals: ``(lengths, dist, pred, bound)``."""
+    lengths = positive_lengths(np.abs(sol.row_dual[:psrc.size]))
+    lengths /= float(cap_s @ lengths)
+    dist, pred = shortest_path_trees(psrc, pdst, n, lengths)
+    return lengths, dist, pred, 1.0 / float(dist.sum())
+
+
+def _add_paths(pred, eid, xs, ys, gain, cols):
+    """Append the tree paths of the pairs ``gain`` to the columns ``(pair, ptr, edges)``."""
+    nptr, nedges = tree_paths(pred, eid, xs[gain], ys[gain])
+    return append_paths(cols, gain, nptr, nedges)
+
+
+def _no_flow_result(topology, why, dual_bound, solve_seconds, common):
+    """The failed :class:`AlltoallResult` when no master LP was solved."""
+    zeros = np.zeros(topology.num_links)
+    return AlltoallResult(
+        lam=0.0, status=Status.FAILED, message=f"column generation found no flow: {why}",
+        dual_bound=dual_bound, utilization=zeros, link_load=zeros,
+        solve_seconds=solve_seconds, **common)
+
+
+def _routes_result(topology, columns, dual_bound, steps, *, out_of_time, time_limit,
+                   solve_seconds, common):
+    """The :class:`AlltoallResult` of :func:`colgen_throughput`'s final path shares
+    (``columns``: ``(xs, ys, pair, ptr, edges, share, cap)``)."""
+    paths, load, lam = routes(*columns)
+    util, link_load, gap, status, split = route_summary(topology, paths, load, lam, dual_bound,
+                                                        common["tolerance"], out_of_time)
+    stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
+    rounds, num_pairs = common["rounds"], columns[0].size
+    message = (f"{stopped}lambda {lam:.6g} B/s per pair, certified within {max(gap, 0.0):.2g} "
+               f"(dual bound {dual_bound:.6g}); {steps} multiplicative-weights steps, "
+               f"{rounds} master LP{'s' if rounds != 1 else ''}, {split} of {num_pairs} "
+               f"pairs split over {len(paths)} paths")
+    return AlltoallResult(lam=lam, status=status, message=message, dual_bound=dual_bound,
+                          utilization=util, link_load=link_load, paths=paths,
+                          solve_seconds=solve_seconds, **common)
+
+
 def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAULT_STEPS,
                       mwu_refine=DEFAULT_REFINE, keep=8, slack=DEFAULT_SLACK,
                       max_paths=DEFAULT_MAX_PATHS, max_new=DEFAULT_MAX_NEW, max_rounds=50,
@@ -229,23 +345,11 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
         ``method="colgen"``, with ``paths`` (routes and shares) and ``lengths`` (the
         certificate's).
     """
-    _check(topology)
-    mwu_steps = whole_number(mwu_steps, "mwu_steps")
-    keep = whole_number(keep, "keep")
-    max_new = whole_number(max_new, "max_new")
-    max_paths = whole_number(max_paths, "max_paths")
-    mwu_refine = whole_number(mwu_refine, "mwu_refine", 0)
-    if not 0 <= float(slack) < np.inf:
-        raise InputTypeError(f"slack must be a finite number >= 0, got {slack!r}")
-    max_rounds = whole_number(max_rounds, "max_rounds")
+    mwu_steps, keep, max_new, max_paths, mwu_refine, max_rounds = _colgen_args(
+        topology, mwu_steps, keep, max_new, max_paths, mwu_refine, slack, max_rounds)
     n = topology.num_nodes
     psrc, pdst, cap, _ = topology.pairs
     num_e = psrc.size
-    degree = max(2, int(topology.out_degree().max()))
-    hops_est = 1 + math.ceil(math.log(max(n, 2)) / math.log(degree))
-    require_memory(n * n * (48 + 4 * (2 * keep + 1) + 16 * (2 + hops_est)),
-                   f"the all-to-all column generation on {topology.name} ({n} nodes: "
-                   f"{n * (n - 1)} pairs with their paths)")
     bnd = throughput_bounds(topology) if bounds else {}
     if unreachable_pair(topology) is not None:
         return disconnected_result(topology, "colgen", None, bnd)
@@ -281,85 +385,43 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
             out_of_time = deadline is not None and _lp.clock() >= deadline
             break
         share = _shares(pair, free, sol.x, num_pairs)
-        hops = np.diff(ptr)
-        load = np.bincount(edges, weights=np.repeat(share, hops), minlength=num_e)
-        lam = float(np.min(cap_s[load > 0] / load[load > 0]))
+        lam = _master_lam(share, ptr, edges, cap_s)
         good = (lam, pair, ptr, edges, share)
         master = (cost, matrix, lower, upper, free)
         last_seconds = sol.seconds
-        lengths = _positive(np.abs(sol.row_dual[:num_e]))
-        lengths /= float(cap_s @ lengths)
-        dist, pred = shortest_path_trees(psrc, pdst, n, lengths)
-        bound = 1.0 / float(dist.sum())
+        lengths, dist, pred, bound = _dual_lengths(sol, psrc, pdst, n, cap_s)
         if bound < best_bound:
             best_bound, best_lengths = bound, lengths
         if progress:
             progress(mwu_steps + mwu_refine + rounds, total)
         if best_bound <= lam * (1.0 + tolerance):
             break
-        # price at the midpoint of the best lengths and the master's: a restricted master's
-        # duals overshoot (priced alone, at 512 nodes they freed 190k of 262k pairs in one
-        # round, and the next master took minutes)
-        center = best_lengths / float(cap_s @ best_lengths)
-        smooth = 0.5 * (center + lengths)
-        sdist, spred = shortest_path_trees(psrc, pdst, n, smooth)
-        bound = 1.0 / float(sdist.sum())
-        if bound < best_bound:
-            best_bound, best_lengths = bound, smooth
-            if best_bound <= lam * (1.0 + tolerance):
-                break
-        gain = _gains(smooth, sdist, pair, ptr, edges, xs, ys, num_pairs, max_new)
-        if gain.size:
-            dist, pred = sdist, spred
-        else:
-            gain = _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, max_new)
+        gain, pred, (best_bound, best_lengths) = _price(
+            (psrc, pdst, n, cap_s), lengths, (dist, pred), (best_bound, best_lengths),
+            lam=lam * (1.0 + tolerance), cols=(pair, ptr, edges), pairs=(xs, ys, num_pairs),
+            max_new=max_new)
+        if gain is None:
+            break
         if gain.size == 0:
             # interior-point duals can stall short of the bound: retry once at a vertex
             if crossover or solver not in ("ipm", "auto"):
                 break
             crossover = True
             continue
-        nptr, nedges = tree_paths(pred, eid, xs[gain], ys[gain])
-        pair = np.concatenate([pair, gain])
-        edges = np.concatenate([edges, nedges])
-        ptr = np.concatenate([ptr, ptr[-1] + nptr[1:]])
+        pair, ptr, edges = _add_paths(pred, eid, xs, ys, gain, (pair, ptr, edges))
+    common = dict(method="colgen", max_hops=None, num_nodes=n, topology=topology.name,
+                  bounds=bnd, lengths=best_lengths, solver=solver, iterations=iterations,
+                  rounds=rounds, build_seconds=build, tolerance=tolerance)
     if good is None:
-        zeros = np.zeros(topology.num_links)
         why = (f"the time limit of {time_limit:g} s ran out first" if out_of_time
                else f"HiGHS ({solver}) ended with status {status_text}")
-        return AlltoallResult(
-            lam=0.0, status=Status.FAILED, message=f"column generation found no flow: {why}",
-            method="colgen", max_hops=None, num_nodes=n, topology=topology.name,
-            dual_bound=best_bound * scale, utilization=zeros, link_load=zeros, bounds=bnd,
-            lengths=best_lengths, solver=solver, iterations=iterations, rounds=rounds,
-            build_seconds=build, solve_seconds=solve_seconds, tolerance=tolerance)
+        return _no_flow_result(topology, why, best_bound * scale, solve_seconds, common)
     lam, pair, ptr, edges, share = good
     left = None if deadline is None else deadline - _lp.clock()
     if vertex and not crossover and (left is None or left > 0):
-        # crossover is sometimes far slower than the interior point on these degenerate
-        # masters (over 7 minutes after a 10 s solve at 256 nodes of degree 4): it gets
-        # VERTEX_SECONDS_FACTOR times the last solve (at least 30 s), else the interior
-        # shares stay
-        cost, matrix, lower, upper, free = master
-        limit = max(30.0, VERTEX_SECONDS_FACTOR * last_seconds)
-        again = solve_lp(cost, matrix, lower, upper, maximize=False, solver="ipm",
-                         crossover=True, time_limit=limit if left is None else min(left, limit),
-                         threads=threads)
-        solve_seconds += again.seconds
-        if again.ok:
-            share = _shares(pair, free, again.x, num_pairs)
-    paths, load, lam = routes(xs, ys, pair, ptr, edges, share, cap)
-    dual_bound = best_bound * scale
-    util, link_load, gap, status, split = route_summary(topology, paths, load, lam, dual_bound,
-                                                        tolerance, out_of_time)
-    stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
-    message = (f"{stopped}lambda {lam:.6g} B/s per pair, certified within {max(gap, 0.0):.2g} "
-               f"(dual bound {dual_bound:.6g}); {run.steps} multiplicative-weights steps, "
-               f"{rounds} master LP{'s' if rounds != 1 else ''}, {split} of {num_pairs} "
-               f"pairs split over {len(paths)} paths")
-    return AlltoallResult(
-        lam=lam, status=status, message=message, method="colgen", max_hops=None, num_nodes=n,
-        topology=topology.name, dual_bound=dual_bound, utilization=util, link_load=link_load,
-        bounds=bnd, lengths=best_lengths, paths=paths,
-        solver=solver, iterations=iterations, rounds=rounds, build_seconds=build,
-        solve_seconds=solve_seconds, tolerance=tolerance)
+        share, seconds = _vertex_shares(master, last_seconds, left, threads, share,
+                                        (pair, num_pairs))
+        solve_seconds += seconds
+    return _routes_result(topology, (xs, ys, pair, ptr, edges, share, cap),
+                          best_bound * scale, run.steps, out_of_time=out_of_time,
+                          time_limit=time_limit, solve_seconds=solve_seconds, common=common)

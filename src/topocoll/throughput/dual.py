@@ -20,10 +20,10 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 __all__ = ["certificate", "pair_distances", "hop_shortest_paths", "tree_paths",
-           "link_ids", "shortest_path_trees", "in_links"]
+           "link_ids", "shortest_path_trees", "in_links", "positive_lengths"]
 
 
-def _positive(lengths):
+def positive_lengths(lengths):
     """Lengths made strictly positive (scipy drops zero-weight edges of sparse graphs)."""
     lengths = np.maximum(np.asarray(lengths, dtype=np.float64), 0.0)
     top = float(lengths.max()) if lengths.size else 0.0
@@ -44,7 +44,7 @@ def pair_distances(topology, lengths, hop_limit=None):
         return hop_shortest_paths(topology, lengths, hop_limit, paths=False)[0]
     psrc, pdst, _, _ = topology.pairs
     n = topology.num_nodes
-    graph = sp.csr_matrix((_positive(lengths), (psrc, pdst)), shape=(n, n))
+    graph = sp.csr_matrix((positive_lengths(lengths), (psrc, pdst)), shape=(n, n))
     return csgraph.dijkstra(graph, directed=True)
 
 
@@ -52,7 +52,7 @@ def certificate(topology, lengths, hop_limit=None):
     """The upper bound ``sum_e c_e l_e / sum_{x != y} dist_l(x, y)`` on ``lambda`` for lengths
     ``l`` on ``topology.pairs`` (bytes/s per pair); ``inf`` if some pair is unreachable."""
     _, _, cap, _ = topology.pairs
-    lengths = _positive(lengths)
+    lengths = positive_lengths(lengths)
     dist = pair_distances(topology, lengths, hop_limit)
     total = float(dist.sum())
     if not np.isfinite(total) or total <= 0:
@@ -87,7 +87,7 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
     psrc, pdst, _, _ = topology.pairs
     n = topology.num_nodes
     num_e = psrc.size
-    lengths = _positive(lengths)
+    lengths = positive_lengths(lengths)
     hop_limit = np.asarray(hop_limit, dtype=np.int64)
     top = int(hop_limit.max()) if hop_limit.size else 0
     table = in_links(pdst, n, fill=num_e)   # padded with a dummy edge of infinite length

@@ -45,7 +45,7 @@ from .dual import certificate
 from .result import AlltoallResult
 
 __all__ = ["link_throughput", "link_lp", "link_utilization", "disconnected_result",
-           "shortest_path_columns", "RESTRICT_COLUMNS"]
+           "shortest_path_columns", "RESTRICT_COLUMNS", "require_alltoall_topology"]
 
 
 #: ``restrict="auto"`` starts from the shortest-path DAGs when the whole LP has this many
@@ -123,10 +123,45 @@ def disconnected_result(topology, method, max_hops, bounds):
         utilization=zeros, link_load=zeros, bounds=bounds)
 
 
-def _check(topology):
+def require_alltoall_topology(topology):
+    """Refuse a topology with switches or fewer than 2 nodes for the all-to-all LPs."""
     topology.require_no_switches("all-to-all throughput")
     if topology.num_nodes < 2:
         raise TopologyError(f"all-to-all needs at least 2 nodes, got {topology.num_nodes}")
+
+
+def _link_result(topology, sol, certified, columns, *, solver, counts, seconds, bnd, tolerance,
+                 keep_flows):
+    """The :class:`AlltoallResult` of :func:`link_throughput`'s last LP solution.
+
+    ``certified`` is ``(lam, bound, gap, lengths)``, ``counts`` ``(rounds, iterations)`` and
+    ``seconds`` ``(build, solve)``.
+    """
+    lam, bound, gap, lengths = certified
+    rounds, iterations = counts
+    build, solve_seconds = seconds
+    n, num_e = topology.num_nodes, topology.pairs[0].size
+    flows = np.zeros(n * num_e)
+    flows[columns] = np.maximum(sol.x[:-1], 0.0) * lam
+    flows = flows.reshape(n, num_e)
+    util, load = link_utilization(topology, flows.sum(axis=0))
+    status = Status.SUCCESS if gap <= tolerance else Status.NOT_PROVEN
+    used = sol.solver or solver
+    if columns.size < n * num_e:
+        how = f"shortest-path columns ({columns.size} of {n * num_e})"
+    elif rounds > 1:
+        how = f"the whole LP after {rounds - 1} restricted round{'s' if rounds > 2 else ''}"
+    else:
+        how = "the whole LP"
+    message = (f"lambda {lam:.6g} B/s per pair, certified within {max(gap, 0.0):.2g} "
+               f"(dual bound {bound:.6g}); HiGHS {used} on {how}: {sol.status}, "
+               f"{iterations} iterations")
+    return AlltoallResult(
+        lam=lam, status=status, message=message, method="link", max_hops=None, num_nodes=n,
+        topology=topology.name, dual_bound=bound, utilization=util, link_load=load, bounds=bnd,
+        lengths=lengths, flows=flows if keep_flows else None, solver=used,
+        iterations=iterations, rounds=rounds, build_seconds=build, solve_seconds=solve_seconds,
+        tolerance=tolerance)
 
 
 def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None, bounds=True,
@@ -164,7 +199,7 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
     progress : callable, optional
         ``progress(done, total)`` after each solve (``total`` is ``max_rounds + 1``).
     """
-    _check(topology)
+    require_alltoall_topology(topology)
     deadline = None if time_limit is None else _lp.clock() + float(time_limit)
     n = topology.num_nodes
     psrc, pdst, _, _ = topology.pairs
@@ -233,27 +268,9 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
             allowed |= new
             if allowed.mean() > 0.8:         # nearly everything: skip to the whole LP
                 allowed = None
-    flows = np.zeros(n * num_e)
-    flows[columns] = np.maximum(sol.x[:-1], 0.0) * lam
-    flows = flows.reshape(n, num_e)
-    util, load = link_utilization(topology, flows.sum(axis=0))
-    status = Status.SUCCESS if gap <= tolerance else Status.NOT_PROVEN
-    used = sol.solver or solver
-    if columns.size < n * num_e:
-        how = f"shortest-path columns ({columns.size} of {n * num_e})"
-    elif rounds > 1:
-        how = f"the whole LP after {rounds - 1} restricted round{'s' if rounds > 2 else ''}"
-    else:
-        how = "the whole LP"
-    message = (f"lambda {lam:.6g} B/s per pair, certified within {max(gap, 0.0):.2g} "
-               f"(dual bound {bound:.6g}); HiGHS {used} on {how}: {sol.status}, "
-               f"{iterations} iterations")
-    return AlltoallResult(
-        lam=lam, status=status, message=message, method="link", max_hops=None, num_nodes=n,
-        topology=topology.name, dual_bound=bound, utilization=util, link_load=load, bounds=bnd,
-        lengths=lengths, flows=flows if keep_flows else None, solver=used,
-        iterations=iterations, rounds=rounds, build_seconds=build, solve_seconds=solve_seconds,
-        tolerance=tolerance)
+    return _link_result(topology, sol, (lam, bound, gap, lengths), columns, solver=solver,
+                        counts=(rounds, iterations), seconds=(build, solve_seconds), bnd=bnd,
+                        tolerance=tolerance, keep_flows=keep_flows)
 
 
 #: Bytes per nonzero of the link LP that HiGHS' interior point needs, measured on tori,

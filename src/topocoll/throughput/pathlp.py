@@ -38,8 +38,8 @@ from ..topology.cuts import throughput_bounds
 from ..topology.metrics import distance_matrix, unreachable_pair
 from . import lp as _lp
 from .lp import solve_lp
-from .dual import _positive, hop_shortest_paths, link_ids, tree_paths
-from .linklp import _check, disconnected_result, link_utilization
+from .dual import positive_lengths, hop_shortest_paths, link_ids, tree_paths
+from .linklp import require_alltoall_topology, disconnected_result, link_utilization
 from .result import AlltoallResult, PathSet
 
 __all__ = ["path_throughput", "hop_frontier", "hop_limits"]
@@ -63,7 +63,7 @@ def _dijkstra_paths(topology, lengths, xs, ys):
     """Shortest ``l``-paths of the pairs ``(xs, ys)`` as (dist matrix, ptr, edges)."""
     psrc, pdst, _, _ = topology.pairs
     n = topology.num_nodes
-    w = _positive(lengths)
+    w = positive_lengths(lengths)
     graph = sp.csr_matrix((w, (psrc, pdst)), shape=(n, n))
     dist, pred = csgraph.dijkstra(graph, directed=True, return_predecessors=True)
     ptr, edges = tree_paths(pred, link_ids(topology), xs, ys)
@@ -90,6 +90,89 @@ def _master(num_e, cap_scaled, pair, ptr, edges, num_pairs):
     cost = np.zeros(num_p + 1)
     cost[-1] = 1.0
     return cost, matrix, row_lower, row_upper
+
+
+def _require_path_memory(topology):
+    """Refuse a path LP whose pairs and paths would not fit in memory."""
+    n = topology.num_nodes
+    degree = max(2, int(topology.out_degree().max()))
+    hops = 1 + math.ceil(math.log(max(n, 2)) / math.log(degree))
+    require_memory(n * n * (64 + 48 * hops), f"the all-to-all path LP of {topology.name} "
+                   f"({n} nodes: {n * (n - 1)} pairs with their paths)")
+
+
+def _first_routes(topology, seed, xs, ys):
+    """First routes ``(ptr, edges)``: one shortest path per pair, ties broken at random
+    (seeded) to spread load."""
+    rng = np.random.default_rng(seed)
+    first = 1.0 + rng.uniform(0.0, 0.5 / topology.num_nodes, size=topology.pairs[0].size)
+    hop_first = distance_matrix(topology).astype(np.int64)
+    _, ptr, edges = hop_shortest_paths(topology, first, hop_first, pairs=(xs, ys))
+    return ptr, edges
+
+
+def _dual_prices(topology, sol, cols, limits, pairs, cap_s):
+    """Price a master's duals: ``(lengths, have, d_pair, bound)``, the link lengths, each
+    pair's shortest current path and shortest path under them, and the dual bound."""
+    pair, ptr, edges = cols
+    xs, ys = pairs
+    num_e = cap_s.size
+    lengths = np.abs(sol.row_dual[:num_e])
+    if not np.any(lengths > 0):
+        lengths = np.ones(num_e)   # no duals: price with hop counts
+    lengths = positive_lengths(lengths)
+    plen = np.add.reduceat(lengths[edges], ptr[:-1]) if edges.size else np.zeros(pair.size)
+    have = np.full(xs.size, np.inf)
+    np.minimum.at(have, pair, plen)
+    dist = (_shortest(topology, lengths, limits, xs[:0], ys[:0])[0] if limits is None
+            else hop_shortest_paths(topology, lengths, limits, paths=False)[0])
+    d_pair = dist[xs, ys]
+    bound = float(cap_s @ lengths) / float(d_pair.sum())
+    return lengths, have, d_pair, bound
+
+
+def append_paths(cols, gain, nptr, nedges):
+    """Append new paths (``nptr``, ``nedges``) of the pairs ``gain`` to the columns
+    ``(pair, ptr, edges)``."""
+    pair, ptr, edges = cols
+    return (np.concatenate([pair, gain]), np.concatenate([ptr, ptr[-1] + nptr[1:]]),
+            np.concatenate([edges, nedges]))
+
+
+def _vertex_resolve(sol, master, threads, left):
+    """Re-solve an interior-point ``master`` LP with crossover; return ``(solution,
+    seconds)``, the vertex solution if it was found, else ``sol``."""
+    again = solve_lp(*master, maximize=False, solver="ipm", crossover=True, threads=threads,
+                     time_limit=left)
+    return (again if again.ok else sol), again.seconds
+
+
+def _failed_result(topology, message, common):
+    """The failed :class:`AlltoallResult` when no master LP was solved in full."""
+    zeros = np.zeros(topology.num_links)
+    return AlltoallResult(lam=0.0, status=Status.FAILED, message=message,
+                          dual_bound=float("inf"), utilization=zeros, link_load=zeros, **common)
+
+
+def _path_result(topology, sol, columns, dual_bound, best_lengths, *, out_of_time, time_limit,
+                 common):
+    """The :class:`AlltoallResult` of :func:`path_throughput`'s last master solution
+    (``columns``: ``(xs, ys, pair, ptr, edges, cap)``)."""
+    xs, ys, pair, ptr, edges, cap = columns
+    g = np.maximum(sol.x[:-1], 0.0)
+    total = np.bincount(pair, weights=g, minlength=xs.size)
+    paths, load, lam = routes(xs, ys, pair, ptr, edges, g / total[pair], cap, least=1e-9)
+    util, link_load, gap, status, _ = route_summary(topology, paths, load, lam, dual_bound,
+                                                    common["tolerance"], out_of_time)
+    max_hops, rounds = common["max_hops"], common["rounds"]
+    hop_text = "any path" if max_hops is None else f"paths of at most dist + {max_hops} links"
+    stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
+    message = (f"{stopped}lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
+               f"{max(gap, 0.0):.2g} (dual bound {dual_bound:.6g}); {rounds} rounds, "
+               f"{len(paths)} paths")
+    return AlltoallResult(
+        lam=lam, status=status, message=message, dual_bound=dual_bound, utilization=util,
+        link_load=link_load, lengths=best_lengths, paths=paths, **common)
 
 
 def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, max_rounds=100,
@@ -126,43 +209,30 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
     AlltoallResult
         ``method="path"``, with ``paths`` (routes and shares).
     """
-    _check(topology)
+    require_alltoall_topology(topology)
     deadline = None if time_limit is None else _lp.clock() + float(time_limit)
-    if solver == "auto":
-        solver = "ipm"
-    n = topology.num_nodes
-    degree = max(2, int(topology.out_degree().max()))
-    hops = 1 + math.ceil(math.log(max(n, 2)) / math.log(degree))
-    require_memory(n * n * (64 + 48 * hops), f"the all-to-all path LP of {topology.name} "
-                   f"({n} nodes: {n * (n - 1)} pairs with their paths)")
+    solver = "ipm" if solver == "auto" else solver
+    _require_path_memory(topology)
     limits = hop_limits(topology, max_hops)
     bnd = throughput_bounds(topology) if bounds else {}
     if unreachable_pair(topology) is not None:
         return disconnected_result(topology, "path", max_hops, bnd)
     start = time.perf_counter()
     n = topology.num_nodes
-    psrc, pdst, cap, _ = topology.pairs
-    num_e = psrc.size
+    cap = topology.pairs[2]
+    num_e = cap.size
     scale = float(cap.max())
     cap_s = cap / scale
     xs, ys = np.nonzero(~np.eye(n, dtype=bool))
     num_pairs = xs.size
-    pair_of = np.full((n, n), -1, dtype=np.int64)
-    pair_of[xs, ys] = np.arange(num_pairs)
-    # first routes: one shortest path per pair, ties broken at random (seeded) to spread load
-    rng = np.random.default_rng(seed)
-    first = 1.0 + rng.uniform(0.0, 0.5 / n, size=num_e)
-    hop_first = distance_matrix(topology).astype(np.int64)
-    _, ptr, edges = hop_shortest_paths(topology, first, hop_first, pairs=(xs, ys))
+    ptr, edges = _first_routes(topology, seed, xs, ys)
     pair = np.arange(num_pairs)
     build = time.perf_counter() - start
-    solve_seconds, iterations = 0.0, 0
+    solve_seconds, iterations, status_text, rounds, sol = 0.0, 0, "", 0, None
     best_bound, best_lengths = np.inf, None
-    status_text, rounds, sol = "", 0, None
-    exact_duals = False   # crossover for vertex duals once interior duals stall
-    fresh = True
+    # exact_duals: crossover for vertex duals once interior duals stall
+    exact_duals, fresh, out_of_time = False, True, False
     good = None           # the last master solved in full: (sol, pair, ptr, edges)
-    out_of_time = False
     for rounds in range(1, max_rounds + 1):
         left = None if deadline is None else deadline - _lp.clock()
         if left is not None and left <= 0:
@@ -180,17 +250,8 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
             out_of_time = deadline is not None and _lp.clock() >= deadline
             break
         good = (sol, pair, ptr, edges)
-        lengths = np.abs(sol.row_dual[:num_e])
-        if not np.any(lengths > 0):
-            lengths = np.ones(num_e)   # no duals: price with hop counts
-        lengths = _positive(lengths)
-        plen = np.add.reduceat(lengths[edges], ptr[:-1]) if edges.size else np.zeros(pair.size)
-        have = np.full(num_pairs, np.inf)
-        np.minimum.at(have, pair, plen)
-        dist = (_shortest(topology, lengths, limits, xs[:0], ys[:0])[0] if limits is None
-                else hop_shortest_paths(topology, lengths, limits, paths=False)[0])
-        d_pair = dist[xs, ys]
-        bound = float(cap_s @ lengths) / float(d_pair.sum())
+        lengths, have, d_pair, bound = _dual_prices(topology, sol, (pair, ptr, edges), limits,
+                                                    (xs, ys), cap_s)
         if bound < best_bound:
             best_bound, best_lengths = bound, lengths
         lam_now = 1.0 / sol.x[-1] if sol.x[-1] > 0 else 0.0
@@ -208,46 +269,25 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
             continue
         fresh = True
         _, nptr, nedges = _shortest(topology, lengths, limits, xs[gain], ys[gain])
-        pair = np.concatenate([pair, gain])
-        edges = np.concatenate([edges, nedges])
-        ptr = np.concatenate([ptr, ptr[-1] + nptr[1:]])
+        pair, ptr, edges = append_paths((pair, ptr, edges), gain, nptr, nedges)
     if out_of_time and good is not None:   # the last complete master's flow is feasible
         sol, pair, ptr, edges = good
     left = None if deadline is None else deadline - _lp.clock()
     if sol is not None and sol.ok and vertex and solver == "ipm" and not exact_duals and \
             not out_of_time and (left is None or left > 0):
-        again = solve_lp(cost, matrix, row_lower, row_upper, maximize=False, solver=solver,
-                         crossover=True, threads=threads, time_limit=left)
-        solve_seconds += again.seconds
-        if again.ok:
-            sol = again
+        sol, seconds = _vertex_resolve(sol, (cost, matrix, row_lower, row_upper), threads, left)
+        solve_seconds += seconds
+    common = dict(method="path", max_hops=max_hops, num_nodes=n, topology=topology.name,
+                  bounds=bnd, solver=solver, iterations=iterations, rounds=rounds,
+                  build_seconds=build, solve_seconds=solve_seconds, tolerance=tolerance)
     if sol is None or not sol.ok:
         if out_of_time:
             status_text = f"the time limit of {time_limit:g} s ran out first"
-        zeros = np.zeros(topology.num_links)
-        return AlltoallResult(
-            lam=0.0, status=Status.FAILED, message=f"HiGHS ({solver}) ended with status {status_text}",
-            method="path", max_hops=max_hops, num_nodes=n, topology=topology.name,
-            dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
-            solver=solver, iterations=iterations, rounds=rounds, build_seconds=build,
-            solve_seconds=solve_seconds, tolerance=tolerance)
-    g = np.maximum(sol.x[:-1], 0.0)
-    total = np.bincount(pair, weights=g, minlength=num_pairs)
-    paths, load, lam = routes(xs, ys, pair, ptr, edges, g / total[pair], cap, least=1e-9)
-    dual_bound = best_bound * scale
-    util, link_load, gap, status, _ = route_summary(topology, paths, load, lam, dual_bound,
-                                                    tolerance, out_of_time)
-    hop_text = "any path" if max_hops is None else f"paths of at most dist + {max_hops} links"
-    stopped = f"time limit of {time_limit:g} s reached: " if out_of_time else ""
-    message = (f"{stopped}lambda {lam:.6g} B/s per pair over {hop_text}, certified within "
-               f"{max(gap, 0.0):.2g} (dual bound {dual_bound:.6g}); {rounds} rounds, "
-               f"{len(paths)} paths")
-    return AlltoallResult(
-        lam=lam, status=status, message=message, method="path", max_hops=max_hops,
-        num_nodes=n, topology=topology.name, dual_bound=dual_bound, utilization=util,
-        link_load=link_load, bounds=bnd, lengths=best_lengths, paths=paths, solver=solver,
-        iterations=iterations, rounds=rounds, build_seconds=build, solve_seconds=solve_seconds,
-        tolerance=tolerance)
+        return _failed_result(topology, f"HiGHS ({solver}) ended with status {status_text}",
+                              common)
+    return _path_result(topology, sol, (xs, ys, pair, ptr, edges, cap), best_bound * scale,
+                        best_lengths, out_of_time=out_of_time, time_limit=time_limit,
+                        common=common)
 
 
 def routes(xs, ys, pair, ptr, edges, share, cap, *, least=1e-12):

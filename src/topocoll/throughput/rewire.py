@@ -331,6 +331,116 @@ def _pair_stream(rng, m, passes_ok):
             yield False, min(i, j), max(i, j)
 
 
+def _check_rewire_args(topology, seed, budget, max_swaps, directed):
+    """Check :func:`rewire`'s arguments; return ``(directed, passes_ok)``."""
+    if not isinstance(topology, Topology):
+        raise InputTypeError(f"rewire needs a Topology, got {type(topology).__name__}")
+    topology.require_no_switches("rewire")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SpecError(f"rewire seed must be an integer >= 0, got {seed!r}")
+    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
+        raise SpecError(f"rewire budget must be a positive number of seconds or None, "
+                        f"got {budget!r}")
+    if max_swaps is not None and (isinstance(max_swaps, bool) or
+                                  not isinstance(max_swaps, (int, np.integer)) or max_swaps < 0):
+        raise SpecError(f"rewire max_swaps must be an integer >= 0 or None, got {max_swaps!r}")
+    if topology.pairs[0].size != topology.num_links:
+        raise TopologyError(f"rewire needs a simple topology, but {topology.name} has "
+                            f"{topology.num_links - topology.pairs[0].size} parallel links")
+    require_strongly_connected(topology, "rewire")
+    bidirectional = topology.is_bidirectional()
+    if directed is None:
+        directed = not bidirectional
+    elif not directed and not bidirectional:
+        raise TopologyError(f"cable swaps need a bidirectional topology; {topology.name} has "
+                            "one-way links (use directed=True)")
+    num_swappable = topology.num_links if directed else topology.num_links // 2
+    passes_ok = num_swappable * (num_swappable - 1) // 2 <= MAX_SHUFFLED_PAIRS
+    if budget is None and max_swaps is None and not passes_ok:
+        raise SpecError(f"{topology.name} has too many link pairs to reach a local minimum; "
+                        "give rewire a budget or max_swaps")
+    return directed, passes_ok
+
+
+def _warmup_stage(topology, fn, warmup, *, start, budget, max_swaps, seed, directed, progress):
+    """Evaluate the start and run :func:`rewire`'s distance warm-up stage.
+
+    Returns ``(result, current, best_topology)``: the result so far, the objective value and
+    topology to continue from.
+    """
+    rtol = float(getattr(fn, "rtol", 0.0))
+    if warmup is None:
+        warmup = 0.5 * budget if budget is not None and isinstance(fn, alltoall_objective) else 0
+    if not (isinstance(warmup, (int, float)) and warmup >= 0):
+        raise SpecError(f"rewire warmup must be a number of seconds >= 0, got {warmup!r}")
+
+    current = float(fn(topology))
+    result = RewireResult(topology, current, current, 0, 0, evaluated=1, directed=directed,
+                          status=Status.SUCCESS, message="")
+    best_topology = topology
+    if warmup > 0 and not isinstance(fn, distance_objective):
+        # Cheap stage: greedy swaps on the sum of distances (thousands per second), kept as one
+        # step only if the real objective agrees that it improved.
+        warm = rewire(topology, objective=distance_objective(), budget=warmup,
+                      max_swaps=max_swaps, seed=seed, directed=directed, warmup=0,
+                      progress=progress)
+        result.tried += warm.tried
+        if warm.accepted:
+            value = float(fn(warm.topology))
+            result.evaluated += 1
+            if value < current - rtol * abs(current):
+                old = set(zip(topology.src.tolist(), topology.dst.tolist()))
+                new = set(zip(warm.topology.src.tolist(), warm.topology.dst.tolist()))
+                if not directed:
+                    old = {(u, v) for u, v in old if u < v}
+                    new = {(u, v) for u, v in new if u < v}
+                result.accepted += warm.accepted
+                result.warmup_swaps = warm.accepted
+                result.history.append(RewireStep(result.tried, time.monotonic() - start, value,
+                                                 tuple(sorted(old - new)),
+                                                 tuple(sorted(new - old))))
+                current, best_topology = value, warm.topology
+    return result, current, best_topology
+
+
+def _candidate_value(fn, bound, threshold, distance_sum, arrays, name):
+    """Objective value of a candidate swap: ``(value, topology or None)``, or
+    ``(None, None)`` when the objective's lower bound rules out an improvement."""
+    n, src, dst, bw, lat = arrays
+    cand = None
+    if isinstance(fn, distance_objective):
+        value = distance_sum          # already known: skip building a Topology
+    else:
+        cand = Topology(n, src, dst, bw, lat, name=name)
+        if bound is not None:
+            low = (bound(cand, distance_sum) if isinstance(fn, alltoall_objective)
+                   else bound(cand))
+            if low >= threshold:
+                return None, None
+        value = float(fn(cand))
+    return value, cand
+
+
+def _finish(result, topology, best_topology, fn, seed, current, start):
+    """Fill in ``result``'s final value, topology, status and message."""
+    result.final = current
+    result.seconds = time.monotonic() - start
+    if result.accepted:
+        meta = {"family": "rewired", "base": topology.name, "seed": int(seed),
+                "swaps": result.accepted, "initial": result.initial, "final": result.final,
+                "objective": getattr(fn, "name", getattr(fn, "__name__", "custom"))}
+        order = np.lexsort((best_topology.dst, best_topology.src))
+        result.topology = Topology(topology.num_nodes, best_topology.src[order], best_topology.dst[order],
+                                   best_topology.bandwidth[order], best_topology.latency[order],
+                                   name=best_topology.name, meta=meta)
+    result.status = Status.SUCCESS if result.stopped == "converged" else Status.LIMIT
+    why = {"converged": "converged to a local minimum",
+           "budget": "stopped by the time budget",
+           "max_swaps": "stopped after max_swaps candidates"}[result.stopped]
+    result.message = (f"{why}: {result.accepted} of {result.tried} swaps kept, objective "
+                      f"{result.initial:.6g} -> {result.final:.6g}")
+
+
 # ---------------------------------------------------------------------- rewire
 def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, progress=None,
            directed=None, prescreen=False, warmup=None):
@@ -397,68 +507,15 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
     >>> bool((res.topology.out_degree() == 2).all() and (res.topology.in_degree() == 2).all())
     True
     """
-    if not isinstance(topology, Topology):
-        raise InputTypeError(f"rewire needs a Topology, got {type(topology).__name__}")
-    topology.require_no_switches("rewire")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SpecError(f"rewire seed must be an integer >= 0, got {seed!r}")
-    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
-        raise SpecError(f"rewire budget must be a positive number of seconds or None, "
-                        f"got {budget!r}")
-    if max_swaps is not None and (isinstance(max_swaps, bool) or
-                                  not isinstance(max_swaps, (int, np.integer)) or max_swaps < 0):
-        raise SpecError(f"rewire max_swaps must be an integer >= 0 or None, got {max_swaps!r}")
-    if topology.pairs[0].size != topology.num_links:
-        raise TopologyError(f"rewire needs a simple topology, but {topology.name} has "
-                            f"{topology.num_links - topology.pairs[0].size} parallel links")
-    require_strongly_connected(topology, "rewire")
-    bidirectional = topology.is_bidirectional()
-    if directed is None:
-        directed = not bidirectional
-    elif not directed and not bidirectional:
-        raise TopologyError(f"cable swaps need a bidirectional topology; {topology.name} has "
-                            "one-way links (use directed=True)")
-    num_swappable = topology.num_links if directed else topology.num_links // 2
-    passes_ok = num_swappable * (num_swappable - 1) // 2 <= MAX_SHUFFLED_PAIRS
-    if budget is None and max_swaps is None and not passes_ok:
-        raise SpecError(f"{topology.name} has too many link pairs to reach a local minimum; "
-                        "give rewire a budget or max_swaps")
+    directed, passes_ok = _check_rewire_args(topology, seed, budget, max_swaps, directed)
     fn = _objective(objective)
     rtol = float(getattr(fn, "rtol", 0.0))
     bound = getattr(fn, "lower_bound", None)
 
-    if warmup is None:
-        warmup = 0.5 * budget if budget is not None and isinstance(fn, alltoall_objective) else 0
-    if not (isinstance(warmup, (int, float)) and warmup >= 0):
-        raise SpecError(f"rewire warmup must be a number of seconds >= 0, got {warmup!r}")
-
     start = time.monotonic()
-    current = float(fn(topology))
-    result = RewireResult(topology, current, current, 0, 0, evaluated=1, directed=directed,
-                          status=Status.SUCCESS, message="")
-    best_topology = topology
-    if warmup > 0 and not isinstance(fn, distance_objective):
-        # Cheap stage: greedy swaps on the sum of distances (thousands per second), kept as one
-        # step only if the real objective agrees that it improved.
-        warm = rewire(topology, objective=distance_objective(), budget=warmup,
-                      max_swaps=max_swaps, seed=seed, directed=directed, warmup=0,
-                      progress=progress)
-        result.tried += warm.tried
-        if warm.accepted:
-            value = float(fn(warm.topology))
-            result.evaluated += 1
-            if value < current - rtol * abs(current):
-                old = set(zip(topology.src.tolist(), topology.dst.tolist()))
-                new = set(zip(warm.topology.src.tolist(), warm.topology.dst.tolist()))
-                if not directed:
-                    old = {(u, v) for u, v in old if u < v}
-                    new = {(u, v) for u, v in new if u < v}
-                result.accepted += warm.accepted
-                result.warmup_swaps = warm.accepted
-                result.history.append(RewireStep(result.tried, time.monotonic() - start, value,
-                                                 tuple(sorted(old - new)),
-                                                 tuple(sorted(new - old))))
-                current, best_topology = value, warm.topology
+    result, current, best_topology = _warmup_stage(
+        topology, fn, warmup, start=start, budget=budget, max_swaps=max_swaps, seed=seed,
+        directed=directed, progress=progress)
     links = _Links(best_topology, directed)
     n, m = topology.num_nodes, links.ends.shape[0]
     current_distance = _sum_of_distances(best_topology)
@@ -499,18 +556,11 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
                 result.pruned += 1
                 continue
             threshold = current - rtol * abs(current)
-            cand = None
-            if isinstance(fn, distance_objective):
-                value = distance_sum          # already known: skip building a Topology
-            else:
-                cand = Topology(n, src, dst, bw, lat, name=f"rewired({topology.name})")
-                if bound is not None:
-                    low = (bound(cand, distance_sum) if isinstance(fn, alltoall_objective)
-                           else bound(cand))
-                    if low >= threshold:
-                        result.pruned += 1
-                        continue
-                value = float(fn(cand))
+            value, cand = _candidate_value(fn, bound, threshold, distance_sum,
+                                           (n, src, dst, bw, lat), f"rewired({topology.name})")
+            if value is None:
+                result.pruned += 1
+                continue
             result.evaluated += 1
             if value < threshold:
                 removed = (tuple(links.ends[i].tolist()), tuple(links.ends[j].tolist()))
@@ -525,20 +575,5 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
                 break
         if progress is not None:
             progress(result.tried, max_swaps)
-    result.final = current
-    result.seconds = time.monotonic() - start
-    if result.accepted:
-        meta = {"family": "rewired", "base": topology.name, "seed": int(seed),
-                "swaps": result.accepted, "initial": result.initial, "final": result.final,
-                "objective": getattr(fn, "name", getattr(fn, "__name__", "custom"))}
-        order = np.lexsort((best_topology.dst, best_topology.src))
-        result.topology = Topology(n, best_topology.src[order], best_topology.dst[order],
-                                   best_topology.bandwidth[order], best_topology.latency[order],
-                                   name=best_topology.name, meta=meta)
-    result.status = Status.SUCCESS if result.stopped == "converged" else Status.LIMIT
-    why = {"converged": "converged to a local minimum",
-           "budget": "stopped by the time budget",
-           "max_swaps": "stopped after max_swaps candidates"}[result.stopped]
-    result.message = (f"{why}: {result.accepted} of {result.tried} swaps kept, objective "
-                      f"{result.initial:.6g} -> {result.final:.6g}")
+    _finish(result, topology, best_topology, fn, seed, current, start)
     return result

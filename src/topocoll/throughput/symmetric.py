@@ -39,7 +39,7 @@ from ..topology.cuts import throughput_bounds
 from ..topology.metrics import unreachable_pair
 from ..topology.symmetry import translation_group
 from . import lp as _lp
-from .linklp import _check, disconnected_result, link_utilization
+from .linklp import require_alltoall_topology, disconnected_result, link_utilization
 from .lp import solve_lp
 from .result import AlltoallResult
 
@@ -97,7 +97,7 @@ def symmetric_throughput(topology, group=None, *, solver="auto", time_limit=None
     UnsupportedError
         If the topology has no translation symmetry.
     """
-    _check(topology)
+    require_alltoall_topology(topology)
     if group is None:
         group = translation_group(topology)
     if group is None:

@@ -15,19 +15,25 @@ graph or a Topology); at the top level it is ``topocoll.build_topology``, becaus
 (True, True)
 """
 
-from .families import (DISTANCE_REGULAR_GRAPHS, circulant_graph, complete_bipartite_graph,
-                       complete_graph, de_bruijn_graph, distance_regular_graph,
-                       doubled_odd_graph, generalized_kautz_graph, hamming_graph,
-                       hypercube_graph, johnson_graph, kautz_graph, mesh_graph, odd_graph,
-                       optimal_circulant_graph, paley_graph, random_regular_digraph,
-                       random_regular_graph, ring_graph, torus_graph, twisted_hypercube_graph,
-                       twisted_torus_graph, uniring_graph)
-from .io import load_topology, save_topology, topology_from_dict
-from .metrics import (degree_summary, diameter, distance_matrix, eccentricity,
-                      is_strongly_connected, moore_depth, require_strongly_connected,
-                      unreachable_pair)
-from .model import Topology
-from .registry import FAMILIES, Family, describe_families, parse_spec, topology
+from ..lazy import lazy_attributes
+
+# Public names -> the submodule that defines them. A submodule is imported when one of its
+# names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
+_LAZY = {
+    ".families": ("DISTANCE_REGULAR_GRAPHS", "circulant_graph", "complete_bipartite_graph",
+                  "complete_graph", "de_bruijn_graph", "distance_regular_graph",
+                  "doubled_odd_graph", "generalized_kautz_graph", "hamming_graph",
+                  "hypercube_graph", "johnson_graph", "kautz_graph", "mesh_graph", "odd_graph",
+                  "optimal_circulant_graph", "paley_graph", "random_regular_digraph",
+                  "random_regular_graph", "ring_graph", "torus_graph", "twisted_hypercube_graph",
+                  "twisted_torus_graph", "uniring_graph"),
+    ".io": ("load_topology", "save_topology", "topology_from_dict"),
+    ".metrics": ("degree_summary", "diameter", "distance_matrix", "eccentricity",
+                 "is_strongly_connected", "moore_depth", "require_strongly_connected",
+                 "unreachable_pair"),
+    ".model": ("Topology",),
+    ".registry": ("FAMILIES", "Family", "describe_families", "parse_spec", "topology"),
+}
 
 __all__ = [
     # model
@@ -48,3 +54,6 @@ __all__ = [
     "distance_matrix", "diameter", "is_strongly_connected", "unreachable_pair",
     "require_strongly_connected", "degree_summary", "moore_depth", "eccentricity",
 ]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

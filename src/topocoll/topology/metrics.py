@@ -1,4 +1,4 @@
-"""Graph metrics of a Topology, computed with scipy.sparse.csgraph.
+"""Graph metrics of a Topology, from the shortest-path rows of :mod:`.paths`.
 
 >>> from topocoll.topology import topology
 >>> t = topology("torus:4x6")
@@ -7,7 +7,6 @@
 """
 
 import numpy as np
-from scipy.sparse import csgraph
 
 from ..errors import NotStronglyConnectedError, TopologyError
 from ..limits import require_memory
@@ -22,12 +21,11 @@ _BLOCK_BYTES = 32 << 20   # csgraph's float64 rows per block of sources
 
 def _rows(topology, sources, *, transpose=False):
     """Hop distances from each of ``sources`` (rows, int32, -1 where unreachable); with
-    ``transpose`` the distances *to* them."""
-    adjacency = topology.adjacency()
-    if transpose:
-        adjacency = adjacency.T.tocsr()
-    dist = csgraph.shortest_path(adjacency, method="D", directed=True, unweighted=True,
-                                 indices=np.asarray(sources, dtype=np.int64))
+    ``transpose`` the distances *to* them (:func:`~topocoll.topology.paths.hop_distances`:
+    numpy on small graphs, scipy's Dijkstra on large ones)."""
+    from .paths import hop_distances
+
+    dist = hop_distances(topology, np.asarray(sources, dtype=np.int64), transpose=transpose)
     out = np.full(dist.shape, UNREACHABLE, dtype=np.int32)
     finite = np.isfinite(dist)
     out[finite] = dist[finite].astype(np.int32)
@@ -74,15 +72,11 @@ def unreachable_pair(topology):
     """
     if topology.num_nodes == 1:
         return None
-    count, _ = csgraph.connected_components(topology.adjacency(), directed=True,
-                                            connection="strong")
-    if count == 1:
-        return None
     missed = np.flatnonzero(_rows(topology, [0])[0] == UNREACHABLE)
     if missed.size:
         return 0, int(missed[0])
     missed = np.flatnonzero(_rows(topology, [0], transpose=True)[0] == UNREACHABLE)
-    return int(missed[0]), 0
+    return (int(missed[0]), 0) if missed.size else None
 
 
 def is_strongly_connected(topology):

@@ -7,7 +7,6 @@ Links are stored as numpy columns so that topologies with many thousands of link
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ..errors import InputTypeError, TopologyError
@@ -176,6 +175,8 @@ class Topology:
     def adjacency(self):
         """Sparse 0/1 adjacency matrix (CSR), ``A[u, v] = 1`` iff a link ``u -> v`` exists."""
         def compute():
+            import scipy.sparse as sp   # here, not at the top: most jobs never need scipy
+
             psrc, pdst, _, _ = self.pairs
             n = self.num_nodes
             return sp.csr_matrix((np.ones(psrc.size, dtype=np.int8), (psrc, pdst)), shape=(n, n))

@@ -58,12 +58,8 @@ from typing import Callable
 
 from ..errors import InputTypeError, SpecError
 from ..units import MAX_DIGITS, parse_bandwidth, parse_time
-from . import families as fam
 from .composite import (OPERATORS, build_composite, is_composite, parse_composite, rewired_graph,
                         shown_spec)
-from .families import alltoall as a2a
-from .families import cayley as cay
-from .io import load_topology
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from .model import Topology
 
@@ -93,7 +89,8 @@ class Family:
     example : str
         A spec that builds a member, e.g. ``"torus:4x6x3"``.
     builder : callable
-        The generator, e.g. :func:`~topocoll.topology.families.torus_graph`.
+        The generator, e.g. :func:`~topocoll.topology.families.torus_graph` (a stand-in that
+        imports it when first called; ``builder.resolve()`` is the function itself).
     parse : callable
         Turns the argument fields (a tuple of ``fields`` strings) into the builder's keyword
         arguments; raises on malformed text.
@@ -213,6 +210,44 @@ def _word(key):
     return parse
 
 
+class _Generator:
+    """A family's generator, imported from ``topocoll.topology.families`` (or its submodule
+    ``module``) when first called: a job loads only the family modules it builds (start-up
+    time)."""
+
+    __slots__ = ("name", "module")
+
+    def __init__(self, name, module=""):
+        self.name, self.module = name, module
+
+    def resolve(self):
+        """The generator function itself."""
+        import importlib
+
+        package = f"{__package__}.families"
+        return getattr(importlib.import_module(f"{package}.{self.module}" if self.module
+                                               else package), self.name)
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<generator {self.name}>"
+
+
+def _gen(name, module=""):
+    return _Generator(name, module)
+
+
+#: The names ``drg:NAME`` takes, in the order of
+#: :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS` (a test keeps them equal; spelled
+#: out here so that listing the families does not import the distance-regular module).
+_DRG_NAMES = ("octahedron", "paley9", "k55-minus-matching", "heawood-distance3", "petersen-line",
+              "4cube", "heawood-line", "pg23-incidence", "ag24-minus-parallel-class", "odd4",
+              "tutte8cage-line", "doubled-odd4", "gq33-incidence", "tutte12cage-line",
+              "gh33-incidence", "petersen", "heawood", "tutte8cage", "tutte12cage")
+
+
 def _families(*items):
     return {f.name: f for f in items}
 
@@ -220,106 +255,112 @@ def _families(*items):
 #: Every family the spec parser knows, by name, in the order ``topocoll topologies`` lists them.
 FAMILIES = _families(
     Family("ring", "N", "bidirectional ring of N nodes, degree 2", "ring:8",
-           fam.ring_graph, _one("n")),
+           _gen("ring_graph"), _one("n")),
     Family("uniring", "N", "unidirectional ring i -> i+1 mod N", "uniring:8",
-           fam.uniring_graph, _one("n")),
+           _gen("uniring_graph"), _one("n")),
     Family("torus", "D1xD2x...[:double]",
            "torus (wrap-around grid), any dimensions and sizes; ':double' gives size-2 "
            "dimensions two links each way", "torus:4x6x3",
-           fam.torus_graph, _dims, options=(("double", "double_size2", True),)),
+           _gen("torus_graph"), _dims, options=(("double", "double_size2", True),)),
     Family("mesh", "D1xD2x...", "grid without wrap-around, any dimensions and sizes", "mesh:5x5",
-           fam.mesh_graph, _dims),
+           _gen("mesh_graph"), _dims),
     Family("hypercube", "K", "hypercube: 2^K nodes, degree K", "hypercube:6",
-           fam.hypercube_graph, _one("k")),
+           _gen("hypercube_graph"), _one("k")),
     Family("complete", "N", "complete graph: a link each way between every pair", "complete:8",
-           fam.complete_graph, _one("n")),
+           _gen("complete_graph"), _one("n")),
     Family("circulant", "N:A1,A2,...", "circulant graph C(N,{A1,...}): i <-> i+A mod N",
-           "circulant:16:1,4", fam.circulant_graph, _circulant, fields=2),
+           "circulant:16:1,4", _gen("circulant_graph"), _circulant, fields=2),
     Family("dcirculant", "N:A1,A2,...",
            "directed circulant DC(N,{A1,...}): i -> i+A mod N, in- and out-degree = #offsets",
-           "dcirculant:16:1,6", cay.directed_circulant_graph, _circulant, fields=2),
+           "dcirculant:16:1,6", _gen("directed_circulant_graph", "cayley"), _circulant, fields=2),
     Family("metacyclic", "M,K,R:Y1.J1,Y2.J2,...",
            "Cayley digraph of Z_M x|_R Z_K ((x,i)(y,j) = (x+R^i y, i+j), R^K = 1 mod M): "
            "g -> g*(Y,J) for each generator", "metacyclic:8,2,7:1.0,3.1,0.1,6.0",
-           cay.metacyclic_graph, _metacyclic, fields=2),
+           _gen("metacyclic_graph", "cayley"), _metacyclic, fields=2),
     Family("kautz", "D,K", "Kautz digraph K(D,K): (D+1)*D^(K-1) nodes, degree D, diameter K",
-           "kautz:2,3", fam.kautz_graph, _pair("d", "k")),
+           "kautz:2,3", _gen("kautz_graph"), _pair("d", "k")),
     Family("genkautz", "N,D",
            "generalized Kautz (Imase-Itoh) digraph: N nodes, i -> -D*i-j mod N, j=1..D",
-           "genkautz:50,3", fam.generalized_kautz_graph, _pair("n", "d")),
+           "genkautz:50,3", _gen("generalized_kautz_graph"), _pair("n", "d")),
     Family("debruijn", "D,K", "de Bruijn digraph: D^K nodes, degree D, diameter K",
-           "debruijn:2,5", fam.de_bruijn_graph, _pair("d", "k")),
+           "debruijn:2,5", _gen("de_bruijn_graph"), _pair("d", "k")),
     Family("bipartite", "N", "complete bipartite graph K(N,N): 2N nodes", "bipartite:4",
-           fam.complete_bipartite_graph, _one("n")),
+           _gen("complete_bipartite_graph"), _one("n")),
     Family("shiftedring", "N[,S]",
            "TopoOpt's shifted ring: circulant C(N,{1,S}), the rings i <-> i+1 and i <-> i+S, "
            "gcd(S, N) = 1 (default the smallest such S >= 2); N = 5 or N >= 7",
-           "shiftedring:10", fam.shifted_ring_graph, _n_and_shift),
+           "shiftedring:10", _gen("shifted_ring_graph"), _n_and_shift),
     Family("dbt", "N",
            "NCCL's double binary tree: a cable per edge of each of the two trees, degree <= 4",
-           "dbt:8", fam.dbt_graph, _one("n")),
+           "dbt:8", _gen("dbt_graph"), _one("n")),
     Family("hamming", "D,Q", "Hamming graph H(D,Q): Q^D nodes, degree D*(Q-1), diameter D",
-           "hamming:3,4", fam.hamming_graph, _pair("d", "q")),
+           "hamming:3,4", _gen("hamming_graph"), _pair("d", "q")),
     Family("twistedtorus", "D1xD2x...[:T]",
            "twisted torus (TPU v4): wrap-arounds of the shorter dimensions shift by T "
            "(default longest/2) along the longest; degree 2 per dimension, sizes >= 3",
-           "twistedtorus:4x4x8", fam.twisted_torus_graph, _twisted_torus, optional=1),
+           "twistedtorus:4x4x8", _gen("twisted_torus_graph"), _twisted_torus, optional=1),
     Family("twistedhypercube", "K",
            "twisted hypercube (Efe's crossed cube): 2^K nodes, degree K, diameter "
-           "ceil((K+1)/2)", "twistedhypercube:5", fam.twisted_hypercube_graph, _one("k")),
+           "ceil((K+1)/2)", "twistedhypercube:5", _gen("twisted_hypercube_graph"), _one("k")),
     Family("optcirculant", "N",
            "circulant C(N,{a,a+1}) of least diameter ceil((sqrt(2N-1)-1)/2), degree 4, N >= 5",
-           "optcirculant:25", fam.optimal_circulant_graph, _one("n")),
+           "optcirculant:25", _gen("optimal_circulant_graph"), _one("n")),
     Family("randomregular", "N,D[:SEED]",
            "connected random D-regular bidirectional graph, reproducible by SEED (default 0); "
-           "N*D even", "randomregular:16,3", fam.random_regular_graph, _random, optional=1),
+           "N*D even", "randomregular:16,3", _gen("random_regular_graph"), _random, optional=1),
     Family("randomdigraph", "N,D[:SEED]",
            "strongly connected random digraph, in- and out-degree D (union of D random "
            "permutations), reproducible by SEED", "randomdigraph:16,2",
-           fam.random_regular_digraph, _random, optional=1),
+           _gen("random_regular_digraph"), _random, optional=1),
     Family("drg", "NAME",
            "distance-regular graph by name: Table 7 of Zhao et al., NSDI 2025 (" +
-           ", ".join(list(fam.DISTANCE_REGULAR_GRAPHS)[:-4]) + ") and " +
-           ", ".join(list(fam.DISTANCE_REGULAR_GRAPHS)[-4:]),
-           "drg:odd4", fam.distance_regular_graph, _word("graph")),
+           ", ".join(_DRG_NAMES[:-4]) + ") and " + ", ".join(_DRG_NAMES[-4:]),
+           "drg:odd4", _gen("distance_regular_graph"), _word("graph")),
     Family("paley", "Q",
            "Paley graph over GF(Q), Q a prime power = 1 mod 4: x <-> x + nonzero squares; "
-           "degree (Q-1)/2, diameter 2", "paley:13", fam.paley_graph, _one("q")),
+           "degree (Q-1)/2, diameter 2", "paley:13", _gen("paley_graph"), _one("q")),
     Family("odd", "K",
            "odd graph O_K: (K-1)-subsets of 2K-1 points, adjacent iff disjoint; degree K, "
-           "diameter K-1", "odd:4", fam.odd_graph, _one("k")),
+           "diameter K-1", "odd:4", _gen("odd_graph"), _one("k")),
     Family("doubledodd", "K",
            "doubled odd graph D(O_K): (K-1)- and K-subsets of 2K-1 points by inclusion; "
-           "degree K, diameter 2K-1", "doubledodd:4", fam.doubled_odd_graph, _one("k")),
+           "degree K, diameter 2K-1", "doubledodd:4", _gen("doubled_odd_graph"), _one("k")),
     Family("johnson", "N,K",
            "Johnson graph J(N,K): K-subsets of N points, adjacent iff they share K-1; "
-           "degree K(N-K), diameter min(K,N-K)", "johnson:6,3", fam.johnson_graph,
+           "degree K(N-K), diameter min(K,N-K)", "johnson:6,3", _gen("johnson_graph"),
            _pair("n", "k")),
     Family("jellyfish", "N,D[,SEED]",
            "Jellyfish: connected random D-regular graph (= randomregular:N,D:SEED), "
-           "reproducible by SEED; N*D even", "jellyfish:64,4", a2a.jellyfish_graph, _seeded,
-           optional=1),
+           "reproducible by SEED; N*D even", "jellyfish:64,4",
+           _gen("jellyfish_graph", "alltoall"), _seeded, optional=1),
     Family("xpander", "N,D[,SEED]",
            "Xpander: random K-lift of the complete graph K_(D+1), N = K(D+1) nodes, degree D, "
-           "reproducible by SEED", "xpander:64,7", a2a.xpander_graph, _seeded, optional=1),
+           "reproducible by SEED", "xpander:64,7", _gen("xpander_graph", "alltoall"), _seeded,
+           optional=1),
     Family("slimfly", "Q",
            "Slim Fly (McKay-Miller-Siran graph), Q a prime power = 4w+delta, delta in "
            "{-1,0,1}: 2Q^2 nodes, degree (3Q-delta)/2, diameter 2", "slimfly:5",
-           a2a.slimfly_graph, _one("q")),
+           _gen("slimfly_graph", "alltoall"), _one("q")),
     Family("polarfly", "Q",
            "PolarFly (Erdos-Renyi polarity graph ER_Q), Q a prime power: Q^2+Q+1 nodes, "
            "degree Q+1 (Q at the Q+1 absolute points), diameter 2", "polarfly:7",
-           a2a.polarfly_graph, _one("q")),
+           _gen("polarfly_graph", "alltoall"), _one("q")),
     Family("moddebruijn", "N,D",
            "modified de Bruijn digraph: i -> D*i+j mod N, self-loops redirected among the loop "
            "nodes so every in- and out-degree is D", "moddebruijn:16,2",
-           a2a.modified_de_bruijn_graph, _pair("n", "d")),
+           _gen("modified_de_bruijn_graph", "alltoall"), _pair("n", "d")),
     Family("rewired", "N,D:CODE",
            "explicit digraph: node i links to the D heads in row i of CODE (URL-safe base64 of "
            "the heads, big-endian, as few bytes each as hold N-1); the finder's optimizer "
            "names the bases it rewires so", "rewired:4,2:AQICAwMAAAE", rewired_graph, _rewired,
            fields=2),
 )
+
+
+def _load(path):
+    from .io import load_topology   # here, not at the top: spec strings never need it
+
+    return load_topology(path)
 
 
 def _usage(family):
@@ -427,7 +468,7 @@ def topology(spec, *, bandwidth=None, latency=None):
     if isinstance(spec, Topology):
         return override(spec)
     if isinstance(spec, os.PathLike):
-        return override(load_topology(spec))
+        return override(_load(spec))
     if not isinstance(spec, str):
         import networkx as nx
 
@@ -446,7 +487,7 @@ def topology(spec, *, bandwidth=None, latency=None):
             raise SpecError(f"bad topology spec {shown_spec(spec)}: "
                             f"{'leaf ' if msg != str(err) else ''}{msg}") from None
     if _looks_like_file(text):
-        return override(load_topology(text))
+        return override(_load(text))
     family, kwargs = parse_spec(text)
     try:
         return family.builder(**kwargs,

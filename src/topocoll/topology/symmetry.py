@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TranslationGroup", "translation_group"]
+__all__ = ["TranslationGroup", "translation_group", "invariant", "candidates"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class TranslationGroup:
         return self._combine(y, x, -1)
 
 
-def _invariant(topology, group):
+def invariant(topology, group):
     """True if every translation maps links onto links of equal bandwidth and latency."""
     psrc, pdst, pbw, plat = topology.pairs
     n = topology.num_nodes
@@ -65,7 +65,9 @@ def _invariant(topology, group):
     return bool(np.all(bw == bw[first]) and np.all(lat == lat[first]))
 
 
-def _candidates(topology):
+def candidates(topology):
+    """Translation group shapes worth trying on ``topology`` (``dims`` tuples, the family's
+    claim first); :func:`translation_group` verifies each."""
     n = topology.num_nodes
     claimed = topology.meta.get("symmetry") if isinstance(topology.meta, dict) else None
     if isinstance(claimed, dict):
@@ -94,12 +96,15 @@ def translation_group(topology):
     if topology.num_nodes < 2 or topology.switches:
         return None
     seen = set()
-    for dims in _candidates(topology):
+    for dims in candidates(topology):
         dims = tuple(d for d in dims if d > 1) or (topology.num_nodes,)
         if int(np.prod(dims)) != topology.num_nodes or dims in seen:
             continue
         seen.add(dims)
         group = TranslationGroup(dims)
-        if _invariant(topology, group):
+        if invariant(topology, group):
             return group
     return None
+
+
+# the old private names, still imported by schedule/symmetric.py and schedule/verify.py

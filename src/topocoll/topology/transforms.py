@@ -30,7 +30,7 @@ from ..units import whole_number
 from .model import Topology
 
 __all__ = ["line_graph", "degree_expansion", "cartesian_product", "cartesian_power",
-           "bidirectional_union", "ragged"]
+           "bidirectional_union", "ragged", "grouped"]
 
 
 def ragged(counts):
@@ -45,7 +45,7 @@ def ragged(counts):
     return row, np.arange(row.size, dtype=np.int64) - start[row]
 
 
-def _grouped(keys, size):
+def grouped(keys, size):
     """Indices sorted (stably) by ``keys`` and the CSR pointer of each key ``0..size-1``."""
     order = np.argsort(keys, kind="stable")
     ptr = np.zeros(size + 1, dtype=np.int64)
@@ -102,7 +102,7 @@ def line_graph(topology):
     if g.num_links == 0:
         raise TopologyError(f"the line graph of {g.name} would be empty: it has no links")
     n = g.num_nodes
-    out_order, out_ptr = _grouped(g.src, n)
+    out_order, out_ptr = grouped(g.src, n)
     outdeg = np.diff(out_ptr)
     e, pos = ragged(outdeg[g.dst])
     f = out_order[out_ptr[g.dst[e]] + pos]
@@ -228,3 +228,6 @@ def bidirectional_union(topology):
     return Topology(g.num_nodes, np.concatenate([g.src, g.dst]), np.concatenate([g.dst, g.src]),
                     np.tile(g.bandwidth, 2), np.tile(g.latency, 2), name=f"bidir({g.name})",
                     meta=meta)
+
+
+# the old private name, still imported by synth/expansions.py

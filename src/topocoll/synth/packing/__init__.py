@@ -9,10 +9,19 @@ docs/math.md section 9).
 * :mod:`.generator`: trees to schedules.
 """
 
-from .arborescence import min_arborescences
-from .bound import PACKING_COLLECTIVES, PackingBound, tree_packing_bound
-from .forest import Forest, pack_trees
-from .generator import TREES_COLLECTIVES, forest_allgather, trees_schedule
+from ...lazy import lazy_attributes
+
+# Public names -> the submodule that defines them. A submodule is imported when one of its
+# names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
+_LAZY = {
+    ".arborescence": ("min_arborescences",),
+    ".bound": ("PACKING_COLLECTIVES", "PackingBound", "tree_packing_bound"),
+    ".forest": ("Forest", "pack_trees"),
+    ".generator": ("TREES_COLLECTIVES", "forest_allgather", "trees_schedule"),
+}
 
 __all__ = ["tree_packing_bound", "PackingBound", "PACKING_COLLECTIVES", "pack_trees", "Forest",
            "min_arborescences", "trees_schedule", "forest_allgather", "TREES_COLLECTIVES"]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

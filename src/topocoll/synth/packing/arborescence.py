@@ -17,8 +17,6 @@ per level, vectorised over the roots.
 """
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ...errors import NotStronglyConnectedError
 
@@ -40,6 +38,9 @@ def contraction_hierarchy(num_nodes, src, dst, cost, tiebreak=None):
     holds original node v. Ties between equally cheap links go to the smaller ``tiebreak``,
     then to the smaller index.
     """
+    import scipy.sparse as sp  # imported when first needed (start-up time)
+    from scipy.sparse.csgraph import connected_components
+
     n = int(num_nodes)
     cost = np.asarray(cost, dtype=float)
     tiebreak = np.zeros(cost.size) if tiebreak is None else np.asarray(tiebreak, dtype=float)

@@ -30,8 +30,6 @@ from fractions import Fraction
 from math import gcd, lcm
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from ..options import require_collective
 from ...errors import TopologyError
@@ -134,6 +132,8 @@ def _cut_ratio(side, psrc, pdst, caps):
 
 def _flow_graph(n, psrc, pdst, caps, a, b):
     """Links scaled by ``a`` plus a source (node n) with capacity ``b`` to every node."""
+    import scipy.sparse as sp  # imported when first needed (start-up time)
+
     rows = np.r_[psrc, np.full(n, n)]
     cols = np.r_[pdst, np.arange(n)]
     data = np.r_[caps * a, np.full(n, b, dtype=np.int64)]
@@ -142,6 +142,9 @@ def _flow_graph(n, psrc, pdst, caps, a, b):
 
 def _source_side(graph, flow, source):
     """Nodes reachable from the source in the residual graph of a maximum flow."""
+    import scipy.sparse as sp  # imported when first needed (start-up time)
+    from scipy.sparse.csgraph import breadth_first_order
+
     cap = graph.tocoo()
     f = np.asarray(flow[cap.row, cap.col]).ravel()
     fwd = cap.data - f > 0
@@ -173,6 +176,8 @@ def _start(n, psrc, pdst, caps):
 
 def _max_ratio(topology, progress=None):
     """``(ratio in seconds per shard as a Fraction, critical set, exact, iterations)``."""
+    from scipy.sparse.csgraph import maximum_flow  # imported when first needed (start-up time)
+
     n = topology.num_nodes
     psrc, pdst, pbw, _ = topology.pairs
     # scipy's max-flow holds capacities in int32: links are scaled by a <= N, the source's

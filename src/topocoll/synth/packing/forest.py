@@ -404,6 +404,29 @@ def _check(chunks, tolerance, max_chunks, depth_slack):
     return chunks, float(tolerance), max_chunks, depth_slack
 
 
+def _fluid_stage(net, seed, depth_slack, report):
+    """Fluid packing, the depth cap rising from the diameter (by ``depth_slack``, then
+    uncapped). Returns ``(pool, fluid, depth)``: the trees no deeper than ``depth`` (the
+    fluid optimum's depth or the seed's), and ``(fluid depth, fluid cost / optimum)``."""
+    sp_parents, sp_depths, _ = shortest_path_trees(net.dist, net.psrc, net.pdst)
+    pool = _merge(seed, (np.arange(net.n), sp_parents, sp_depths))
+    cap = net.diameter
+    while True:
+        limit = cap if cap <= net.diameter + depth_slack else net.n - 1
+        master = _fluid(net, pool, limit, report)
+        objective, weights, _, _ = master.solve()
+        pool = _merge(pool, _used(master, weights))
+        if objective <= net.optimum * (1 + _REL) or limit == net.n - 1:
+            break
+        cap += 1
+    depth = int(_used(master, weights)[2].max())
+    fluid = (depth, objective / net.optimum)
+    depth = max(depth, int(seed[2].max()))
+    keep = pool[2].max(axis=1) <= depth
+    pool = tuple(part[keep] for part in pool)
+    return pool, fluid, depth
+
+
 def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
                max_chunks=DEFAULT_MAX_CHUNKS, depth_slack=DEFAULT_DEPTH_SLACK, size=None,
                progress=None):
@@ -460,22 +483,7 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
                        (net.diameter, 1.0), 0, {k: net.per_byte(cost, k)})
 
     # 1. fluid packing, the depth cap rising from the diameter
-    sp_parents, sp_depths, _ = shortest_path_trees(net.dist, net.psrc, net.pdst)
-    pool = _merge(seed, (np.arange(net.n), sp_parents, sp_depths))
-    cap = net.diameter
-    while True:
-        limit = cap if cap <= net.diameter + depth_slack else net.n - 1
-        master = _fluid(net, pool, limit, report)
-        objective, weights, _, _ = master.solve()
-        pool = _merge(pool, _used(master, weights))
-        if objective <= net.optimum * (1 + _REL) or limit == net.n - 1:
-            break
-        cap += 1
-    depth = int(_used(master, weights)[2].max())
-    fluid = (depth, objective / net.optimum)
-    depth = max(depth, int(seed[2].max()))
-    keep = pool[2].max(axis=1) <= depth
-    pool = tuple(part[keep] for part in pool)
+    pool, fluid, depth = _fluid_stage(net, seed, depth_slack, report)
 
     # 2. the pipeline at K (or at the K chosen)
     def solve(k, pool):

@@ -17,11 +17,20 @@
 * :mod:`.tenants` -- several collectives sharing one network.
 """
 
-from .synthesis import (METHODS, TEN_COLLECTIVES, TenProblem, chunk_conditions,
-                        chunk_lower_bound, discretize, events_to_schedule, synthesize,
-                        ten_problem)
-from .tenants import TenantsResult, parse_tenant, synthesize_tenants
+from ...lazy import lazy_attributes
+
+# Public names -> the submodule that defines them. A submodule is imported when one of its
+# names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
+_LAZY = {
+    ".synthesis": ("METHODS", "TEN_COLLECTIVES", "TenProblem", "chunk_conditions",
+                   "chunk_lower_bound", "discretize", "events_to_schedule", "synthesize",
+                   "ten_problem"),
+    ".tenants": ("TenantsResult", "parse_tenant", "synthesize_tenants"),
+}
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
            "chunk_lower_bound", "events_to_schedule", "METHODS",
            "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant"]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -47,7 +47,8 @@ import numpy as np
 from ...topology.symmetry import translation_group
 from .greedy import EVENT_DTYPE
 
-__all__ = ["symmetric_events", "translation_servers", "SymmetricResult", "TRIES", "TRY_WORK",
+__all__ = ["symmetric_events", "symmetric_representatives", "translation_servers",
+           "SymmetricResult", "SymmetricRows", "TRIES", "TRY_WORK",
            "MIN_TRIES", "MAX_WORK"]
 
 #: Most tries (random priority draws) of one search.
@@ -144,18 +145,104 @@ def symmetric_events(topology, link_cost, link_steps, chunks, goal, *, seed=0, t
         :func:`translation_servers` of the topology, if known.
 
     Returns None if the network has no translation symmetry (see :func:`translation_servers`)
-    or the problem is larger than :data:`MAX_WORK`.
+    or the problem is larger than :data:`MAX_WORK`. The explicit events number ``chunks`` x N
+    x (N - 1); :func:`symmetric_representatives` returns the N times fewer rows into node 0.
     """
+    found = _search(topology, link_cost, chunks, goal, seed, tries, servers, MAX_WORK)
+    if found is None:
+        return None
+    (group, label, cost, link_of), parent, end, sends, made = found
+    n, c = topology.num_nodes, int(chunks)
+    steps = np.asarray(link_steps, np.int64)
+    part, node, srv, start = _place(sends, c, n, steps[link_of[0]], parent)
+    origin = np.arange(n)
+    sender = group.add(parent[srv, node][:, None], origin[None, :])       # (sends, n)
+    events = np.zeros(part.size * n, dtype=EVENT_DTYPE)
+    events["chunk"] = (origin[None, :] * c + part[:, None]).ravel()
+    events["link"] = link_of[sender, srv[:, None]].ravel()
+    events["start"] = np.repeat(start, n)
+    order = np.argsort(events["start"], kind="stable")
+    makespan = int((start + steps[link_of[0]][srv]).max())
+    return SymmetricResult(events[order], makespan, float(end), made)
+
+
+@dataclass
+class SymmetricRows:
+    """Outcome of :func:`symmetric_representatives`: the sends into node 0 of a
+    translation-invariant all-gather (its orbit representatives).
+
+    Attributes
+    ----------
+    group : TranslationGroup
+    start : int array
+        TEN start slot of each send (its transfer is in step ``start + 1``).
+    src : int array
+        The sender (``-label`` of the send's link).
+    shard : int array
+        The shard carried (the node it started at).
+    part : int array
+        Which of the ``chunks`` parts of the shard.
+    makespan : int
+        The last arrival slot.
+    time : float
+        The best try's end in seconds (the link model takes at most this).
+    tries : int
+    """
+
+    group: object
+    start: np.ndarray
+    src: np.ndarray
+    shard: np.ndarray
+    part: np.ndarray
+    makespan: int
+    time: float
+    tries: int
+
+
+def symmetric_representatives(topology, link_cost, link_steps, chunks, goal, *, seed=0,
+                              tries=None, servers=None):
+    """The all-gather of :func:`symmetric_events` as its orbit representatives, the sends into
+    node 0: ``chunks`` x (N - 1) rows where the explicit form has N times as many; None if the
+    network has no translation symmetry. No size limit: one try is a list schedule of
+    ``chunks`` x N sends (a 128x128 torus: about a second).
+
+    >>> from topocoll.synth.ten import chunk_lower_bound, ten_problem
+    >>> p = ten_problem("torus:4x4", "allgather")
+    >>> r = symmetric_representatives(p.topology, p.link_cost, p.link_steps, 1,
+    ...                               goal=chunk_lower_bound(p))
+    >>> r.src.size, r.makespan       # 15 sends into node 0 over 4 in-links: 4 slots
+    (15, 4)
+    """
+    found = _search(topology, link_cost, chunks, goal, seed, tries, servers, None)
+    if found is None:
+        return None
+    (group, label, cost, link_of), parent, end, sends, made = found
+    n, c = topology.num_nodes, int(chunks)
+    server_steps = np.asarray(link_steps, np.int64)[link_of[0]]
+    part, node, srv, start = _place(sends, c, n, server_steps, parent)
+    # the send (node 0's part, parent -> node) translated by -node: into node 0
+    src = group.subtract(0, label[srv])
+    shard = group.subtract(0, node)
+    order = np.argsort(start, kind="stable")
+    makespan = int((start + server_steps[srv]).max()) if start.size else 0
+    return SymmetricRows(group, start[order], src[order], shard[order], part[order], makespan,
+                         float(end), made)
+
+
+def _search(topology, link_cost, chunks, goal, seed, tries, servers, max_work):
+    """The tries of :func:`symmetric_events`: ``(servers, parent, end, sends, tries made)`` of
+    the best, None without a translation symmetry or above ``max_work`` (None: no limit)."""
     if servers is None:
         servers = translation_servers(topology, link_cost)
     if servers is None:
         return None
     group, label, cost, link_of = servers
     n, c = topology.num_nodes, int(chunks)
-    if c * n * cost.size > MAX_WORK:
+    if max_work is not None and c * n * cost.size > max_work:
         return None
-    child = np.stack([group.add(np.arange(n), g) for g in label])          # (servers, n)
-    parent = np.stack([group.subtract(np.arange(n), g) for g in label])
+    nodes = np.arange(n)
+    child = np.stack([group.add(nodes, g) for g in label])          # (servers, n)
+    parent = np.stack([group.subtract(nodes, g) for g in label])
     if tries is None:
         tries = min(TRIES, max(MIN_TRIES, TRY_WORK // (c * n * cost.size)))
     rules = (cost > cost.min() * (1 + _TOL), np.ones(cost.size, dtype=bool))
@@ -169,9 +256,7 @@ def symmetric_events(topology, link_cost, link_steps, chunks, goal, *, seed=0, t
             best = (end, sends)
         if best[0] <= goal * (1 + _TOL):
             break
-    events, makespan = _translate(best[1], n, c, np.asarray(link_steps, np.int64), link_of,
-                                  parent, group)
-    return SymmetricResult(events, makespan, float(best[0]), made)
+    return servers, parent, best[0], best[1], made
 
 
 def _try(n, c, cost, late, child, parent, key):
@@ -249,25 +334,17 @@ def _try(n, c, cost, late, child, parent, key):
     return sends
 
 
-def _translate(sends, n, c, steps, link_of, parent, group):
-    """Place node 0's sends on slots (each as soon as its server and part allow, in the order
-    of their exact starts) and translate them to every node: ``(events, makespan)``."""
+def _place(sends, c, n, server_steps, parent):
+    """Place node 0's sends on slots, each as soon as its server and part allow, in the order
+    of their exact starts: arrays ``(part, node, server, start)``."""
     sends = sorted(sends, key=lambda r: (r[3], r[2]))
-    num = link_of.shape[1]
-    server_steps = steps[link_of[0]]
-    free = np.zeros(num, np.int64)
+    free = np.zeros(server_steps.size, np.int64)
     have = np.zeros((c, n), np.int64)
     rows = []
     for j, y, s, _, _ in sends:
         start = max(int(free[s]), int(have[j, parent[s, y]]))
         free[s] = have[j, y] = start + server_steps[s]
         rows.append((j, y, s, start))
-    part, node, srv, start = (np.array(col, dtype=np.int64) for col in zip(*rows))
-    origin = np.arange(n)
-    sender = group.add(parent[srv, node][:, None], origin[None, :])       # (sends, n)
-    events = np.zeros(part.size * n, dtype=EVENT_DTYPE)
-    events["chunk"] = (origin[None, :] * c + part[:, None]).ravel()
-    events["link"] = link_of[sender, srv[:, None]].ravel()
-    events["start"] = np.repeat(start, n)
-    order = np.argsort(events["start"], kind="stable")
-    return events[order], int((start + server_steps[srv]).max())
+    if not rows:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    return tuple(np.array(col, dtype=np.int64) for col in zip(*rows))

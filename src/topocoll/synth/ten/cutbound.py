@@ -29,15 +29,17 @@ __all__ = ["pair_cut_bound", "pair_forward_bound", "MAX_STEPS"]
 _BLOCK = 2**22          # chunk x pair booleans per block
 
 
-def pair_cut_bound(topology, cost, pre, post, stream_bound):
+def pair_cut_bound(topology, cost, pre, post, stream_bound, pairs=None):
     """Largest cut time over the pairs of adjacent nodes (seconds; 0.0 without pairs).
 
     ``stream_bound(ends, cost, demand, count)``: the least time at which the entries with
     ``ends == i`` carry ``demand[i]`` chunks, maxed over ``i`` (the single-node bound's
-    helper, shared so that both terms snap alike).
+    helper, shared so that both terms snap alike). ``pairs``: arrays ``(pu, pv)`` of the
+    adjacent pairs to look at (default all; on a network with a translation symmetry the
+    pairs of node 0 stand for all).
     """
     t, n = topology, topology.num_nodes
-    pu, pv = _adjacent_pairs(t)
+    pu, pv = _adjacent_pairs(t) if pairs is None else pairs
     if pu.size == 0:
         return 0.0
     recv, send = _demands(pu, pv, pre, post)
@@ -77,22 +79,51 @@ def _crossing(inside, outside, pu, pv, n):
 
 
 def _demands(pu, pv, pre, post):
-    """Per pair: chunks it must receive, chunks it must send (held only inside, wanted out)."""
-    k = pre.shape[0]
+    """Per pair: chunks it must receive, chunks it must send (held only inside, wanted out).
+
+    Counted on bitsets (one row of chunk bits per node of the pairs): a chunk is held only
+    inside the pair if its holders number exactly those of the pair that hold it, and wanted
+    outside if more nodes want it than those of the pair that do.
+    """
+    nodes, inv = np.unique(np.r_[pu, pv], return_inverse=True)
+    iu, iv = inv[:pu.size], inv[pu.size:]
     want = post & ~pre
     holders = pre.sum(axis=1)
     wanted = want.sum(axis=1)
+    held_by, in_post = _node_bits(pre[:, nodes]), _node_bits(post[:, nodes])
+    wanted_by = _node_bits(want[:, nodes])
+    one, two = _chunk_bits(holders == 1), _chunk_bits(holders == 2)
+    some, two_plus, three_plus = (_chunk_bits(wanted >= m) for m in (1, 2, 3))
     recv = np.zeros(pu.size, dtype=np.int64)
     send = np.zeros(pu.size, dtype=np.int64)
-    step = max(1, _BLOCK // max(k, 1))
+    step = max(1, _BLOCK // max(64 * held_by.shape[1], 1))
     for lo in range(0, pu.size, step):
-        u, v = pu[lo:lo + step], pv[lo:lo + step]
-        held = pre[:, u] | pre[:, v]
-        recv[lo:lo + step] = ((post[:, u] | post[:, v]) & ~held).sum(axis=0)
-        only = held & (holders[:, None] == pre[:, u].astype(np.int64) + pre[:, v])
-        out = wanted[:, None] - want[:, u] - want[:, v] > 0
-        send[lo:lo + step] = (only & out).sum(axis=0)
+        u, v = iu[lo:lo + step], iv[lo:lo + step]
+        hu, hv = held_by[u], held_by[v]
+        recv[lo:lo + step] = _popcount((in_post[u] | in_post[v]) & ~(hu | hv))
+        only = ((hu ^ hv) & one) | (hu & hv & two)
+        wu, wv = wanted_by[u], wanted_by[v]
+        out = (~(wu | wv) & some) | ((wu ^ wv) & two_plus) | (wu & wv & three_plus)
+        send[lo:lo + step] = _popcount(only & out)
     return recv, send
+
+
+def _node_bits(mask):
+    """``(k, n)`` booleans -> ``(n, words)`` uint64: node ``x``'s chunks as bits."""
+    k, n = mask.shape
+    words = max(1, (k + 63) // 64)
+    out = np.zeros((n, words * 8), dtype=np.uint8)
+    out[:, :(k + 7) // 8] = np.packbits(mask, axis=0, bitorder="little").T
+    return out.view(np.uint64)
+
+
+def _chunk_bits(flags):
+    """``(k,)`` booleans -> ``(words,)`` uint64."""
+    return _node_bits(np.asarray(flags, dtype=bool)[:, None])[0]
+
+
+def _popcount(bits):
+    return np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
 
 
 #: Candidate horizons tried per pair above the bound so far by :func:`pair_forward_bound`;
@@ -101,7 +132,7 @@ MAX_STEPS = 512
 _TOL = 1e-9
 
 
-def pair_forward_bound(topology, cost, pre, post, floor=0.0):
+def pair_forward_bound(topology, cost, pre, post, floor=0.0, pairs=None):
     """The pair term with forwarding inside the pair (seconds; at least ``floor``).
 
     For adjacent nodes u and v, a chunk both need and neither holds reaches v through u only
@@ -113,14 +144,16 @@ def pair_forward_bound(topology, cost, pre, post, floor=0.0):
     ``lo_u = max(0, n_b + n_v - E_v(T))``, ``lo_v = max(0, n_b + n_u - E_u(T))`` with
     ``lo_u <= E_u(T - a)``, ``lo_v <= E_v(T - b)`` and ``lo_u + lo_v <= n_b``. (The cut
     term's ``E_u(T) + E_v(T) >= n_b + n_u + n_v`` follows.) The least T over the candidate
-    ends ``m * cost`` and ``m * cost + a`` is searched upward from ``floor``.
+    ends ``m * cost`` and ``m * cost + a`` is searched upward from ``floor``. ``pairs`` as
+    in :func:`pair_cut_bound`.
     """
     t = topology
     src, dst = t.src.astype(np.int64), t.dst.astype(np.int64)
     cost = np.asarray(cost, dtype=float)
     need = post & ~pre
     best = float(floor)
-    for u, v in zip(*(side.tolist() for side in _adjacent_pairs(t))):
+    for u, v in zip(*(side.tolist() for side in
+                      (_adjacent_pairs(t) if pairs is None else pairs))):
         into = need[:, u] | need[:, v]
         fresh = into & ~pre[:, u] & ~pre[:, v]
         both = int((fresh & need[:, u] & need[:, v]).sum())

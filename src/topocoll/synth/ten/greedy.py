@@ -23,6 +23,12 @@ Two kinds of chunks are matched, slot after slot, until the postcondition holds:
 
 The result is a causal schedule by construction: a chunk is only sent by a node that holds it.
 
+The state is kept lean for large networks (a 64x64 mesh all-gather is 16.8 million sends): the
+bitset of what each node still needs is kept up to date rather than recomputed every slot, the
+links' chunk choices run over blocks of rows that stay in the cache, and the sends are held as
+32-bit ids until the end (:class:`_Sends`); the choices, and so the schedules, are the same as
+before.
+
 >>> import numpy as np
 >>> src, dst = np.array([0, 1, 2]), np.array([1, 2, 0])          # uniring:3
 >>> pre = np.eye(3, dtype=bool); post = np.ones((3, 3), dtype=bool)   # allgather
@@ -34,9 +40,9 @@ The result is a causal schedule by construction: a chunk is only sent by a node 
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csgraph, csr_matrix
 
 from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from ...topology.paths import distances
 from .latebind import LateLinks, unpack_bits
 
 __all__ = ["greedy_events", "GreedyResult", "EVENT_DTYPE", "check_ten_problem", "RULES"]
@@ -98,17 +104,10 @@ def check_ten_problem(num_nodes, link_src, link_dst, link_steps, pre, post):
 
 
 def _weighted_distances(num_nodes, src, dst, steps, targets):
-    """``dist[i, u]``: least TEN slots from ``u`` to ``targets[i]`` (inf if unreachable)."""
-    if src.size == 0:
-        d = np.full((targets.size, num_nodes), np.inf)
-        d[np.arange(targets.size), targets] = 0.0
-        return d
-    w = np.zeros((num_nodes, num_nodes))
-    # parallel links: the fastest one counts for distances
-    order = np.argsort(-steps, kind="stable")
-    w[dst[order], src[order]] = steps[order]          # transposed: distances *to* targets
-    graph = csr_matrix(w)
-    return csgraph.dijkstra(graph, directed=True, indices=targets)
+    """``dist[i, u]``: least TEN slots from ``u`` to ``targets[i]`` (inf if unreachable);
+    parallel links: the fastest one counts (numpy on small networks, else scipy's Dijkstra)."""
+    return distances(num_nodes, src, dst, targets, weight=np.asarray(steps, dtype=np.float64),
+                     transpose=True)
 
 
 def _pick_bits(rows, rng, num_bits):
@@ -118,19 +117,29 @@ def _pick_bits(rows, rng, num_bits):
     the first set bit after a random rotation. Chunk ids were shuffled once per seed, so this is
     a cheap, seeded stand-in for a uniform random choice.
     """
-    count, width = rows.shape
-    ar = np.arange(count)
-    # one random starting word per call (a per-row start costs a 2-D gather); rows still
-    # differ by their own random bit rotation below
-    w0 = int(rng.integers(0, width)) if width > 1 else 0
-    rolled = np.concatenate([rows[:, w0:], rows[:, :w0]], axis=1) if w0 else rows
-    nz = rolled != 0
-    found = nz.any(axis=1)
-    first = nz.argmax(axis=1)
-    word = rolled[ar, first]
-    wi = first + w0
-    wi[wi >= width] -= width
-    rot = rng.integers(0, 64, size=count).astype(np.uint64)
+    start, rot = _pick_draws(rng, *rows.shape)
+    return _first_bits(rows, start, rot, num_bits)
+
+
+def _pick_draws(rng, count, width):
+    """The random draws of :func:`_pick_bits` for ``count`` rows of ``width`` words: one
+    starting word per call (a per-row start costs a 2-D gather; rows still differ by their
+    own bit rotation), one rotation per row."""
+    start = int(rng.integers(0, width)) if width > 1 else 0
+    return start, rng.integers(0, 64, size=count).astype(np.uint64)
+
+
+def _first_bits(rows, start, rot, num_bits):
+    """:func:`_pick_bits` with its draws given (a block of rows at a time)."""
+    ar = np.arange(rows.shape[0])
+    nz = rows != 0
+    wi = nz[:, start:].argmax(axis=1) + start    # first non-zero word from start on, cyclically
+    found = nz[ar, wi]
+    if start:
+        head = nz[:, :start].argmax(axis=1)
+        wi = np.where(found, wi, head)
+        found = nz[ar, wi]
+    word = rows[ar, wi]
     spun = (word >> rot) | (word << ((np.uint64(64) - rot) & np.uint64(63)))
     spun = np.where(rot == 0, word, spun)
     low = spun & (~spun + _ONE)
@@ -138,6 +147,11 @@ def _pick_bits(rows, rng, num_bits):
     bit = (bit + rot.astype(np.int64)) & 63
     out = wi * 64 + bit
     return np.where(found & (out < num_bits), out, -1)
+
+
+#: Words (of rows x chunk bitsets) the greedy's passes handle at a time: a block stays in the
+#: cache, and the temporaries are reused rather than mapped afresh.
+_BLOCK_WORDS = 1 << 18
 
 
 class _Flood:
@@ -153,9 +167,12 @@ class _Flood:
         self.in_links = in_links                 # (N, lmax) links into each node, -1 padded
         self.held = np.zeros((num_nodes + 1, self.width), dtype=np.uint64)  # row N: padding
         self.want = np.zeros((num_nodes, self.width), dtype=np.uint64)
-        self.pending = np.zeros((num_nodes, self.width), dtype=np.uint64)
         self._set(self.held, pre[chunks].T)
         self._set(self.want, post[chunks].T)
+        #: chunks each node wants, lacks and is not receiving yet (cleared when one is sent)
+        self.need = self.want & ~self.held[:-1]
+        self.need_count = np.bitwise_count(self.need).sum(axis=1, dtype=np.int64)
+        self.missing_count = int(self.need_count.sum())
         self.rng = rng
         self.late = late                         # LateLinks on mixed link speeds, else None
         self.rule = rule
@@ -166,13 +183,21 @@ class _Flood:
         np.bitwise_or.at(bits, (nodes, idx >> 6), _ONE << (idx & 63).astype(np.uint64))
 
     def missing(self):
-        return int(np.bitwise_count(self.want & ~self.held[:-1]).sum())
+        return self.missing_count
+
+    def _claim(self, v, bit):
+        """Chunks ``bit`` are on their way to nodes ``v`` (distinct pairs): no longer needed."""
+        word, mask = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
+        cell = v * self.width + word
+        was = (self.need.reshape(-1)[cell] & mask) != 0
+        np.bitwise_and.at(self.need.reshape(-1), cell, ~mask)
+        self.need_count -= np.bincount(v[was], minlength=self.need_count.size)
+        return word, mask
 
     def match(self, t, free, link_src, link_dst, link_steps, out):
         """Match flooding chunks to the free links; returns the links used."""
         held = self.held
-        need = self.want & ~held[:-1] & ~self.pending
-        active = np.flatnonzero(need.any(axis=1))
+        active = np.flatnonzero(self.need_count > 0)
         none = np.zeros(0, dtype=np.int64)
         if active.size == 0:
             return none
@@ -182,7 +207,7 @@ class _Flood:
         if not keep.any():
             return none
         active, tab, ok = active[keep], tab[keep], ok[keep]
-        need = need[active]
+        need = self.need[active]
         # passes: every waiting link picks a chunk; where links into one receiver picked the
         # same chunk, the shortest link (else a random one) keeps it, the others pick again
         prio = np.where(ok, np.r_[link_steps, 0][tab] + self.rng.random(tab.shape), np.inf)
@@ -205,13 +230,12 @@ class _Flood:
                              unpack_bits(protect[row], self.k))
             used = [(row[i], l_all[i], b)] if i.size else []
         else:
-            used = self._assign(row, l_all, pr, held[link_src[l_all]], need,
-                                *self._tiers(active), protect)
+            used = self._assign(row, l_all, pr, link_src[l_all], need, self._tiers(active),
+                                protect)
         links = []
         for r, l, b in used:
-            word, mask = b >> 6, _ONE << (b & 63).astype(np.uint64)
             v = link_dst[l]
-            np.bitwise_or.at(self.pending, (v, word), mask)
+            self._claim(v, b)
             if late is not None:
                 late.holds(b, v, t + link_steps[l])
             out.append((self.chunks[b], l, np.full(l.size, t, dtype=np.int64),
@@ -222,7 +246,8 @@ class _Flood:
         return np.concatenate(links) if links else none
 
     def _tiers(self, active):
-        """Chunks held by exactly one / two in-neighbours of each receiver in ``active``."""
+        """Chunks held by at least two / exactly two in-neighbours of each receiver in
+        ``active`` (a chunk a link may send is held by one at least: its sender)."""
         held = self.held
         nb = self.in_nbrs[active]
         nb = np.where(nb < 0, held.shape[0] - 1, nb)
@@ -234,23 +259,24 @@ class _Flood:
             a3 |= a2 & x
             a2 |= a1 & x
             a1 |= x
-        return a1 & ~a2, a2 & ~a3
+        a3 ^= a2                                     # exactly two: at least two, not three
+        return a2, a3
 
-    def _assign(self, row, l_all, pr, offer, need, tier1, tier2, protect=None):
+    def _assign(self, row, l_all, pr, offer, need, tiers, protect=None):
         """Exclusivity-tier passes: each link picks a chunk of ``offer`` its receiver (row of
-        ``need``, cleared as chunks are taken) needs; ``protect``: chunks to take last.
-        Returns ``[(rows, links, chunks)]``."""
+        ``need``, cleared as chunks are taken) needs, first one that no other in-neighbour of
+        the receiver holds, then one that one other holds (``tiers``: :meth:`_tiers` of the
+        receivers); ``protect``: chunks to take last. ``offer``: the senders' bitsets, or
+        their node ids (rows of ``held`` now). Returns ``[(rows, links, chunks)]``."""
         used = []
+        step = max(1, _BLOCK_WORDS // self.width)
         while row.size:
-            c = offer & need[row]
-            if protect is not None:
-                free = c & ~protect[row]
-                c = np.where(free.any(axis=1)[:, None], free, c)
-            t1 = c & tier1[row]
-            t2 = c & tier2[row]
-            pick = np.where(t1.any(axis=1)[:, None], t1,
-                            np.where(t2.any(axis=1)[:, None], t2, c))
-            bit = _pick_bits(pick, self.rng, self.k)
+            start, rot = _pick_draws(self.rng, row.size, self.width)
+            bit = np.empty(row.size, dtype=np.int64)
+            for lo in range(0, row.size, step):
+                part = slice(lo, lo + step)
+                pick = self._tier_pick(offer[part], need, row[part], tiers, protect)
+                bit[part] = _first_bits(pick, start, rot[part], self.k)
             go = bit >= 0
             row, l_all, pr, bit, offer = row[go], l_all[go], pr[go], bit[go], offer[go]
             if row.size == 0:
@@ -267,6 +293,28 @@ class _Flood:
             row, l_all, pr, offer = row[~win], l_all[~win], pr[~win], offer[~win]
         return used
 
+    def _tier_pick(self, offer, need, row, tiers, protect):
+        """Per row: the chunks its link may take from the best tier (see :meth:`_assign`)."""
+        c = need[row]
+        c &= self.held[offer] if offer.ndim == 1 else offer
+        if protect is not None:
+            free = c & ~protect[row]
+            c = np.where(free.any(axis=1)[:, None], free, c)
+        # c lies in the chunks some in-neighbour holds (the sender does)
+        two = tiers[0][row]
+        two &= c
+        pick = c ^ two                               # held by the sender alone
+        two = tiers[1][row]
+        two &= c                                     # ... by the sender and one other
+        has1 = pick.any(axis=1)
+        if not has1.all():
+            has2 = two.any(axis=1)
+            fill = ~has1 & has2
+            pick[fill] = two[fill]
+            rest = ~has1 & ~has2
+            pick[rest] = c[rest]
+        return pick
+
     def bind(self, t, link_src, link_dst, link_steps):
         """Give the late transfers arriving at slot ``t`` their chunks; returns the sends
         ``[(chunks, links, starts, arrivals)]`` (a transfer with nothing left to carry is
@@ -278,14 +326,14 @@ class _Flood:
         v = link_dst[links]
         pr = self.rng.random(links.size)
         if self.late.estimates:
-            need = self.want[v] & ~self.held[v] & ~self.pending[v]
+            need = self.need[v]
             cand = unpack_bits(offer & need, self.k)
             i, b = self.late.pick(t, links, v, cand, pr, link_src, link_dst)
         else:
             active, row = np.unique(v, return_inverse=True)
-            need = self.want[active] & ~self.held[active] & ~self.pending[active]
+            need = self.need[active]
             used = self._assign(row, np.arange(links.size), pr, offer, need,
-                                *self._tiers(active))
+                                self._tiers(active))
             if not used:
                 return []
             i, b = (np.concatenate(x) for x in list(zip(*used))[1:])
@@ -295,9 +343,11 @@ class _Flood:
         return [(self.chunks[b], l, starts[i], np.full(l.size, t, dtype=np.int64))]
 
     def arrive(self, v, bit):
-        word, mask = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
-        np.bitwise_or.at(self.held, (v, word), mask)
-        np.bitwise_and.at(self.pending, (v, word), ~mask)
+        """Chunks ``bit`` arrive at nodes ``v`` (distinct pairs)."""
+        word, mask = self._claim(v, bit)
+        lacked = ((self.want[v, word] & mask) != 0) & ((self.held[v, word] & mask) == 0)
+        self.missing_count -= int(lacked.sum())
+        np.bitwise_or.at(self.held.reshape(-1), v * self.width + word, mask)
 
 
 class _Routed:
@@ -450,14 +500,15 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
         can_start = (csum[np.arange(src.size)[:, None], ends] - csum[:, s_idx]) == 0
     busy = np.zeros(src.size, dtype=np.int64)
     arrivals = {}
-    sends = []
+    sends = _Sends(pre.shape[0], src.size)
     t = 0
     remaining = total
     while remaining:
         for kind, v, ident in arrivals.pop(t, ()):
             (routed if kind else flood).arrive(v, ident)
         if flood is not None and flood.late is not None:
-            sends += flood.bind(t, src, dst, steps)
+            for sent in flood.bind(t, src, dst, steps):
+                sends.add(*sent)
         free = busy <= t
         if can_start is not None and t < can_start.shape[1]:
             free &= can_start[:, t]
@@ -470,7 +521,7 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
                 free[used] = False
                 busy[used] = t + steps[used]
         for chunk, l, start, arrive, v, ident, is_routed in out:
-            sends.append((chunk, l, start, arrive))
+            sends.add(chunk, l, start, arrive)
             kind = bool(is_routed[0])
             for slot in np.unique(arrive):
                 m = arrive == slot
@@ -491,39 +542,58 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
         if can_start is not None and t + 1 < can_start.shape[1]:
             candidates.append(t + 1)  # blocked windows open at any slot
         t = min(candidates) if candidates else t + 1
-    if sends:
-        chunk, link, start, arrive = (np.concatenate(x) for x in zip(*sends))
-    else:
-        chunk = link = start = arrive = np.zeros(0, dtype=np.int64)
-    events = np.empty(chunk.size, dtype=EVENT_DTYPE)
-    events["chunk"], events["link"], events["start"] = chunk, link, start  # in start order
-    makespan = int(arrive.max()) if arrive.size else 0
-    return GreedyResult(events, makespan, int(seed))
+    return GreedyResult(sends.events(), sends.makespan, int(seed))
+
+
+class _Sends:
+    """The sends of a greedy run in the order made, held compactly until the end: 32-bit
+    chunk and link ids, one start slot per batch that shares it (8 bytes a send where
+    :data:`EVENT_DTYPE` takes 24)."""
+
+    def __init__(self, num_chunks, num_links):
+        self.chunk_type = np.int32 if num_chunks < 2**31 else np.int64
+        self.link_type = np.int32 if num_links < 2**31 else np.int64
+        self.parts = []
+        self.size = 0
+        self.makespan = 0
+
+    def add(self, chunk, link, start, arrive):
+        if not chunk.size:
+            return
+        first = int(start[0])
+        shared = bool((start == first).all())
+        self.parts.append((chunk.astype(self.chunk_type), link.astype(self.link_type),
+                           first if shared else start.astype(np.int64)))
+        self.size += int(chunk.size)
+        self.makespan = max(self.makespan, int(arrive.max()))
+
+    def events(self):
+        """The sends as :data:`EVENT_DTYPE` (the batches are let go)."""
+        events = np.empty(self.size, dtype=EVENT_DTYPE)
+        at = 0
+        parts, self.parts = self.parts, []
+        for i, (chunk, link, start) in enumerate(parts):
+            parts[i] = None                       # each batch freed once copied
+            block = events[at:at + chunk.size]
+            block["chunk"], block["link"], block["start"] = chunk, link, start
+            at += chunk.size
+        return events
 
 
 def _check_reachable(n, src, dst, pre, todo, flood_ids):
     """Every node that must receive a flooding chunk can be reached from one of its holders."""
     if flood_ids.size == 0:
         return
-    adj = csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
-    count, labels = csgraph.connected_components(adj, directed=True, connection="strong")
-    if count == 1:
-        return
+    if n == 1 or all(np.isfinite(distances(n, src, dst, [0], transpose=back)).all()
+                     for back in (False, True)):
+        return                    # strongly connected: every node reaches every node
     # small or broken networks only: check per distinct holder set
     seen = {}
     for c in flood_ids:
         holders = np.flatnonzero(pre[c])
         key = holders.tobytes()
         if key not in seen:
-            order = csgraph.breadth_first_order(adj, int(holders[0]), directed=True,
-                                                return_predecessors=False)
-            reach = np.zeros(n, dtype=bool)
-            reach[order] = True
-            for h in holders[1:]:
-                o = csgraph.breadth_first_order(adj, int(h), directed=True,
-                                                return_predecessors=False)
-                reach[o] = True
-            seen[key] = reach
+            seen[key] = np.isfinite(distances(n, src, dst, holders, min_only=True))
         bad = np.flatnonzero(todo[c] & ~seen[key])
         if bad.size:
             raise NotStronglyConnectedError(

@@ -64,51 +64,12 @@ def build_model(state, horizon, send_end, value, src, dst, steps, slack, useful=
     ``pace[l]`` (at most 1): a send on ``l`` starting at slot ``s`` needs its chunk at the
     sender by slot ``floor(s * pace[l])``, not ``s`` (a link whose slots round its chunk time
     up runs ahead of them in the link model); the model only gets stricter."""
-    avail, free, t0 = state
-    num_chunks = avail.shape[0]
-    reach = earliest(avail, src, dst, steps, free)
-    k = steps[None, :]
-    lo = np.maximum(np.maximum(reach[:, src], free[None, :]), t0)
-    hi = np.minimum(np.minimum(horizon - k, avail[:, dst] - k - 1), send_end)
-    hi = np.minimum(hi, horizon - k - slack[:, dst])
-    count = np.maximum(hi - lo + 1, 0)
-    count[reach[:, src] >= INF] = 0
-    if useful is not None:
-        count[~useful] = 0
-    cl = np.flatnonzero(count.ravel())
-    reps = count.ravel()[cl]
-    xc = np.repeat(cl // src.size, reps)
-    xl = np.repeat(cl % src.size, reps)
-    offs = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-    xs = lo.ravel()[np.repeat(cl, reps)] + offs
-    # a send whose sender never gets the chunk within the model is dropped (fixed point)
-    while True:
-        arr = xs + steps[xl]
-        key = xc * avail.shape[1] + dst[xl]
-        first = np.full(num_chunks * avail.shape[1], INF, dtype=np.int64)
-        np.minimum.at(first, key, arr)
-        first = first.reshape(avail.shape)
-        ready = xs if pace is None else np.floor(xs * pace[xl] + 1e-9).astype(np.int64)
-        sender_ok = (avail[xc, src[xl]] <= ready) | (first[xc, src[xl]] <= ready)
-        if sender_ok.all():
-            break
-        xc, xl, xs = xc[sender_ok], xl[sender_ok], xs[sender_ok]
+    avail = state[0]
+    xc, xl, xs = _send_candidates(state, horizon, send_end, (src, dst, steps), slack, useful)
+    xc, xl, xs, first, ready = _drop_unfed_sends(avail, (xc, xl, xs), (src, dst, steps), pace)
     nx = xc.size
-    # hold variables for (c, n) pairs some send reaches: slots first..min(horizon, avail - 1)
-    hold_index = {}
-    hc, hn, ht = [], [], []
-    pos = nx
-    for c, n in np.argwhere(first < INF).tolist():
-        last = min(horizon, int(avail[c, n]) - 1)
-        f = int(first[c, n])
-        hold_index[(c, n)] = (pos, f, last - f + 1)
-        ts = np.arange(f, last + 1)
-        hc.append(np.full(ts.size, c)), hn.append(np.full(ts.size, n)), ht.append(ts)
-        pos += ts.size
-    nh = pos - nx
-    hc = np.concatenate(hc) if hc else np.zeros(0, np.int64)
-    hn = np.concatenate(hn) if hn else np.zeros(0, np.int64)
-    ht = np.concatenate(ht) if ht else np.zeros(0, np.int64)
+    hold_index, hc, hn, ht = _hold_variables(first, avail, horizon, nx)
+    nh = hc.size
     hvar = nx + np.arange(nh)
     rows, cols, vals = [], [], []
     nrow = 0
@@ -154,6 +115,75 @@ def build_model(state, horizon, send_end, value, src, dst, steps, slack, useful=
     if early:
         cost[nx:] += early * value[hc, hn]
     return Model(xc, xl, xs, nx + nh, matrix, row_upper, cost, hold_index, avail)
+
+
+def _send_candidates(state, horizon, send_end, links, slack, useful):
+    """Every send ``(chunk, link, start slot)`` the window allows, as arrays ``(xc, xl, xs)``
+    (``links``: ``(src, dst, steps)``; see :func:`build_model`)."""
+    avail, free, t0 = state
+    src, dst, steps = links
+    reach = earliest(avail, src, dst, steps, free)
+    k = steps[None, :]
+    lo = np.maximum(np.maximum(reach[:, src], free[None, :]), t0)
+    hi = np.minimum(np.minimum(horizon - k, avail[:, dst] - k - 1), send_end)
+    hi = np.minimum(hi, horizon - k - slack[:, dst])
+    count = np.maximum(hi - lo + 1, 0)
+    count[reach[:, src] >= INF] = 0
+    if useful is not None:
+        count[~useful] = 0
+    cl = np.flatnonzero(count.ravel())
+    reps = count.ravel()[cl]
+    xc = np.repeat(cl // src.size, reps)
+    xl = np.repeat(cl % src.size, reps)
+    offs = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    xs = lo.ravel()[np.repeat(cl, reps)] + offs
+    return xc, xl, xs
+
+
+def _drop_unfed_sends(avail, sends, links, pace):
+    """Drop, to a fixed point, the sends whose sender never gets the chunk within the model.
+
+    Returns ``(xc, xl, xs, first, ready)``: the kept sends, the first arrival slot of each
+    chunk at each node, and the slot by which each send needs its chunk.
+    """
+    xc, xl, xs = sends
+    src, dst, steps = links
+    num_chunks = avail.shape[0]
+    while True:
+        arr = xs + steps[xl]
+        key = xc * avail.shape[1] + dst[xl]
+        first = np.full(num_chunks * avail.shape[1], INF, dtype=np.int64)
+        np.minimum.at(first, key, arr)
+        first = first.reshape(avail.shape)
+        ready = xs if pace is None else np.floor(xs * pace[xl] + 1e-9).astype(np.int64)
+        sender_ok = (avail[xc, src[xl]] <= ready) | (first[xc, src[xl]] <= ready)
+        if sender_ok.all():
+            break
+        xc, xl, xs = xc[sender_ok], xl[sender_ok], xs[sender_ok]
+    return xc, xl, xs, first, ready
+
+
+def _hold_variables(first, avail, horizon, nx):
+    """Hold variables for the ``(c, n)`` pairs some send reaches, at slots
+    ``first..min(horizon, avail - 1)``, numbered from ``nx``.
+
+    Returns ``(hold_index, hc, hn, ht)``: ``hold_index[(c, n)] = (first column, first slot,
+    count)`` and each hold variable's chunk, node and slot.
+    """
+    hold_index = {}
+    hc, hn, ht = [], [], []
+    pos = nx
+    for c, n in np.argwhere(first < INF).tolist():
+        last = min(horizon, int(avail[c, n]) - 1)
+        f = int(first[c, n])
+        hold_index[(c, n)] = (pos, f, last - f + 1)
+        ts = np.arange(f, last + 1)
+        hc.append(np.full(ts.size, c)), hn.append(np.full(ts.size, n)), ht.append(ts)
+        pos += ts.size
+    hc = np.concatenate(hc) if hc else np.zeros(0, np.int64)
+    hn = np.concatenate(hn) if hn else np.zeros(0, np.int64)
+    ht = np.concatenate(ht) if ht else np.zeros(0, np.int64)
+    return hold_index, hc, hn, ht
 
 
 def solve_model(model, time_limit, node_limit, seed, hint, require=None, checks=None, **options):

@@ -27,7 +27,6 @@ a 32x32 mesh took 50 s a run with them): late transfers then choose by the exclu
 """
 
 import numpy as np
-from scipy.sparse import csgraph, csr_matrix
 
 __all__ = ["LateLinks", "unpack_bits", "PROTECT", "RADIUS_FACTOR", "ESTIMATE_WORK"]
 
@@ -67,6 +66,8 @@ class LateLinks:
     """
 
     def __init__(self, held, link_src, link_dst, link_steps, rng):
+        from scipy.sparse import csgraph, csr_matrix  # imported when first needed (start-up time)
+
         k, n = held.shape
         self.k = k
         self.rng = rng

@@ -26,7 +26,6 @@ slots where the capacity terms give 15, and the ILP proves 16 optimal.
 """
 
 import numpy as np
-from scipy.sparse import csgraph, csr_matrix
 
 __all__ = ["release_time_bound", "RELEASE_WORK", "MAX_STEPS"]
 
@@ -75,6 +74,8 @@ def release_time_bound(topology, cost, pre, post, floor=0.0):
 
 def _farthest(n, src, dst, cost, owner, want):
     """Per chunk: the node of ``want`` farthest from ``owner`` (chunk-time distance)."""
+    from scipy.sparse import csgraph  # imported when first needed (start-up time)
+
     dist = csgraph.dijkstra(_graph(n, src, dst, cost), directed=True,
                             indices=np.unique(owner))
     row = np.searchsorted(np.unique(owner), owner)
@@ -83,6 +84,8 @@ def _farthest(n, src, dst, cost, owner, want):
 
 def _graph(n, src, dst, cost):
     """Sparse chunk-time graph (the fastest of parallel links)."""
+    from scipy.sparse import csr_matrix  # imported when first needed (start-up time)
+
     order = np.argsort(-cost, kind="stable")
     w = np.zeros((n, n))
     w[src[order], dst[order]] = cost[order]
@@ -94,6 +97,8 @@ def _ingress(n, src, dst, cost, pre, need, bound):
 
     Nodes whose problems are alike up to the order of chunks and links (all of them on a
     torus) share one answer: a node feasible at the bound so far needs no search."""
+    from scipy.sparse import csgraph  # imported when first needed (start-up time)
+
     groups, group_of = np.unique(pre, axis=0, return_inverse=True)
     group_of = group_of.ravel()
     back = _graph(n, dst, src, cost)            # transposed: distances *to* the senders
@@ -158,6 +163,8 @@ def _node_horizon(release, cost, start):
 def _feasible(release, cost, horizon):
     """Max flow: chunk -> (link, release level) -> lower levels of the link -> sink, a level
     ``r`` passing at most ``floor((horizon - r) / cost)`` chunks."""
+    from scipy.sparse import csgraph, csr_matrix  # imported when first needed (start-up time)
+
     k = release.shape[0]
     ok = release + cost[None, :] <= horizon * (1 + _TOL)
     if not ok.any(axis=1).all():

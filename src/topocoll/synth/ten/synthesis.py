@@ -34,20 +34,19 @@ True
 import math
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import csgraph, csr_matrix
 
 from ... import defaults
 from ...collectives import collective as _collective
 from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
 from ...limits import require_memory
-from ...schedule.model import Schedule, transfer_array
+from ...schedule.model import TRANSFER_DTYPE, Schedule, transfer_array
 from ...schedule.transforms import concatenate, reverse
 from ...topology import topology as _topology
 from ...topology.model import Topology
+from ...topology.paths import distances
 from ...units import parse_size, parse_time
 from .cutbound import pair_cut_bound, pair_forward_bound
 from .greedy import RULES, greedy_events
@@ -57,7 +56,7 @@ __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discr
            "chunk_lower_bound", "events_to_schedule", "METHODS",
            "TEN_COLLECTIVES", "auto_restarts", "mixed_links", "AUTO_RESTARTS",
            "GREEDY_DISCRETIZATIONS", "REPAIR_WORK", "AT_BOUND", "prepare_topology",
-           "GreedyRequest"]
+           "GreedyRequest", "FORMS"]
 
 #: Synthesis methods.
 METHODS = ("greedy", "ilp")
@@ -131,6 +130,16 @@ MAX_RESTARTS = 10_000
 MAX_ILP_CHUNK_LINKS = 1 << 18
 #: Bytes of greedy state per chunk and node (holdings, arrival times, conditions).
 _BYTES_PER_CHUNK_NODE = 24
+#: The same where every node wants every chunk (all-gather, broadcast and their reversals):
+#: there is also the send that brings each (event and transfer row; measured: the 64x64 mesh
+#: all-gather, 16.8 million pairs, peaks at 1.3 GB, interpreter included).
+_BYTES_PER_DELIVERY = 64
+#: Bytes per chunk and node of the symmetric search (two condition tables of booleans and
+#: their temporaries; measured: torus:128x128, 268 million pairs, peaks at 0.84 GB) ...
+_BYTES_PER_SYMMETRIC_PAIR = 4
+#: ... and per chunk (its events and index words; measured: ring:4 with a million chunks per
+#: shard peaks at 1.17 GB).
+_BYTES_PER_SYMMETRIC_CHUNK = 300
 
 
 def _check_work(topo, coll, chunks, method, restarts):
@@ -144,7 +153,20 @@ def _check_work(topo, coll, chunks, method, restarts):
             f"the ILP of {k:,} chunks on {topo.num_links:,} links has {k * topo.num_links:,} "
             f"send variables per slot, more than {MAX_ILP_CHUNK_LINKS:,}: use fewer chunks or "
             "method='greedy'")
-    require_memory(k * n * _BYTES_PER_CHUNK_NODE, f"TEN synthesis of {k:,} chunks on {n} nodes")
+    per = _BYTES_PER_DELIVERY if coll.name in ("allgather", "broadcast", "reduce_scatter",
+                                               "reduce", "allreduce") else _BYTES_PER_CHUNK_NODE
+    require_memory(k * n * per, f"TEN synthesis of {k:,} chunks on {n} nodes")
+
+
+def _check_symmetric_work(topo, coll, chunks, restarts):
+    """The counts of the translated search checked before any work: its problem still holds
+    every chunk's pre- and postcondition at every node and the events of every chunk."""
+    if restarts is not None and restarts > MAX_RESTARTS:
+        raise UnsupportedError(f"restarts must be at most {MAX_RESTARTS:,}, got {restarts:,}")
+    n = topo.num_nodes
+    k = coll.num_shards(n) * chunks
+    require_memory(k * n * _BYTES_PER_SYMMETRIC_PAIR + k * _BYTES_PER_SYMMETRIC_CHUNK,
+                   f"TEN synthesis of {k:,} chunks on {n} nodes (symmetric form)")
 
 
 def _check_chunks(chunks):
@@ -271,18 +293,29 @@ def ten_problem(topology, collective, *, chunks=1, size=defaults.SYNTHESIS_SIZE,
                       steps, pre, post)
 
 
+#: Events turned into transfers at a time by :func:`events_to_schedule`.
+_ROWS = 1 << 20
+
+
 def events_to_schedule(problem, events, *, algorithm="ten-greedy", meta=None):
     """Turn TEN events (``chunk, link, start``) into a :class:`Schedule` (step = start + 1)."""
     t = problem.topology
     events = np.asarray(events)
-    chunk = events["chunk"].astype(np.int64)
-    link = events["link"].astype(np.int64)
+    start = events["start"]
+    order = None                     # the greedy's events come in start order already
+    if start.size > 1 and not bool(np.all(start[1:] >= start[:-1])):
+        order = np.argsort(start, kind="stable")
     c = problem.chunks
-    part = chunk % c
-    transfers = transfer_array(events["start"].astype(np.int64) + 1, t.src[link], t.dst[link],
-                               chunk // c, part / c, (part + 1) / c)
-    order = np.argsort(transfers["step"], kind="stable")
-    return Schedule(t, problem.collective, transfers[order],
+    transfers = np.empty(events.size, dtype=TRANSFER_DTYPE)
+    for lo in range(0, events.size, _ROWS):      # in blocks: no full-size temporaries
+        block = events[lo:lo + _ROWS] if order is None else events[order[lo:lo + _ROWS]]
+        chunk = block["chunk"].astype(np.int64)
+        link = block["link"].astype(np.int64)
+        part = chunk % c
+        transfers[lo:lo + _ROWS] = transfer_array(block["start"].astype(np.int64) + 1,
+                                                  t.src[link], t.dst[link], chunk // c,
+                                                  part / c, (part + 1) / c)
+    return Schedule(t, problem.collective, transfers,
                     root=problem.root if problem.collective.rooted else None,
                     algorithm=algorithm, meta=meta)
 
@@ -309,13 +342,13 @@ def chunk_lower_bound(problem, release=None):
     return _refined(problem, capacity) if release else capacity
 
 
-def _refined(problem, capacity):
+def _refined(problem, capacity, pairs=None):
     """The release-time and pair-forwarding terms of :func:`chunk_lower_bound`, at least
-    ``capacity``."""
+    ``capacity`` (``pairs`` as in :func:`_capacity_bound`)."""
     if not problem.topology.num_links or not (problem.post & ~problem.pre).any():
         return capacity
     t, cost, pre, post = problem.topology, problem.link_cost, problem.pre, problem.post
-    bound = pair_forward_bound(t, cost, pre, post, capacity)
+    bound = pair_forward_bound(t, cost, pre, post, capacity, pairs=pairs)
     return release_time_bound(t, cost, pre, post, bound)
 
 
@@ -324,43 +357,112 @@ def _mixed_costs(problem):
     return bool(cost.size) and float(cost.max()) > float(cost.min()) * (1 + 1e-9)
 
 
-def _bounds(problem):
-    """``(capacity bound, chunk bound)`` of :func:`chunk_lower_bound`, computed once."""
-    capacity = _capacity_bound(problem)
-    return capacity, _refined(problem, capacity) if _mixed_costs(problem) else capacity
+def _bounds(problem, symmetric=False):
+    """``(capacity bound, chunk bound)`` of :func:`chunk_lower_bound`, computed once;
+    ``symmetric``: the network has a translation symmetry under which the problem is
+    invariant (an all-gather), so node 0 and its pairs stand for all (the same values)."""
+    pairs = _node0_pairs(problem.topology) if symmetric else None
+    capacity = _capacity_bound(problem, pairs)
+    return capacity, _refined(problem, capacity, pairs) if _mixed_costs(problem) else capacity
 
 
-def _capacity_bound(problem):
+def _capacity_bound(problem, pairs=None):
+    """The capacity terms of :func:`chunk_lower_bound`. ``pairs``: on a network with a
+    translation symmetry, node 0 and its adjacent pairs stand for all nodes and pairs
+    (:func:`_node0_pairs`); only node 0's terms are computed then."""
     t = problem.topology
     n = t.num_nodes
     cost = problem.link_cost
     pre, post = problem.pre, problem.post
-    recv = (post & ~pre).sum(axis=0)
-    # what a node must send: chunks it alone holds at the start that someone else wants
-    sole = pre & (pre.sum(axis=1) == 1)[:, None] & (post & ~pre).any(axis=1)[:, None]
-    send = sole.sum(axis=0)
+    if pairs is None:
+        recv = (post & ~pre).sum(axis=0)
+        # what a node must send: chunks it alone holds at the start that someone else wants
+        sole = pre & (pre.sum(axis=1) == 1)[:, None] & (post & ~pre).any(axis=1)[:, None]
+        send = sole.sum(axis=0)
+    else:                   # node 0's demands only
+        recv, send = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        recv[0] = int((post[:, 0] & ~pre[:, 0]).sum())
+        mine = np.flatnonzero(pre[:, 0])
+        send[0] = int(((pre[mine].sum(axis=1) == 1) & (post[mine] & ~pre[mine]).any(axis=1)).sum())
     bound = max(_stream_bound(t.dst, cost, recv, n), _stream_bound(t.src, cost, send, n),
-                pair_cut_bound(t, cost, pre, post, _stream_bound))
-    if t.num_links and (post & ~pre).any():
-        w = np.zeros((n, n))
-        order = np.argsort(-cost, kind="stable")
-        w[t.src[order], t.dst[order]] = cost[order]
-        holders = np.unique(np.flatnonzero(pre.any(axis=1)))
-        start_nodes = np.unique(np.nonzero(pre[holders])[1])
-        dist = csgraph.dijkstra(csr_matrix(w), directed=True, indices=start_nodes)
-        d_full = np.full((n, n), np.inf)
-        d_full[start_nodes] = dist
-        # per chunk: nearest holder to each wanting node
-        need_c, need_v = np.nonzero(post & ~pre)
-        rows = np.unique(need_c)
-        near = np.full((rows.size, n), np.inf)
-        for i, c in enumerate(rows):            # distinct holder sets are few in practice
-            near[i] = d_full[pre[c]].min(axis=0)
-        far = near[np.searchsorted(rows, need_c), need_v]
-        if np.any(~np.isfinite(far)):
-            raise NotStronglyConnectedError("some node cannot be reached by a chunk it needs")
-        bound = max(bound, float(far.max()))
+                pair_cut_bound(t, cost, pre, post, _stream_bound, pairs=pairs))
+    if t.num_links and (post & ~pre).any() and _far_above(t, cost, pre, post, bound):
+        bound = max(bound, _farthest(t, cost, pre, post, node0=pairs is not None))
     return float(bound)
+
+
+def _far_above(t, cost, pre, post, bound):
+    """False if the distance term of :func:`_farthest` cannot exceed ``bound``: every path
+    from a holder to a node that wants the chunk is at most the way from the holder to node 0
+    and on from node 0 (two Dijkstra runs instead of one per holder)."""
+    graph = _cost_graph(t, cost)
+    to0 = _dijkstra(graph, [0], transpose=True)[0]
+    from0 = _dijkstra(graph, [0])[0]
+    holders = pre.any(axis=1) & (post & ~pre).any(axis=1)
+    upper = float(to0[pre[holders].any(axis=0)].max()) + \
+        float(from0[(post & ~pre).any(axis=0)].max())
+    return not upper <= bound
+
+
+#: Holders whose distances one Dijkstra call computes at a time.
+_SOURCES = 256
+
+
+def _cost_graph(t, cost):
+    """Chunk-time graph of the links for :func:`_dijkstra`: ``(n, src, dst, cost)`` (parallel
+    links: the fastest counts)."""
+    return t.num_nodes, t.src, t.dst, cost
+
+
+def _dijkstra(graph, indices, *, transpose=False, min_only=False):
+    """Least chunk times from ``indices`` (to them with ``transpose``): scipy's Dijkstra's
+    values, from numpy on small networks (:func:`topocoll.topology.paths.distances`)."""
+    n, src, dst, cost = graph
+    return distances(n, src, dst, indices, weight=cost, transpose=transpose, min_only=min_only)
+
+
+def _farthest(t, cost, pre, post, node0=False):
+    """The least chunk time from the nearest holder of a chunk to a node that wants it,
+    maxed over the chunks and nodes (``node0``: node 0's chunks stand for all)."""
+    rows = np.flatnonzero(pre[:, 0]) if node0 else np.arange(pre.shape[0])
+    pre, post = pre[rows], post[rows]
+    need = post & ~pre
+    keep = need.any(axis=1)
+    pre, post, need = pre[keep], post[keep], need[keep]
+    rows = np.arange(pre.shape[0])
+    graph = _cost_graph(t, cost)
+    count = pre[rows].sum(axis=1)
+    far = 0.0
+    single = rows[count == 1]
+    if single.size:                 # one holder each: Dijkstra from the holders, in blocks
+        holder = pre[single].argmax(axis=1)
+        nodes, inv = np.unique(holder, return_inverse=True)
+        for lo in range(0, nodes.size, _SOURCES):
+            d = _dijkstra(graph, nodes[lo:lo + _SOURCES])
+            sel = np.flatnonzero((inv >= lo) & (inv < lo + _SOURCES))
+            for b in range(0, sel.size, _SOURCES):
+                part = sel[b:b + _SOURCES]
+                far = max(far, float(np.where(need[single[part]], d[inv[part] - lo],
+                                              -np.inf).max()))
+    multi = rows[count > 1]
+    if multi.size:                  # distinct holder sets are few in practice
+        keys = np.packbits(pre[multi], axis=1)
+        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        for i, c in enumerate(multi[first]):
+            d = _dijkstra(graph, np.flatnonzero(pre[c]), min_only=True)
+            far = max(far, float(d[need[multi[inv.ravel() == i]].any(axis=0)].max()))
+    if not np.isfinite(far):
+        raise NotStronglyConnectedError("some node cannot be reached by a chunk it needs")
+    return far
+
+
+def _node0_pairs(t):
+    """The adjacent pairs ``(0, x)`` of node 0, as :func:`~.cutbound.pair_cut_bound` takes
+    them: on a network with a translation symmetry every adjacent pair is a translate of one
+    of these."""
+    x = np.unique(np.r_[t.dst[t.src == 0], t.src[t.dst == 0]].astype(np.int64))
+    x = x[x != 0]
+    return np.zeros(x.size, dtype=np.int64), x
 
 
 def _stream_bound(ends, cost, demand, n):
@@ -441,6 +543,8 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
             if r.makespan <= target:           # at the lower bound: no restart can do better
                 break
     else:
+        from concurrent.futures import ProcessPoolExecutor   # imported here: start-up time
+
         pool = ProcessPoolExecutor(max_workers=workers)
         try:
             jobs = [(arrays, s, rule) for s, rule in zip(seeds, rules)]
@@ -650,7 +754,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
                root=None, seed=0, restarts=None, workers=None, unwind_degree=None,
                fail_links=None, fail_nodes=None, time_step=None, time_limit=None,
                node_limit=None, max_solves=None, window=None, repair=None, symmetric=None,
-               progress=None):
+               form="auto", progress=None):
     """Synthesize a schedule of any collective on any topology through the TEN.
 
     Parameters
@@ -706,12 +810,20 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         translation of one node's schedule to every node (:mod:`.cayley`), kept if within
         :data:`AT_BOUND` of the chunk bound, else the faster of it and the greedy's. Default:
         on mixed links.
+    form : {"auto", "explicit", "symmetric"}
+        ``"symmetric"``: an all-gather, reduce-scatter or all-reduce on a network with a
+        translation symmetry (speeds included) as a
+        :class:`~topocoll.schedule.symmetric.SymmetricSchedule`, the translated schedule of
+        :mod:`.cayley` held as its rows into node 0 (N times fewer than the explicit
+        transfers; ``restarts`` caps its tries); ``"auto"`` (default) makes it only where the
+        explicit form would hold more than
+        :data:`~topocoll.schedule.symmetric.EXPLICIT_TRANSFER_LIMIT` transfers.
     progress : callable, optional
         ``progress(done, total)``.
 
     Returns
     -------
-    Schedule
+    Schedule or SymmetricSchedule
         With ``meta``: ``method``, ``seed``, ``chunks``, ``size``, ``time_step``,
         ``makespan_slots``, ``ten_time`` (slots x f), ``chunk_lower_bound`` (seconds),
         ``capacity_lower_bound`` (the bound without its release-time term) and, for
@@ -764,10 +876,14 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     elif root is not None:
         raise UnsupportedError(f"{coll.name} takes no root")
     size = parse_size(size)
-    _check_work(topo, coll, int(chunks), method, restarts)
+    form = _resolve_form(form, topo, coll, int(chunks), method, symmetric)
+    if form == "explicit":
+        _check_work(topo, coll, int(chunks), method, restarts)
+    else:
+        _check_symmetric_work(topo, coll, int(chunks), restarts)
     opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
                 workers=workers, time_step=time_step, window=window, progress=progress,
-                repair=repair, symmetric=symmetric,
+                repair=repair, symmetric=symmetric, form=form,
                 limits=dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves))
     if coll.name == "allreduce":
         # one time limit for the whole call: half for the first phase, what is left for the second
@@ -779,7 +895,11 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
             left = max(time_limit - (_clock() - started), 1e-3)
             opts = dict(opts, limits=dict(opts["limits"], time_limit=left))
         ag = _synth_one(topo, _collective("allgather"), None, **opts)
-        out = concatenate(rs, ag, "allreduce", algorithm=rs.algorithm)
+        if form == "symmetric":
+            from ...schedule.symmetric import concatenate_symmetric
+            out = concatenate_symmetric(rs, ag, "allreduce", algorithm=rs.algorithm)
+        else:
+            out = concatenate(rs, ag, "allreduce", algorithm=rs.algorithm)
         meta = {k: v for k, v in ag.meta.items()}
         for key in ("makespan_slots", "ten_time"):
             meta[key] = rs.meta[key] + ag.meta[key]
@@ -800,17 +920,24 @@ def _phase(meta):
 
 
 def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
-               limits, window, progress, repair, symmetric):
+               limits, window, progress, repair, symmetric, form="explicit"):
     if coll.name in _REVERSED:
         base = _collective(_REVERSED[coll.name])
         fwd = _synth_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
                          seed=seed, restarts=restarts, workers=workers, time_step=time_step,
                          limits=limits, window=window, progress=progress, repair=repair,
-                         symmetric=symmetric)
-        out = reverse(fwd, coll, topo)
+                         symmetric=symmetric, form=form)
+        if form == "symmetric":
+            from ...schedule.symmetric import reverse_symmetric
+            out = reverse_symmetric(fwd, coll, topo)
+        else:
+            out = reverse(fwd, coll, topo)
         meta = dict(fwd.meta)
         meta["reversed_from"] = base.name
         return out.replace(meta=meta)
+    if form == "symmetric":
+        return _symmetric_allgather(topo, chunks=chunks, size=size, seed=seed, tries=restarts,
+                                    time_step=time_step, progress=progress)
     if method == "greedy":
         req = GreedyRequest(topo=topo, coll=coll, root=root, chunks=chunks, size=size,
                             time_step=time_step, seed=seed, restarts=restarts, workers=workers,
@@ -839,3 +966,78 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
 
 _TOPO_FACTS = ("unwound_switches", "unwind_degree", "nodes_kept", "failed_links",
                "failed_nodes")
+
+
+#: The forms :func:`synthesize` makes.
+FORMS = ("auto", "explicit", "symmetric")
+
+
+def _resolve_form(form, topo, coll, chunks, method, symmetric):
+    """``"explicit"`` or ``"symmetric"``: what ``form`` asks for on ``topo``, refused in one
+    line where the symmetric form cannot be made."""
+    from ...schedule.symmetric import EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES
+    from ...topology.symmetry import translation_group
+
+    if form not in FORMS:
+        raise UnsupportedError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
+    if form == "explicit":
+        return form
+    if coll.name not in SYMMETRIC_COLLECTIVES:
+        if form == "symmetric":
+            raise UnsupportedError(f"form='symmetric' holds {', '.join(SYMMETRIC_COLLECTIVES)}; "
+                                   f"not {coll.name}")
+        return "explicit"
+    n = topo.num_nodes
+    if form == "auto":
+        explicit = chunks * n * (n - 1) * (2 if coll.name == "allreduce" else 1)
+        if explicit <= EXPLICIT_TRANSFER_LIMIT or method != "greedy" or symmetric is False \
+                or translation_group(topo) is None:
+            return "explicit"
+        return "symmetric"
+    if method != "greedy":
+        raise UnsupportedError("form='symmetric' is made by method='greedy' only")
+    if symmetric is False:
+        raise UnsupportedError("symmetric=False contradicts form='symmetric' (the symmetric form "
+                               "is the translated schedule)")
+    if translation_group(topo) is None:
+        raise UnsupportedError(f"form='symmetric' needs a translation symmetry; {topo.name} has "
+                               "none (tori, hypercubes, rings, circulants have one)")
+    return "symmetric"
+
+
+def _symmetric_allgather(topo, *, chunks, size, seed, tries, time_step, progress):
+    """The translated all-gather of :mod:`.cayley` on ``topo`` as a
+    :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (its rows into node 0), with the
+    meta of :func:`synthesize`; the bound from node 0 and its pairs (:func:`_bounds`)."""
+    from ...schedule.symmetric import SymmetricSchedule
+    from .cayley import symmetric_representatives, translation_servers
+
+    problem = ten_problem(topo, "allgather", chunks=chunks, size=size, time_step=time_step,
+                          discretization=GREEDY_DISCRETIZATION)
+    servers = translation_servers(topo, problem.link_cost)
+    if servers is None:
+        raise UnsupportedError(f"form='symmetric': the links of {topo.name} are not invariant "
+                               "under its translations (parallel links of one label differ)")
+    capacity, bound = _bounds(problem, symmetric=True)
+    rows = symmetric_representatives(topo, problem.link_cost, problem.link_steps, chunks, bound,
+                                     seed=seed, tries=tries, servers=servers)
+    c = int(chunks)
+    transfers = transfer_array(rows.start + 1, rows.src, 0, rows.shard, rows.part / c,
+                               (rows.part + 1) / c)
+    f = problem.time_step
+    meta = {"method": "greedy", "seed": int(seed),
+            "restarts": None if tries is None else int(tries),
+            "chunks": c, "size": float(size), "time_step": f,
+            "makespan_slots": rows.makespan, "ten_time": rows.makespan * f,
+            "chunk_lower_bound": bound,
+            "chunk_lower_bound_slots": int(math.ceil(bound / f - 1e-9)),
+            "capacity_lower_bound": capacity,
+            "discretization_error": float((problem.link_steps * f / problem.link_cost).max() - 1.0),
+            "restart_makespans": [], "best_restart": None, "best_seed": None, "best_rule": None,
+            "repair": None, "symmetric": {"tries": rows.tries, "time": rows.time, "kept": True},
+            "form": "symmetric",
+            **{k: v for k, v in topo.meta.items() if k in _TOPO_FACTS}}
+    if progress is not None:
+        progress(1, 1)
+    return SymmetricSchedule(topo, "allgather", rows.group, transfers, algorithm="ten-greedy",
+                             meta=meta)

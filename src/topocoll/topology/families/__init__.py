@@ -10,21 +10,28 @@ coordinates, first most significant, links translate them coordinate-wise modulo
 :mod:`topocoll.topology.symmetry` verifies a claim before anything relies on it. The
 spec-string registry is in :mod:`topocoll.topology.registry`.
 
+>>> from topocoll.topology.families import torus_graph
 >>> torus_graph([4, 4]).name
 'torus:4x4'
 >>> torus_graph([4, 4]).meta["symmetry"]
 {'kind': 'mixed_radix', 'dims': [4, 4]}
 """
 
-from .classic import (circulant_graph, complete_bipartite_graph, complete_graph, default_shift,
-                      hamming_graph, shifted_ring_graph)
-from .drg import (DISTANCE_REGULAR_GRAPHS, distance_regular_graph, doubled_odd_graph,
-                  johnson_graph, odd_graph, paley_graph)
-from .generative import optimal_circulant_graph, random_regular_digraph, random_regular_graph
-from .kautz import de_bruijn_graph, generalized_kautz_graph, kautz_graph
-from .lattice import hypercube_graph, mesh_graph, ring_graph, torus_graph, uniring_graph
-from .trees import dbt_graph
-from .twisted import twisted_hypercube_graph, twisted_torus_graph
+from ...lazy import lazy_attributes
+
+# Public names -> the submodule that defines them. A submodule is imported when one of its
+# names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
+_LAZY = {
+    ".classic": ("circulant_graph", "complete_bipartite_graph", "complete_graph", "default_shift",
+                 "hamming_graph", "shifted_ring_graph"),
+    ".drg": ("DISTANCE_REGULAR_GRAPHS", "distance_regular_graph", "doubled_odd_graph",
+             "johnson_graph", "odd_graph", "paley_graph"),
+    ".generative": ("optimal_circulant_graph", "random_regular_digraph", "random_regular_graph"),
+    ".kautz": ("de_bruijn_graph", "generalized_kautz_graph", "kautz_graph"),
+    ".lattice": ("hypercube_graph", "mesh_graph", "ring_graph", "torus_graph", "uniring_graph"),
+    ".trees": ("dbt_graph",),
+    ".twisted": ("twisted_hypercube_graph", "twisted_torus_graph"),
+}
 
 __all__ = [
     "torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",
@@ -35,3 +42,6 @@ __all__ = [
     "distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph", "johnson_graph",
     "DISTANCE_REGULAR_GRAPHS", "shifted_ring_graph", "default_shift", "dbt_graph",
 ]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -26,21 +26,22 @@ directed. Random families retry derived seeds until the graph is connected, like
 """
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 from ._field import GaloisField, prime_power
-from .drg import _projective_points
-from .generative import MAX_ATTEMPTS, _attempt_rng, _seed, random_regular_graph
+from .drg import projective_points
+from .generative import MAX_ATTEMPTS, attempt_rng, check_seed, random_regular_graph
 
 __all__ = ["jellyfish_graph", "xpander_graph", "slimfly_graph", "polarfly_graph",
            "modified_de_bruijn_graph", "slimfly_generators"]
 
 
 def _connected(n, src, dst):
+    from scipy.sparse import coo_matrix   # imported when first needed (start-up time)
+    from scipy.sparse.csgraph import connected_components
+
     adj = coo_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n))
     return connected_components(adj, directed=True, connection="strong")[0] == 1
 
@@ -134,7 +135,7 @@ def xpander_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENC
     """
     n = at_least(as_int(n, "xpander size n"), 3, "xpander needs n >= 3 nodes")
     d = at_least(as_int(d, "xpander degree d"), 2, "xpander needs degree d >= 2")
-    seed = _seed(seed, "xpander")
+    seed = check_seed(seed, "xpander")
     if n % (d + 1):
         raise SpecError(f"xpander: n must be a multiple of d+1 (n = k(d+1) for a k-lift of "
                         f"K_(d+1)), got n = {n}, d = {d}")
@@ -144,7 +145,7 @@ def xpander_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENC
     base_u, base_v = np.triu_indices(d + 1, 1)
     copies = np.arange(k, dtype=np.int64)
     for attempt in range(MAX_ATTEMPTS):
-        rng = _attempt_rng(seed, attempt)
+        rng = attempt_rng(seed, attempt)
         perms = rng.permuted(np.tile(copies, (base_u.size, 1)), axis=1)   # pi_uv per base edge
         u = (base_u[:, None] * k + copies[None, :]).ravel()
         v = (base_v[:, None] * k + perms).ravel()
@@ -329,7 +330,7 @@ def polarfly_graph(q, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
     name = f"polarfly:{q}"
     check_size(name, num_nodes, num_nodes * (q + 1))
     field, add, neg, mul, _ = _field_tables(q)
-    points = _projective_points(field, 3)
+    points = projective_points(field, 3)
     inv = field.inverse_table()
     place = np.array([q * q, q, 1], dtype=np.int64)
     x0, x1, x2 = points.T

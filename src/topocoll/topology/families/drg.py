@@ -25,7 +25,7 @@ from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 from ._field import GaloisField, prime_power
 
 __all__ = ["distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph",
-           "johnson_graph", "DISTANCE_REGULAR_GRAPHS"]
+           "johnson_graph", "DISTANCE_REGULAR_GRAPHS", "projective_points"]
 
 
 # ---------------------------------------------------------------------- link helpers
@@ -134,7 +134,7 @@ def _sum(field, terms):
     return total
 
 
-def _projective_points(field, dim):
+def projective_points(field, dim):
     """The points of PG(dim-1, q): vectors whose first non-zero coordinate is 1, increasing in
     their base-q code (first coordinate most significant)."""
     q = field.q
@@ -172,7 +172,7 @@ def _incidence_from_lines(num_points, lines):
 def _projective_plane(q):
     """Point-line incidence matrix of PG(2, q): ``x`` on ``[y]`` iff ``x . y = 0``."""
     field = GaloisField(q)
-    pts = _projective_points(field, 3)
+    pts = projective_points(field, 3)
     dot = _sum(field, [field.mul(pts[:, None, i], pts[None, :, i]) for i in range(3)])
     return dot == 0
 
@@ -190,7 +190,7 @@ def _symplectic_quadrangle(q):
     """Incidence matrix of the generalized quadrangle W(q): points of PG(3, q), lines the
     lines totally isotropic for ``x0 y1 - x1 y0 + x2 y3 - x3 y2``."""
     field = GaloisField(q)
-    pts = _projective_points(field, 4)
+    pts = projective_points(field, 4)
     i, j = np.triu_indices(pts.shape[0], 1)
     x, y = pts[i], pts[j]
     form = _sum(field, [field.mul(x[:, 0], y[:, 1]), field.neg(field.mul(x[:, 1], y[:, 0])),
@@ -207,7 +207,7 @@ def _split_cayley_hexagon(q):
     2.4.13)."""
     field = GaloisField(q)
     mul, neg = field.mul, field.neg
-    pts = _projective_points(field, 7)
+    pts = projective_points(field, 7)
     quad = _sum(field, [mul(pts[:, 0], pts[:, 4]), mul(pts[:, 1], pts[:, 5]),
                         mul(pts[:, 2], pts[:, 6]), neg(mul(pts[:, 3], pts[:, 3]))])
     pts = pts[quad == 0]

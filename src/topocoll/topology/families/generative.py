@@ -7,15 +7,13 @@ They exist for every node count (circulants for ``n >= 5``; random regular graph
 import math
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components, shortest_path
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ._common import as_int, at_least, check_size, make_topology, rows_to_links
 
 __all__ = ["optimal_circulant_graph", "random_regular_graph", "random_regular_digraph",
-           "MAX_ATTEMPTS"]
+           "MAX_ATTEMPTS", "check_seed", "attempt_rng"]
 
 #: Random generators try this many derived seeds for a connected graph before giving up.
 MAX_ATTEMPTS = 64
@@ -24,6 +22,9 @@ MAX_ATTEMPTS = 64
 # ---------------------------------------------------------------------- optimal circulant
 def _circulant_diameter(n, offsets):
     """Diameter of the circulant C(n, offsets): its eccentricity at node 0 (vertex-transitive)."""
+    from scipy.sparse import coo_matrix   # imported when first needed (start-up time)
+    from scipy.sparse.csgraph import shortest_path
+
     ids = np.arange(n, dtype=np.int64)[:, None]
     steps = np.asarray(list(offsets) + [-a for a in offsets], dtype=np.int64)[None, :]
     adj = coo_matrix((np.ones(n * steps.size, dtype=np.int8),
@@ -91,14 +92,15 @@ def optimal_circulant_graph(n, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY
 
 
 # ---------------------------------------------------------------------- random regular
-def _seed(seed, what):
+def check_seed(seed, what):
+    """``seed`` as a non-negative integer (``what`` names the generator in the message)."""
     seed = as_int(seed, f"{what} seed")
     if seed < 0:
         raise SpecError(f"{what} seed must be >= 0, got {seed}")
     return seed
 
 
-def _attempt_rng(seed, attempt):
+def attempt_rng(seed, attempt):
     """The numpy generator of one attempt: attempt 0 uses ``seed`` itself, later ones derive
     independent streams from ``(seed, attempt)``."""
     return np.random.default_rng(seed if attempt == 0 else [seed, attempt])
@@ -113,6 +115,9 @@ def _regular_args(n, d, what):
 
 
 def _strongly_connected(n, src, dst):
+    from scipy.sparse import coo_matrix   # imported when first needed (start-up time)
+    from scipy.sparse.csgraph import connected_components
+
     adj = coo_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n))
     return connected_components(adj, directed=True, connection="strong")[0] == 1
 
@@ -189,7 +194,7 @@ def random_regular_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK
     import networkx as nx
 
     n, d = _regular_args(n, d, "randomregular")
-    seed = _seed(seed, "randomregular")
+    seed = check_seed(seed, "randomregular")
     if n * d % 2:
         raise SpecError(f"randomregular needs n * d even (n*d/2 cables), got {n} * {d} = {n * d}")
     if d == 1 and n > 2:
@@ -199,7 +204,7 @@ def random_regular_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK
     check_size(name, n, n * d)
     flip = d > (n - 1) / 2
     for attempt in range(MAX_ATTEMPTS):
-        rng = _attempt_rng(seed, attempt)
+        rng = attempt_rng(seed, attempt)
         if n == 2:
             src, dst = np.array([0, 1]), np.array([1, 0])
         elif d == 2:
@@ -297,12 +302,12 @@ def random_regular_digraph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH,
     12
     """
     n, d = _regular_args(n, d, "randomdigraph")
-    seed = _seed(seed, "randomdigraph")
+    seed = check_seed(seed, "randomdigraph")
     name = f"randomdigraph:{n},{d}" + (f":{seed}" if seed else "")
     check_size(name, n, n * d)
     flip = d > (n - 1) / 2 and d > 1
     for attempt in range(MAX_ATTEMPTS):
-        rng = _attempt_rng(seed, attempt)
+        rng = attempt_rng(seed, attempt)
         if d == 1:
             rows = _cycle_rows(rng, n)[:, None]
         else:
