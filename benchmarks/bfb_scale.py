@@ -27,13 +27,14 @@ import argparse
 import json
 import math
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from hardware import machine   # benchmarks/hardware.py, next to this script
 
 PAPER = {"hypercube:10": 52.7, "torus:50x50": 61.1}
 # our targets for generation with the schedule file written, seconds
@@ -47,21 +48,6 @@ SYMMETRIC_TARGET = {"seconds": 60.0, "peak_mb": 4000.0}   # at 16,384 nodes, per
 GROWTH = {"torus": ["torus:16x16", "torus:16x32", "torus:32x32", "torus:32x64", "torus:64x64",
                     "torus:64x128", "torus:128x128"],
           "hypercube": [f"hypercube:{k}" for k in range(8, 15)]}
-
-
-def machine():
-    """One line naming the machine: CPU model, cores, memory, Python."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        mem = f", {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
-    except (ValueError, OSError, AttributeError):
-        mem = ""
-    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}"
 
 
 def peak_rss_mb():

@@ -17,7 +17,6 @@ them only where they are used, so a job that needs none of them must not pay for
 
 import argparse
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -26,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import hardware   # benchmarks/hardware.py, next to this script
 
 ANCHOR = 0.55   # seconds, `topocoll --version` with the eager package
 TARGET = 0.20
@@ -92,19 +93,10 @@ def _heavy_loaded(args, cwd):
 
 
 def machine():
-    """One line naming the machine: CPU model, cores, Python, the load, and whether this
-    environment keeps compiled modules (PYTHONDONTWRITEBYTECODE set: every start compiles the
-    package's modules from source again)."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f
-                         if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = ", load %.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
+    """:func:`hardware.machine`, and whether this environment keeps compiled modules
+    (PYTHONDONTWRITEBYTECODE set: every start compiles the package's modules from source)."""
     pyc = "no .pyc written" if os.environ.get("PYTHONDONTWRITEBYTECODE") else ".pyc written"
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}{load}, {pyc}"
+    return f"{hardware.machine()}, {pyc}"
 
 
 def jobs_table(script, repeat, against=None):

@@ -43,7 +43,6 @@ where that is missing), the first and steady-state iteration, and names the mach
 
 import argparse
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -51,24 +50,9 @@ import sys
 import tempfile
 import time
 
+from hardware import machine   # benchmarks/hardware.py, next to this script
+
 PAPER = {"over_bound": 1.015, "vs_shiftedring": 6.7, "vs_dbt": 38.0}
-
-
-def machine():
-    """One line naming the machine: CPU model, cores, memory, Python."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        mem = f", {mem:.0f} GiB"
-    except (ValueError, OSError, AttributeError):
-        mem = ""
-    return (f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
 
 
 def timed_run(args, cache_dir):

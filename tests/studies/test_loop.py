@@ -9,7 +9,8 @@ from tests.helpers import DATA
 from topocoll.errors import ScheduleFormatError, UnsupportedError
 from topocoll.studies.loop import simulate_training
 from topocoll.studies.models import model_workload
-from topocoll.studies.prices import bound_prices, moore_distance_sum, schedule_prices
+from topocoll.studies.prices import bound_prices, schedule_prices
+from topocoll.topology.cuts import moore_distance_sum
 from topocoll.studies.training import Profile, lower_bound_cost, simulate_iteration
 from topocoll.studies.workloads import (TrainingWorkload, WorkloadLayer, from_profile,
                                         load_training_workload, parse_astra_workload,
@@ -195,3 +196,20 @@ def test_concurrent_shares_bandwidth_by_hand():
     assert (both.first_iteration, both.comm_time) == (4.5, 3.5)
     serial = simulate_training(w, price)
     assert (serial.first_iteration, serial.comm_time) == (5.0, 4.0)
+
+
+def test_a_json_list_is_no_profile_for_either_reader(tmp_path):
+    # one rule for train-sim's workloads and the finder's profiles (which reads through it)
+    from topocoll.errors import ScheduleFormatError
+    from topocoll.studies.profiles import load_profile
+    from topocoll.studies.workloads import load_training_workload
+
+    path = tmp_path / "sizes.json"
+    path.write_text("[1024, 2048]")
+    for read in (load_training_workload, load_profile):
+        with pytest.raises(ScheduleFormatError, match="not a JSON list"):
+            read(path)
+    path.write_text("[1024, ")
+    with pytest.raises(ScheduleFormatError, match="sizes.json") as info:
+        load_training_workload(path)
+    assert "not a JSON list" not in str(info.value)

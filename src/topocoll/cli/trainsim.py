@@ -24,22 +24,34 @@ def resolve_profile(model, *, batch=None, gpu_flops=None, efficiency=None, dtype
                     cycle_time=None):
     """The profile of ``model``: a built-in model's name or a profile file (JSON or ASTRA-sim
     text); the model options apply to built-in models only."""
-    from ..studies.models import MODELS, model_profile
+    from ..studies.models import model_profile
     from ..studies.profiles import load_profile
+
+    if _built_in(model, batch, gpu_flops, efficiency, dtype, cycle_time):
+        return model_profile(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
+                             bytes_per_param=dtype)
+    return load_profile(model, cycle_time=cycle_time)
+
+
+def _built_in(model, batch, gpu_flops, efficiency, dtype, cycle_time, known_also=""):
+    """True if ``model`` names a built-in model, False if a profile file; refuses the options
+    that do not apply to the one it is, and a name that is neither."""
+    from ..studies.models import MODELS
 
     if model in MODELS:
         if cycle_time is not None:
             raise Fail("--cycle-time applies to ASTRA-sim workload files, not to built-in models")
-        return model_profile(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
-                             bytes_per_param=dtype)
+        return True
     if model != "-" and not os.path.exists(model):
-        raise Fail(f"--workload {model}: neither a known model ({', '.join(MODELS)}) nor a file")
+        raise Fail(f"--workload {model}: neither a known model ({', '.join(MODELS)}"
+                   f"{known_also}) nor a file")
     given = [name for name, v in (("--batch", batch), ("--gpu-flops", gpu_flops),
-                                  ("--efficiency", efficiency), ("--dtype", dtype)) if v is not None]
+                                  ("--efficiency", efficiency), ("--dtype", dtype))
+             if v is not None]
     if given:
         raise Fail(f"{given[0]} applies to the built-in models ({', '.join(MODELS)}), not to a "
                    "profile file")
-    return load_profile(model, cycle_time=cycle_time)
+    return False
 
 
 def workload_profile(model, bucket_size=None):
@@ -165,7 +177,7 @@ def resolve_workload(model, *, measure=False, batch=None, gpu_flops=None, effici
     """The training workload of ``model``: measured with torch (``measure``), a built-in
     model's FLOPs model, or a profile file (JSON or ASTRA-sim text)."""
     from ..studies.measure import TORCH_MODELS, measure_model
-    from ..studies.models import MODELS, model_workload
+    from ..studies.models import model_workload
     from ..studies.workloads import load_training_workload
 
     if measure:
@@ -181,21 +193,10 @@ def resolve_workload(model, *, measure=False, batch=None, gpu_flops=None, effici
             raise Fail(f"--batch with --measure must be between 1 and {MAX_MEASURE_BATCH}, got "
                        f"{batch}")
         return measure_model(model, batch=batch)
-    if model in MODELS:
-        if cycle_time is not None:
-            raise Fail("--cycle-time applies to ASTRA-sim workload files, not to built-in models")
+    if _built_in(model, batch, gpu_flops, efficiency, dtype, cycle_time,
+                 known_also=f"; with --measure: {', '.join(TORCH_MODELS)}"):
         return model_workload(model, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
                               bytes_per_param=dtype)
-    if model != "-" and not os.path.exists(model):
-        known = ", ".join(MODELS)
-        raise Fail(f"--workload {model}: neither a known model ({known}; with --measure: "
-                   f"{', '.join(TORCH_MODELS)}) nor a file")
-    given = [name for name, v in (("--batch", batch), ("--gpu-flops", gpu_flops),
-                                  ("--efficiency", efficiency), ("--dtype", dtype))
-             if v is not None]
-    if given:
-        raise Fail(f"{given[0]} applies to the built-in models ({', '.join(MODELS)}), not to a "
-                   "profile file")
     return load_training_workload(model, cycle_time=cycle_time)
 
 

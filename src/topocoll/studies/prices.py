@@ -30,32 +30,15 @@ vertex-transitive may need more); it is labelled so wherever it is shown.
 (3, 2.5781)
 """
 
+from ..topology.cuts import moore_distance_sum
 from ..units import parse_bandwidth, parse_time, whole_number
 from .training import AllreduceCost, lower_bound_cost
 
 __all__ = ["bound_prices", "ring_prices", "phase_prices", "schedule_prices",
-           "alltoall_distance_cost", "moore_distance_sum", "DISTANCE_BOUND"]
+           "alltoall_distance_cost", "DISTANCE_BOUND"]
 
 #: How :func:`alltoall_distance_cost` prices, in words.
 DISTANCE_BOUND = "all-to-all distance bound (balanced shortest paths)"
-
-
-def moore_distance_sum(nodes, degree):
-    """The least sum of distances from one node to the ``nodes - 1`` others with out-degree
-    ``degree``: ``d`` nodes at distance 1, ``d^2`` at 2, ... until all are placed.
-
-    >>> moore_distance_sum(64, 4), moore_distance_sum(5, 1)
-    (165, 10)
-    """
-    nodes, degree = whole_number(nodes, "nodes", 1), whole_number(degree, "degree", 1)
-    left, layer, dist, total = nodes - 1, 1, 0, 0
-    while left > 0:
-        layer *= degree
-        dist += 1
-        here = min(layer, left)
-        total += here * dist
-        left -= here
-    return total
 
 
 def _alpha_bw(alpha, bandwidth):

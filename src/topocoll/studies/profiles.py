@@ -94,11 +94,6 @@ def load_profile(path, *, cycle_time=None):
     from .workloads import workload_from_text
 
     text = read_text(os.fspath(path), what="profile file")
-    if text.lstrip().startswith("["):
-        parse_json(text, what=os.fspath(path))     # malformed JSON says so first
-        raise ScheduleFormatError(
-            f"{os.fspath(path)}: a profile file is a JSON object with \"layers\" or an "
-            f"ASTRA-sim workload, not a JSON list (a list of layer sizes is a --size-file)")
     if text.lstrip().startswith("{"):
         doc = parse_json(text, what=os.fspath(path))
         if isinstance(doc, dict) and isinstance(doc.get("layers"), list) and any(

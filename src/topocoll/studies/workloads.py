@@ -467,6 +467,11 @@ def workload_from_text(text, *, path, cycle_time=None):
     """:func:`load_training_workload` on text already read from ``path``."""
     base = os.path.basename(path)
     name = base.split(".")[0] or base or "profile"
+    if text.lstrip().startswith("["):
+        parse_json(text, what=path)     # malformed JSON says so first
+        raise ScheduleFormatError(
+            f"{path}: a profile file is a JSON object with \"layers\" or an ASTRA-sim "
+            f"workload, not a JSON list (a list of layer sizes is a --size-file)")
     if text.lstrip().startswith("{"):
         doc = parse_json(text, what=path)
         try:
