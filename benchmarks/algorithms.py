@@ -95,6 +95,9 @@ def main():
     sizes = SIZES[:1] if args.quick else SIZES
     head = f"{'topology':<22}{'collective':<11}{'size':>7}{'bound':>10}{'node bw':>8}"
     head += "".join(f"{a:>9}" for a in ALGORITHMS)
+    print("alpha 10 us per link; 100 Gbps per node split over its links (the NSDI 2025 paper's "
+          "convention, given explicitly; not the default 100 Gbps per link) except the two "
+          "heterogeneous cases")
     print(head)
     print("-" * len(head))
     for name, make, colls in CASES:

@@ -15,9 +15,10 @@ for the ``--unfused`` form).
 
 ``--refusal FILE`` instead times how long ``export`` takes to refuse a schedule the runtime
 cannot hold (the 1024-rank allreduce ``make run`` writes to ``out/allreduce.json.gz``): with the
-pre-check (``topocoll.interop.export_precheck``, median of 3 runs) and, with ``--without``, once
-without it (the full translation: minutes and about 6 GB). Wall clock and CPU time (what an idle
-machine would show), the load average and the cores are printed.
+pre-checks (``topocoll.interop.export_precheck``: the element bound and the block-pass replay,
+median of 3 runs) and, with ``--without``, once without them (the full translation: minutes and
+about 9 GB). Wall clock and CPU time (what an idle machine would show), the process's peak
+memory after each row, the load average and the cores are printed.
 
     python benchmarks/interop.py --refusal out/allreduce.json.gz --without
 """
@@ -27,6 +28,7 @@ import statistics
 import sys
 import time
 
+from hardware import machine   # benchmarks/hardware.py, next to this script
 from topocoll.interop import export_msccl, import_msccl
 from topocoll.interop.export import CAPACITY
 from topocoll.interop.lint import buffer_capacity
@@ -94,25 +96,36 @@ def _refuse(path):
     return time.perf_counter() - wall, time.process_time() - cpu, message
 
 
+def _peak_gb():
+    """This process's peak resident memory so far, GB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+
 def refusal(path, without=False, runs=3):
     """The ``--refusal`` table (see the module docstring)."""
     import topocoll.interop.export as export_module
 
-    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(machine(), flush=True)
     rows = []
     got = [_refuse(path) for _ in range(runs)]
-    rows.append(("with pre-check", statistics.median(g[0] for g in got),
-                 statistics.median(g[1] for g in got), got[0][2]))
+    rows.append(("with pre-checks", statistics.median(g[0] for g in got),
+                 statistics.median(g[1] for g in got), _peak_gb(), got[0][2]))
     if without:
-        real = export_module.precheck
-        export_module.precheck = lambda *args, **kwargs: None
+        names = ("precheck", "precheck_elements")
+        real = {name: getattr(export_module, name) for name in names}
+        for name in names:
+            setattr(export_module, name, lambda *args, **kwargs: None)
         try:
-            rows.append(("without (full translation)",) + _refuse(path))
+            wall, cpu, message = _refuse(path)
+            rows.append(("without (full translation)", wall, cpu, _peak_gb(), message))
         finally:
-            export_module.precheck = real
-    print(f"{'export':28} {'wall s':>8} {'cpu s':>8}  message")
-    for label, wall, cpu, message in rows:
-        print(f"{label:28} {wall:>8.1f} {cpu:>8.1f}  {message[:110]}")
+            for name in names:
+                setattr(export_module, name, real[name])
+    print(f"{'export':28} {'wall s':>8} {'cpu s':>8} {'peak GB':>8}  message")
+    for label, wall, cpu, peak, message in rows:
+        print(f"{label:28} {wall:>8.1f} {cpu:>8.1f} {peak:>8.2f}  {message[:110]}")
     if without:
         print(f"{'cpu ratio (without / with)':28} {rows[1][2] / rows[0][2]:>17.1f}")
     print(f"load average at end {os.getloadavg()[0]:.1f}")

@@ -1,15 +1,21 @@
 """The one default cluster: what every job assumes when the user does not say.
 
-Topologies built from spec strings get :data:`LINK_BANDWIDTH` and :data:`LINK_LATENCY` on every
-link; jobs that compare topologies fairly (``compare``, ``survey``, ``find``) give every node
-:data:`NODE_BANDWIDTH` of egress split over its links and every link the latency :data:`ALPHA`.
+Every link of every topology gets :data:`LINK_BANDWIDTH` (100 Gbps) and :data:`LINK_LATENCY`
+(10 us): the speed users give is their link speed, topologies built from spec strings carry it,
+and every command prices with it unless told otherwise (``schedule``, ``evaluate``,
+``simulate``, ``synth``, and also ``compare``, ``survey``, ``find`` and ``train-sim``), so one
+schedule has one time whichever command prices it. ``--link-bandwidth`` sets another link
+speed; ``--node-bandwidth`` (:data:`NODE_BANDWIDTH` in the examples) asks for the fair-comparison
+convention of the NSDI 2025 paper instead: every node gets that egress, split evenly over its
+out-links, whatever its degree. On a d-regular topology the default equals a node bandwidth of
+``d * LINK_BANDWIDTH``. :data:`ALPHA` is the latency of every link.
 Buffer sizes default to :data:`SIZE`, except where a job needs several (:data:`COMPARE_SIZES`,
 :data:`SURVEY_SIZES`) or follows the paper it reproduces (:data:`SYNTHESIS_SIZE`, TACOS). Training-iteration simulation (``train-sim``) assumes PyTorch
 DDP's :data:`BUCKET_SIZE`, an NVIDIA A100 (:data:`GPU_FLOPS` at :data:`GPU_EFFICIENCY`), fp32
 gradients (:data:`BYTES_PER_PARAM`) and ASTRA-sim cycles of :data:`CYCLE_TIME`.
 
 >>> from topocoll.units import format_bandwidth, format_size, format_time
->>> format_time(ALPHA), format_bandwidth(NODE_BANDWIDTH), format_size(SIZE)
+>>> format_time(ALPHA), format_bandwidth(LINK_BANDWIDTH), format_size(SIZE)
 ('10us', '100Gbps', '1MiB')
 """
 
@@ -23,7 +29,8 @@ ALPHA = 1e-5
 LINK_LATENCY = ALPHA
 #: Bandwidth of a link of a topology built from a spec: 100 Gbps (12.5 GB/s).
 LINK_BANDWIDTH = 12.5e9
-#: Egress bandwidth of a node in fair comparisons, split over its out-links: 100 Gbps.
+#: The node bandwidth of the paper's fair-comparison convention (``--node-bandwidth``, never a
+#: default): every node's egress, split over its out-links, 100 Gbps.
 NODE_BANDWIDTH = 12.5e9
 #: Buffer size M of one collective: 1 MiB.
 SIZE = float(2**20)

@@ -58,7 +58,7 @@ def test_table_fastest_and_plot(run, tmp_path):
     assert set(rows) == {"ring:8 bfb", "hypercube:3 bfb"}, r
     assert rows["ring:8 bfb"][1:5] == ["8", "2", "yes", "8"], r
     assert rows["hypercube:3 bfb"][1:5] == ["8", "3", "yes", "6"], r
-    assert "alpha 10us, 100Gbps per node" in r.stdout
+    assert "alpha 10us, 100Gbps per link" in r.stdout        # the default cluster
     assert any(line.startswith("fastest at 1KiB: hypercube:3 bfb") for line in r.stdout_lines), r
     assert any(line.startswith("fastest at 1MiB: ") for line in r.stdout_lines), r
     assert "plot written to out.png" in r.stdout
@@ -162,3 +162,51 @@ def test_survey_json_is_compares_result(run):
     assert [(row["topology"], row["algorithm"], row["verdict"]) for row in out["rows"]] == [
         ("torus:4x4", "bfb", "ok"), ("ring:16", "biring", "ok"), ("uniring:16", "ring", "ok")]
     assert all(row["sizes"][0]["degree_ratio"] >= 1 - 1e-9 for row in out["rows"])
+    assert out["bandwidth"] == "100Gbps per link" and out["link_bandwidth"] == 12.5e9
+
+
+# ---------------------------------------------------------------------- one default cluster
+def _evaluated(run, spec, size, *extra):
+    """The time ``topocoll schedule SPEC`` then ``topocoll evaluate`` print (JSON)."""
+    name = spec.replace(":", "_") + ".json"
+    made = run("schedule", spec, "-c", "allreduce", "-o", name, "--json", *extra)
+    assert made.returncode == 0, made
+    doc = run("evaluate", name, "--size", size, "--json")
+    assert doc.returncode == 0, doc
+    return doc.json()["sizes"][0]["time"]
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "genkautz:12,3"])
+def test_compare_prices_as_schedule_and_evaluate_do(run, spec):
+    # one default cluster: compare's time is evaluate's time for a spec's schedule
+    r = run("compare", spec, "--size", "1MiB", "--json")
+    assert r.returncode == 0, r
+    doc = r.json()
+    assert doc["bandwidth"] == "100Gbps per link" and doc["node_bandwidth"] is None
+    assert doc["rows"][0]["sizes"][0]["time"] == _evaluated(run, spec, "1MiB")
+
+
+def test_node_bandwidth_gives_the_per_node_numbers(run):
+    # --node-bandwidth: the paper's convention, each node's 100Gbps split over its links (on
+    # torus:4x4's four links, a quarter of the default's bandwidth term)
+    r = run("compare", "torus:4x4", "--size", "1MiB", "--node-bandwidth", "100Gbps", "--json")
+    assert r.returncode == 0, r
+    doc = r.json()
+    assert doc["bandwidth"] == "100Gbps per node" and doc["link_bandwidth"] is None
+    per_node = doc["rows"][0]["sizes"][0]
+    assert per_node["time"] == _evaluated(run, "torus:4x4", "1MiB", "--node-bandwidth", "100Gbps")
+    default = run("compare", "torus:4x4", "--size", "1MiB", "--json").json()["rows"][0]
+    assert per_node["T_B"] == pytest.approx(4 * default["sizes"][0]["T_B"], rel=1e-12)
+    assert per_node["time"] - per_node["T_B"] == pytest.approx(default["T_L"], rel=1e-12)
+    survey = run("survey", "--nodes", "16", "--topology", "torus:4x4", "--size", "1MiB",
+                 "--node-bandwidth", "100Gbps", "--json").json()
+    assert survey["bandwidth"] == "100Gbps per node"
+    assert survey["rows"][0]["sizes"][0]["time"] == per_node["time"]
+
+
+@pytest.mark.parametrize("command", [["compare", "ring:8"], ["survey", "-n", "8"],
+                                     ["find", "-n", "8", "-d", "2"],
+                                     ["train-sim", "--workload", "resnet50", "-n", "8"]])
+def test_link_and_node_bandwidth_exclude_each_other(run, command):
+    r = run(*command, "--link-bandwidth", "100Gbps", "--node-bandwidth", "100Gbps")
+    _one_line_error(r, "--node-bandwidth", "--link-bandwidth", "not both")

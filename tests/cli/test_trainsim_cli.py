@@ -113,3 +113,20 @@ def test_link_model_prices_a_schedule_at_every_size(run):
     assert link["comm_time"] == pytest.approx(step["comm_time"], rel=1e-9)
     assert_one_line_error(run("train-sim", "--model", "resnet50", "--nodes", "8",
                               "--comm-model", "link"), "--schedule or --topology", code=2)
+
+
+def test_default_is_per_link_and_node_bandwidth_is_the_papers_convention(run):
+    # the default cluster, 100Gbps per link: on 4-regular networks (ours, the bound's degree,
+    # ShiftedRing) the same as 400Gbps per node; --node-bandwidth 100Gbps is the paper's
+    args = ("train-sim", "--workload", "resnet50", "--nodes", "16", "--json")
+    per_link, as_node, paper = (json.loads(run(*args, *extra).stdout) for extra in
+                                ((), ("--node-bandwidth", "400Gbps"),
+                                 ("--node-bandwidth", "100Gbps")))
+    assert per_link["bandwidth"] == "100Gbps per link" and per_link["link_bandwidth"] == 12.5e9
+    assert per_link["node_bandwidth"] is None
+    assert paper["bandwidth"] == "100Gbps per node" and paper["link_bandwidth"] is None
+    assert per_link["comm_time"] == pytest.approx(as_node["comm_time"], rel=1e-12)
+    for name in ("two-phase bound", "ShiftedRing"):
+        assert per_link["baselines"][name]["comm_time"] == pytest.approx(
+            as_node["baselines"][name]["comm_time"], rel=1e-12), name
+    assert paper["comm_time"] > per_link["comm_time"]

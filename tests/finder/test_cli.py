@@ -19,9 +19,10 @@ def run(tmp_path):
 
 
 def test_table_and_choice(run, tmp_path):
-    r = run("--nodes", 64, "--degree", 4)
+    # the paper's convention (100Gbps per node), in which the figures below are quoted
+    r = run("--nodes", 64, "--degree", 4, "--node-bandwidth", "100Gbps")
     assert r.returncode == 0, r
-    assert "Pareto frontier for 64 nodes of degree 4" in r.stdout
+    assert "Pareto frontier for 64 nodes of degree 4 (alpha 10us, 100Gbps per node;" in r.stdout
     # the optimizer's shipped bases: a 16-node Cayley digraph of diameter 2 under a line
     # graph, and a bandwidth-optimal 64-node one of diameter 4 (the directed circulant needs 5)
     for name in ("line(metacyclic:8,2,7:0.1,5.0,6.0,7.1) *", "metacyclic:16,4,5:0.3,1.2,3.3,4.0"):
@@ -30,8 +31,23 @@ def test_table_and_choice(run, tmp_path):
     assert len(choice) == 1 and "line(metacyclic:8,2,7:0.1,5.0,6.0,7.1)" in choice[0]
     assert "evaluated 238.3us" in choice[0] and "two-phase bound 225.2us" in choice[0]
     assert (tmp_path / "cache" / "finder.sqlite").exists()
-    again = run("--nodes", 64, "--degree", 4)
+    again = run("--nodes", 64, "--degree", 4, "--node-bandwidth", "100Gbps")
     assert again.returncode == 0 and "from the cache" in again.stdout
+    # the default cluster, 100Gbps per link: B = 4 x 100Gbps per node, the same choice, every
+    # time's bandwidth term a quarter (T_L = steps x alpha unchanged)
+    link = run("--nodes", 64, "--degree", 4)
+    assert link.returncode == 0, link
+    assert "(alpha 10us, 100Gbps per link (B = 400Gbps per node);" in link.stdout
+    per_link, per_node = (run("--nodes", 64, "--degree", 4, *extra, "--json").json()
+                          for extra in ((), ("--node-bandwidth", "100Gbps")))
+    assert per_link["bandwidth"] == "100Gbps per link" and per_link["link_bandwidth"] == 12.5e9
+    assert per_link["node_bandwidth"] == 4 * 12.5e9
+    assert per_node["bandwidth"] == "100Gbps per node" and per_node["link_bandwidth"] is None
+    assert per_link["best"]["name"] == per_node["best"]["name"]
+    ev = per_node["best"]["evaluation"]
+    t_l = ev["steps"] * 10e-6
+    assert per_link["best"]["evaluated_time"] == pytest.approx(
+        t_l + (per_node["best"]["evaluated_time"] - t_l) / 4, rel=1e-12)
 
 
 def test_json_keys(run):
@@ -63,7 +79,7 @@ def test_output_folder_has_topology_schedule_and_plot(run, tmp_path):
     topo = tc.load_topology(out / "topology.json")
     assert topo.num_nodes == 36 and topo.name == schedule.topology.name
     assert float(topo.latency[0]) == 1e-5
-    assert topo.egress_bandwidth() == pytest.approx(12.5e9)
+    assert topo.bandwidth == pytest.approx(12.5e9)            # the default: 100Gbps per link
     assert not (tmp_path / "cache").exists()                      # --no-cache
     checked = run_cli(["verify", out / "allreduce.json"], tmp_path)
     assert checked.returncode == 0, checked

@@ -106,3 +106,22 @@ def test_bad_find_input():
         find(8, 2, alpha="fast", cache=False)
     with pytest.raises(tc.errors.InputTypeError):
         find(8, 2, workload=object(), cache=False)
+    with pytest.raises(TopocollError, match="node_bandwidth or link_bandwidth, not both"):
+        find(8, 2, node_bandwidth="100Gbps", link_bandwidth="100Gbps", cache=False)
+
+
+def test_default_cluster_is_per_link_and_the_model_uses_d_links():
+    # the one default cluster: 100Gbps per link, B = d x 100Gbps in units of M/B; the same
+    # frontier (it does not depend on B) and the same predictions as node_bandwidth = d x L
+    by_link = find(256, 4, "1MiB", evaluate=False, cache=_MEMORY)
+    explicit = find(256, 4, "1MiB", link_bandwidth="100Gbps", evaluate=False, cache=_MEMORY)
+    as_node = find(256, 4, "1MiB", node_bandwidth="400Gbps", evaluate=False, cache=_MEMORY)
+    assert (by_link.link_bandwidth, by_link.node_bandwidth) == (12.5e9, 50e9)
+    assert by_link.bandwidth == "100Gbps per link" == by_link.to_dict()["bandwidth"]
+    assert as_node.link_bandwidth is None and as_node.bandwidth == "400Gbps per node"
+    assert by_link.times == explicit.times == as_node.times
+    assert by_link.best == as_node.best
+    best = by_link.best
+    assert by_link.predicted_time == pytest.approx(
+        Workload.single("1MiB").time(best.steps, best.t_b, alpha=ALPHA, bandwidth=4 * 12.5e9),
+        rel=1e-12)

@@ -203,7 +203,8 @@ def _measure_each(rank, world_size, paths):
     torch's collective on the same data."""
     out = []
     for path in paths:
-        result = measure_file(rank, world_size, path, "64KiB", "float32", 1, True, False)
+        result = measure_file(rank, world_size, path, "64KiB", dtype="float32", iters=1, check=True,
+                              baseline=False)
         out.append((os.path.basename(path), result["collective"], result["correct"]))
     return out
 

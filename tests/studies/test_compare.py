@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import topocoll as tc
-from topocoll.defaults import ALPHA as DEFAULT_ALPHA, NODE_BANDWIDTH as DEFAULT_NODE_BANDWIDTH
+from topocoll.defaults import ALPHA as DEFAULT_ALPHA, LINK_BANDWIDTH as DEFAULT_LINK_BANDWIDTH
 from topocoll.plotting import check_plot_target
 from topocoll.studies.compare import ComparisonRow, compare, fastest, plot_comparison
 from topocoll.errors import SpecError, UnsupportedError
@@ -40,22 +40,37 @@ def test_rows_for_two_topologies(two_rows):
                                                                       "bfb")
         assert r.nodes == 8
         assert [c.size for c in r.sizes] == SIZES
-        assert r.alpha == DEFAULT_ALPHA and r.node_bandwidth == DEFAULT_NODE_BANDWIDTH
+        assert r.alpha == DEFAULT_ALPHA and r.link_bandwidth == DEFAULT_LINK_BANDWIDTH
+        assert r.node_bandwidth is None          # the default cluster: 100Gbps per link
     assert [r.degree for r in two_rows] == [2, 3]
     assert [r.steps for r in two_rows] == [8, 6]
     json.dumps([r.to_dict() for r in two_rows], allow_nan=False)
 
 
 def test_times_equal_evaluate(two_rows):
+    # the default cluster is the spec's own: evaluate on the plain spec gives the same times
     for spec, row in zip(["ring:8", "hypercube:3"], two_rows):
-        topo = tc.build_topology(spec, latency=DEFAULT_ALPHA).with_node_bandwidth(
-            DEFAULT_NODE_BANDWIDTH)
+        topo = tc.build_topology(spec)
+        assert topo.describe_bandwidth() == "100Gbps per link"
         schedule = tc.generate(topo, "allreduce", "bfb")
         for cost in row.sizes:
             e = tc.evaluate(schedule, cost.size)
             assert row.T_L == e.T_L and row.steps == e.steps
             assert cost.T_B == e.T_B and cost.time == e.time
             assert row.time_at(cost.size) == pytest.approx(e.time, rel=1e-12)
+
+
+def test_node_bandwidth_is_the_per_node_convention():
+    # node_bandwidth asks for the paper's convention: each node's egress split over its links
+    rows = compare(["ring:8", "hypercube:3"], sizes=SIZES, node_bandwidth="100Gbps").rows
+    for spec, row in zip(["ring:8", "hypercube:3"], rows):
+        assert row.node_bandwidth == 12.5e9 and row.link_bandwidth is None
+        topo = tc.build_topology(spec).with_node_bandwidth(12.5e9)
+        schedule = tc.generate(topo, "allreduce", "bfb")
+        for cost in row.sizes:
+            assert cost.time == tc.evaluate(schedule, cost.size).time
+    with pytest.raises(UnsupportedError, match="not both"):
+        compare(["ring:8"], node_bandwidth="100Gbps", link_bandwidth="100Gbps")
 
 
 def test_ratio_is_time_over_lower_bound_and_at_least_one(two_rows):

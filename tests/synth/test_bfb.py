@@ -3,6 +3,8 @@ Zhao et al. (NSDI 2025) prove it, and per-step optimality against an independent
 oracle."""
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import given, settings
 import topocoll as tc
 from topocoll.errors import NotStronglyConnectedError, UnsupportedError
 from topocoll.schedule import step_costs, verify
-from topocoll.synth import bfb_allgather, bfb_allreduce, bfb_reduce_scatter
+from topocoll.synth import bfb, bfb_allgather, bfb_allreduce, bfb_reduce_scatter
 from topocoll.topology import Topology, diameter, distance_matrix, topology
 
 from tests.helpers import strongly_connected_digraphs
@@ -171,3 +173,65 @@ def test_broadcast_and_reduce(root):
         assert s.root == root
         assert verify(s).valid
         assert s.num_steps == tc.schedule.steps_lower_bound(s.collective, t, root)
+
+
+# --------------------------------------------------------------------------- HiGHS, whole shards
+def test_whole_shards_within_the_bottleneck():
+    # unit 1 has only link 0 (a whole shard), unit 0 splits over links 0 and 1: link 0 already
+    # carries the bottleneck (1.5 fractional -> at most 1 whole), so unit 0 must take link 1
+    unit, link = np.array([0, 0, 1]), np.array([10, 11, 10])
+    share = np.array([0.5, 0.5, 1.0])
+    got = bfb._round_to_bottleneck(unit, link, share, step=np.ones(3, int), bandwidth=np.ones(3))
+    assert got.tolist() == [0, 1, 1]
+
+
+def test_whole_shards_that_do_not_fit_are_left_short():
+    # three units split over two links: 1.5 shards each fractionally, at most 1 whole each
+    unit, link = np.repeat([0, 1, 2], 2), np.tile([10, 11], 3)
+    got = bfb._round_to_bottleneck(unit, link, np.full(6, 0.5), step=np.ones(6, int),
+                                   bandwidth=np.ones(6))
+    assert sorted(np.bincount(unit, weights=got).tolist()) == [0, 1, 1]
+    assert np.bincount(link - 10, weights=got).max() == 1
+
+
+def test_bfb_is_the_same_whatever_highs_ran_before():
+    from topocoll.highs import solver
+
+    t = topology("mesh:3x3")
+    before = bfb_allreduce(t)
+    solver(threads=2)     # HiGHS' global scheduler restarted with another thread count
+    after = bfb_allreduce(t)
+    assert np.array_equal(before.transfers, after.transfers)
+
+
+def test_bfb_without_chunks_loads_no_scipy():
+    """The load-balancing LPs and the whole-shard flow go to highspy directly: a BFB schedule
+    (which verifies itself in ``schedule``) pays no scipy import."""
+    code = ("import sys\nfrom topocoll.synth import generate\nfrom topocoll.schedule import "
+            "verify\ns = generate('torus:8x8', 'allreduce', 'bfb')\nassert verify(s).valid\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_flow_methods_find_a_maximum_flow(seed):
+    """HiGHS (small flows) and scipy's Dinic (large ones) may pick different flows, never
+    different values, and both keep every capacity."""
+    rng = np.random.default_rng(seed)
+    num_left, num_right = 30, 12
+    pairs = np.unique(np.c_[rng.integers(0, num_left, 150), rng.integers(0, num_right, 150)],
+                      axis=0)
+    left, right = pairs[:, 0], num_left + pairs[:, 1]
+    keep = np.isin(np.arange(num_left), left)       # every left node has an edge
+    left = np.searchsorted(np.flatnonzero(keep), left)
+    right = right - num_left + keep.sum()
+    capacity = rng.integers(0, 4, keep.sum() + num_right)
+    flows = [bfb._bipartite_flow(left, right, capacity, method=m) for m in ("lp", "dinic")]
+    assert flows[0].sum() == flows[1].sum() > 0
+    for f in flows:
+        assert set(np.unique(f)) <= {0, 1}
+        node_flow = np.bincount(left, weights=f, minlength=capacity.size) + np.bincount(
+            right, weights=f, minlength=capacity.size)
+        assert np.all(node_flow <= capacity)

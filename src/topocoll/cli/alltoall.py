@@ -52,7 +52,7 @@ __all__ = ["alltoall"]
 @click.option("--chunks", type=click.IntRange(1), help="Chunks per commodity for -o [default: "
               "the optimum's common denominator, at most 64].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def alltoall(topo, max_hops, method, tolerance, size, link_bandwidth, node_bandwidth, alpha,
+def alltoall(*, topo, max_hops, method, tolerance, size, link_bandwidth, node_bandwidth, alpha,
              solver, time_limit, frontier, output, chunks, as_json):
     """Uniform all-to-all throughput of TOPO: lambda, its time, a certificate and the bounds.
 

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from .. import units
+from .. import defaults, units
 from ..errors import InvalidScheduleError, TopocollError
 
 EXIT_INVALID = 1
@@ -315,6 +315,23 @@ def topo_options(func):
     for option in reversed(_TOPO_OPTIONS):
         checked = option(checked)
     return checked
+
+
+def cluster_bandwidth_options(note="as evaluate"):
+    """``--link-bandwidth`` (default: the one default cluster's link speed) and
+    ``--node-bandwidth`` (the NSDI 2025 paper's per-node convention) of the jobs that price
+    whole clusters; ``note`` ends the first one's default in --help. The command checks that
+    only one is given (:func:`one_bandwidth`)."""
+    link = click.option(
+        "--link-bandwidth", callback=unit_callback(units.parse_bandwidth, "--link-bandwidth"),
+        help=f"Bandwidth of every link [default: "
+             f"{units.format_bandwidth(defaults.LINK_BANDWIDTH)}, {note}].")
+    node = click.option(
+        "--node-bandwidth", callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
+        help="Instead of a link speed: egress bandwidth B of each node, split evenly over its "
+             "links (the NSDI 2025 paper's convention, e.g. "
+             f"{units.format_bandwidth(defaults.NODE_BANDWIDTH)}).")
+    return lambda func: link(node(func))
 
 
 def one_bandwidth(link_bandwidth, node_bandwidth):

@@ -11,8 +11,8 @@ from ..studies.compare import compare as _compare, describe_settings, fastest, p
 from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
-from .common import (EXIT_INVALID, check_plot, one_bandwidth, out_console, print_json,
-                     progress_bar, unit_callback)
+from .common import (cluster_bandwidth_options, EXIT_INVALID, check_plot, one_bandwidth,
+                     out_console, print_json, progress_bar, unit_callback)
 
 __all__ = ["compare", "survey"]
 
@@ -29,17 +29,12 @@ __all__ = ["compare", "survey"]
               help="Buffer size M (repeatable).")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
-@click.option("--node-bandwidth", callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
-              help="Egress bandwidth of each node, split evenly over its out-links "
-                   f"[default: {units.format_bandwidth(defaults.NODE_BANDWIDTH)} unless "
-                   "--link-bandwidth is given].")
-@click.option("--link-bandwidth", callback=unit_callback(units.parse_bandwidth, "--link-bandwidth"),
-              help="Bandwidth of every link instead of --node-bandwidth.")
+@cluster_bandwidth_options("as evaluate")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Also draw time against size (log-log) into this file, e.g. compare.png "
                    "(needs matplotlib: pip install 'topocoll[plot]').")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def compare(entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
+def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
             as_json):
     """Verify and price schedules side by side on the same latency and bandwidth.
 
@@ -132,25 +127,24 @@ def _print_comparison(rows, sizes, settings, plot):
               help="Buffer size M (repeatable).")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=unit_callback(units.parse_time, "--alpha"), help="Per-step latency.")
-@click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
-              show_default=True,
-              callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
-              help="Egress bandwidth of each node, split over its links.")
+@cluster_bandwidth_options("as evaluate")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def survey(nodes, specs, sizes, alpha, node_bandwidth, as_json):
+def survey(nodes, specs, sizes, alpha, link_bandwidth, node_bandwidth, as_json):
     """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce."""
+    one_bandwidth(link_bandwidth, node_bandwidth)
     update, bar = progress_bar("survey")
     with bar:
         result = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
-                         node_bandwidth=node_bandwidth, progress=update)
+                         node_bandwidth=node_bandwidth, link_bandwidth=link_bandwidth,
+                         progress=update)
     rows = result.rows
     if as_json:
         print_json(result.to_dict())
         if any(r.verdict == "invalid" for r in rows):
             sys.exit(EXIT_INVALID)
         return
-    table = Table(title=f"allreduce on {nodes} nodes, alpha {format_time(alpha)}, "
-                        f"{units.format_bandwidth(node_bandwidth)} per node "
+    table = Table(title=f"allreduce on {nodes} nodes, "
+                        f"{describe_settings(alpha, node_bandwidth, link_bandwidth)} "
                         "(any d: what no schedule on any topology of degree d beats, Moore-depth steps + "
                         "the agnostic bandwidth bound; compare's 'x bound' is over the entry's "
                         "own topology's bound)")

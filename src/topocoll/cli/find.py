@@ -14,8 +14,9 @@ from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..schedule.io import save_schedule
 from ..topology import save_topology
 from ..units import format_time
-from .common import (EXIT_INVALID, check_output_folder, duration_callback, Fail, ProgressLines,
-                     err_console, out_console, print_json, renamed_option, unit_callback)
+from .common import (cluster_bandwidth_options, EXIT_INVALID, check_output_folder,
+                     duration_callback, Fail, ProgressLines, err_console, one_bandwidth,
+                     out_console, print_json, renamed_option, unit_callback)
 
 __all__ = ["find"]
 
@@ -26,10 +27,7 @@ __all__ = ["find"]
               help="Links (ports) per node d (>= 1); candidates use at most d neighbours.")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
-@click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
-              show_default=True,
-              callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
-              help="Egress bandwidth B of each node, split evenly over its links.")
+@cluster_bandwidth_options("the cost model's B is then d x this")
 @click.option("--size", "sizes", multiple=True, callback=unit_callback(units.parse_size, "--size"),
               help="Allreduce buffer size M (repeatable: one allreduce each) "
                    f"[default: {units.format_size(defaults.SIZE)}].")
@@ -67,9 +65,9 @@ __all__ = ["find"]
               help="Schedule algorithm for the chosen candidate (repeatable: the fastest "
               "verified one is kept; trees: spanning-tree packing) [default: bfb].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model, bucket_size,
-         outdir, compress, no_evaluate, no_cache, optimize, budget, max_evaluations, seed,
-         algorithms, as_json):
+def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_file,
+         workload_model, bucket_size, outdir, compress, no_evaluate, no_cache, optimize, budget,
+         max_evaluations, seed, algorithms, as_json):
     """The best topology and allreduce schedule for N nodes of degree d and a workload.
 
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
@@ -78,6 +76,7 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     the ratio to the two-phase bound 2*(Moore steps*alpha + (N-1)/N*M/B), which no
     reduce-scatter followed by an allgather (every schedule find builds) beats.
     """
+    one_bandwidth(link_bandwidth, node_bandwidth)
     _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size,
                         outdir=outdir, compress=compress, budget=budget,
                         max_evaluations=max_evaluations, optimize=optimize,
@@ -89,6 +88,7 @@ def find(nodes, degree, alpha, node_bandwidth, sizes, sizes_file, workload_model
     try:
         with bar:
             result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
+                           link_bandwidth=link_bandwidth,
                            evaluate=not no_evaluate or bool(outdir),
                            keep_schedule=bool(outdir), cache=not no_cache, progress=update,
                            optimize=optimize, budget=budget, max_evaluations=max_evaluations,
@@ -205,9 +205,10 @@ def _find_progress():
 
 
 def _print_find(result, files):
-    settings = (f"alpha {format_time(result.alpha)}, "
-                f"{units.format_bandwidth(result.node_bandwidth)} per node; "
-                f"{result.workload.description}")
+    settings = f"alpha {format_time(result.alpha)}, {result.bandwidth}"
+    if result.link_bandwidth is not None:
+        settings += f" (B = {units.format_bandwidth(result.node_bandwidth)} per node)"
+    settings += f"; {result.workload.description}"
     table = Table(title=f"Pareto frontier for {result.nodes} nodes of degree {result.degree} "
                         f"({settings}); steps and T_B per phase, allreduce = 2 phases; "
                         "* the choice")

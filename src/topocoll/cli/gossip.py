@@ -191,8 +191,8 @@ def _span(lo, hi):
               help="A topology parameter, e.g. -O local_size=4 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, each "
               "TOPOLOGY's cost in its list topologies.")
-def cost(topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth, ranks_per_node,
-         group_mode, extra, as_json):
+def cost(*, topologies, network, nodes, size, alpha, link_bandwidth, node_bandwidth,
+         ranks_per_node, group_mode, extra, as_json):
     """Time of one gossip iteration of TOPOLOGY on a physical network (alpha-beta, ECMP).
 
     Every message is split over all shortest paths; time = largest path latency x steps +

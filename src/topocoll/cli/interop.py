@@ -48,7 +48,7 @@ def _size(text, what):
 @click.option("--no-step-hints", is_flag=True, help="Leave out the tcstep attribute that lets "
               "import give back the schedule's exact steps.")
 @click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
-def export(file, fmt, output, astra, proto, channels, chunks, min_bytes, max_bytes, unfused,
+def export(*, file, fmt, output, astra, proto, channels, chunks, min_bytes, max_bytes, unfused,
            name, no_step_hints, as_json):
     """Export schedule FILE as an MSCCL XML program for the GPU runtimes and simulators.
 

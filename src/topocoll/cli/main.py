@@ -129,7 +129,8 @@ def main(argv=None):
         code = exc.exit_code
     except click.ClickException as exc:  # usage errors and ours: one line, no usage banner
         message = exc.format_message() if not isinstance(exc, Fail) else exc.message
-        click.echo(f"error: {message}", err=True)
+        # click lists a choice's values on lines of their own: one line, always
+        click.echo(f"error: {' '.join(message.split())}", err=True)
         code = exc.exit_code
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)

@@ -44,7 +44,7 @@ def _value(objective, value):
 @click.option("-o", "--output", help="Write the rewired topology (.json or .graphml, optionally "
               "+ .gz; '-' for JSON on stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def rewire(topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_swaps, seed,
+def rewire(*, topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_swaps, seed,
            size, prescreen, warmup, output, as_json):
     """Rewire TOPO by degree-preserving edge swaps, keeping a swap when the objective drops.
 

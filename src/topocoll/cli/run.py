@@ -1,6 +1,7 @@
 """``topocoll run``: run a schedule file or an MSCCL XML program on torch.distributed, check it
 against torch's own collective and time both."""
 
+import functools
 import os
 
 import click
@@ -53,7 +54,7 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
               "steps: one batch of whole messages per step (what NCCL needs); auto: steps on "
               "nccl, else dataflow.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def run(file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
+def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
         window, engine, as_json):
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
@@ -199,8 +200,12 @@ def _run_here(schedule, measure, nproc, backend, note, *, source, timeout):
     # the processes read a regular file themselves; what could be read only once they
     # get from here, already read
     worker, source = ((_measure_loaded, schedule) if source is None else (measure_file, source))
+    size, dtype, iters, check, baseline, options = measure
+    # a partial of a module-level function pickles, so spawned processes receive it
+    worker = functools.partial(worker, dtype=dtype, iters=iters, check=check, baseline=baseline,
+                               options=options)
     try:
-        return run_local(worker, n, (source, *measure), timeout=timeout)[0]
+        return run_local(worker, n, (source, size), timeout=timeout)[0]
     except ProcessGroupError as exc:
         raise Fail(_first_failure(str(exc))) from None
 
@@ -224,7 +229,7 @@ def _report(result, as_json, check):
                    f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
 
 
-def _measure_loaded(rank, world_size, schedule, size, dtype, iters, check, baseline,
+def _measure_loaded(rank, world_size, schedule, size, *, dtype, iters, check, baseline,
                     options=None):
     """:func:`~topocoll.runtime.measure.measure_schedule` of a schedule read by the parent
     (from standard input or a pipe): the worker of each local process, importable so that

@@ -83,7 +83,7 @@ def _algorithm_names():
               "large.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: what was made, where, and "
               "the generator's meta.")
-def schedule(topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
+def schedule(*, topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,
              chunks, size, workers, no_symmetry, extra, no_verify, form, as_json):
     """Make a schedule for COLLECTIVE on TOPO (a spec such as torus:4x4, or a file).
 
@@ -227,7 +227,6 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     a list with one entry per --size (every field of the evaluation at that size, and
     link_model_time).
     """
-    from rich.table import Table  # imported when first needed (start-up time)
     from ..schedule.cost import evaluate as _evaluate
     from ..schedule.linkmodel import simulate as _link_model
 
@@ -256,6 +255,8 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
                f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
                f"{e0.moore_steps}), T_L {format_time(e0.T_L)}{form_note(s)}")
     out_console.print(f"priced with {bandwidth}", markup=False)
+    from rich.table import Table  # only for the table (start-up time of --json)
+
     table = Table()
     for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal",
                 "link-model time"):

@@ -86,7 +86,7 @@ def _check(schedule, no_verify):
               "folder that gets one file per tenant.")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def synth(topo, collectives, root, method, chunks, seed, restarts, workers, repair, symmetric,
+def synth(*, topo, collectives, root, method, chunks, seed, restarts, workers, repair, symmetric,
           form, unwind_degree, fail_links, fail_nodes, time_limit, node_limit, max_solves, window,
           time_step, size, link_bandwidth,
           node_bandwidth, alpha, dim_bandwidth, output, no_verify, as_json):

@@ -11,8 +11,9 @@ from rich.table import Table
 from .. import defaults, units
 from ..errors import TopocollError
 from ..units import format_size, format_time
-from .common import (check_plot, RenamedChoice, duration_callback, err_console, Fail,
-                     ProgressLines, out_console, print_json, renamed_option, unit_callback)
+from .common import (cluster_bandwidth_options, check_plot, RenamedChoice, duration_callback,
+                     err_console, Fail, one_bandwidth, ProgressLines, out_console, print_json,
+                     renamed_option, unit_callback)
 
 __all__ = ["train_sim", "resolve_profile", "resolve_workload", "workload_profile"]
 
@@ -71,23 +72,25 @@ EXPLICIT_NODES = 1024
 GENERATED = "generated explicit"
 
 
-def _baseline(name, nodes, alpha, bandwidth, store, full=False):
-    """A baseline's allreduce cost and how it was obtained, through the finder's cache:
-    ``steps`` and ``T_B`` in units of M/B determine it at any latency and bandwidth (every link
-    has latency alpha). By default from the baseline's structure (closed form, equal to the
+def _baseline(name, nodes, *, alpha, bandwidth, store, full=False):
+    """A baseline's allreduce cost and how it was obtained, through the finder's cache
+    (``bandwidth``: the convention, ``{"bandwidth": B}`` per node or ``{"link_bandwidth":
+    L}`` per link). By default from the baseline's structure (closed form, equal to the
     generated schedule's price); ``full``: the schedule generated and priced."""
     from ..studies.training import (CLOSED_FORM, AllreduceCost, baseline_closed_form,
                                     baseline_cost)
 
     method = GENERATED if full else CLOSED_FORM
-    # an affine price is steps and T_B; a pipelined one (DBT) depends on alpha and B as well
-    key = f"{name}:{nodes}:{'generated' if full else 'closed'}:{alpha!r}:{bandwidth!r}"
+    # an affine price is latency and per-byte time; a pipelined one (DBT) its loads
+    convention = ",".join(f"{k}={v!r}" for k, v in sorted(bandwidth.items()) if v is not None)
+    key = f"{name}:{nodes}:{'generated' if full else 'closed'}:{alpha!r}:{convention}"
     doc = store.get("baseline", key)
     if doc is None:
         price = baseline_cost if full else baseline_closed_form
-        cost = price(name, nodes, alpha=alpha, bandwidth=bandwidth)
+        cost = price(name, nodes, alpha=alpha, **bandwidth)
         if isinstance(cost, AllreduceCost):
-            doc = {"steps": cost.steps, "t_b": cost.per_byte * bandwidth, "method": method}
+            doc = {"steps": cost.steps, "latency": cost.latency, "per_byte": cost.per_byte,
+                   "method": method}
         else:
             doc = {"pipelined": cost.to_dict(), "method": method}
         store.put("baseline", key, doc)
@@ -95,20 +98,20 @@ def _baseline(name, nodes, alpha, bandwidth, store, full=False):
         from ..schedule.cost import PipelinedCost
 
         return PipelinedCost.from_dict(doc["pipelined"]), method
-    return AllreduceCost.from_step_model(doc["steps"], doc["t_b"], alpha=alpha,
-                                         bandwidth=bandwidth, name=name), method
+    return AllreduceCost(name, doc["latency"], doc["per_byte"], doc["steps"]), method
 
 
-def _ours(schedule_file, spec, nodes, degree, sizes, bucket, alpha, bandwidth, store,
+def _ours(schedule_file, spec, *, nodes, degree, sizes, bucket, alpha, bandwidth, store,
           progress, comm_model="step", full=None):
     """Our allreduce cost, the (nodes, degree) it runs on, the finder's result (or None), how
     the cost was obtained (``{"method": .., "exact": ..}``) and the topology of a schedule or
     ``--topology`` (None for the finder's choice). ``sizes``: the allreduce sizes the finder
-    optimizes for, in forward order. ``full``: build and verify the finder's choice whole
-    (None: when N <= :data:`EXPLICIT_NODES`)."""
+    optimizes for, in forward order. ``bandwidth``: the convention, ``{"bandwidth": B}`` or
+    ``{"link_bandwidth": L}``. ``full``: build and verify the finder's choice whole (None:
+    when N <= :data:`EXPLICIT_NODES`)."""
     from ..finder.core import EXPLICIT
     from ..schedule.verify import verify
-    from ..studies.training import AllreduceCost, schedule_cost
+    from ..studies.training import AllreduceCost, priced_network, schedule_cost
 
     if schedule_file is not None or spec is not None:
         if schedule_file is not None:
@@ -120,7 +123,7 @@ def _ours(schedule_file, spec, nodes, degree, sizes, bucket, alpha, bandwidth, s
             from ..synth import generate
             from ..topology import topology
 
-            topo = topology(spec).with_node_bandwidth(bandwidth)
+            topo = priced_network(topology(spec), alpha=alpha, **bandwidth)
             progress(f"BFB allreduce on {spec}", 0, None)
             schedule = generate(topo, "allreduce", "bfb")
             name = f"{spec} bfb"
@@ -143,9 +146,9 @@ def _ours(schedule_file, spec, nodes, degree, sizes, bucket, alpha, bandwidth, s
         if comm_model == "link":
             from ..studies.training import LinkModelCost
 
-            return LinkModelCost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
+            return LinkModelCost(schedule, alpha=alpha, name=name, **bandwidth), n, d, \
                 None, how, schedule.topology
-        return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=name), n, d, \
+        return schedule_cost(schedule, alpha=alpha, name=name, **bandwidth), n, d, \
             None, how, schedule.topology
     from ..finder import Workload, find
 
@@ -153,13 +156,15 @@ def _ours(schedule_file, spec, nodes, degree, sizes, bucket, alpha, bandwidth, s
     workload = Workload.from_layers(sizes, bucket)
     if full is None:
         full = nodes <= EXPLICIT_NODES
-    result = find(nodes, d, workload, alpha=alpha, node_bandwidth=bandwidth, cache=store,
+    result = find(nodes, d, workload, alpha=alpha, node_bandwidth=bandwidth.get("bandwidth"),
+                  link_bandwidth=bandwidth.get("link_bandwidth"), cache=store,
                   progress=progress, method="explicit" if full else "construction")
     if not result.success or result.evaluation is None:
         raise Fail(f"the finder found no topology: {result.message}")
     ev = result.evaluation
     cost = AllreduceCost.from_step_model(ev["steps"], 2.0 * ev["T_B_per_phase"], alpha=alpha,
-                                         bandwidth=bandwidth, name=f"{result.best.name} bfb")
+                                         bandwidth=result.node_bandwidth,
+                                         name=f"{result.best.name} bfb")
     how = {"method": ev.get("method", EXPLICIT), "exact": bool(ev.get("exact", True))}
     if "base" in ev:
         how["base"] = ev["base"]
@@ -213,6 +218,7 @@ def _prices(kinds, nodes, degree, *, alpha, bandwidth, ours, topo, found, costs)
     non-allreduce price was made."""
     from ..studies.prices import (alltoall_distance_cost, bound_prices, phase_prices,
                                   ring_prices, schedule_prices)
+    from ..studies.training import node_bandwidth_of
     from ..topology import topology
 
     other = [k for k in kinds if k != "allreduce"]
@@ -222,28 +228,30 @@ def _prices(kinds, nodes, degree, *, alpha, bandwidth, ours, topo, found, costs)
         return rows, {}
     how = {}
     if topo is not None:
-        rows["ours"].update(schedule_prices(topo, other, alpha=alpha, bandwidth=bandwidth,
-                                            label=topo.name))
+        rows["ours"].update(schedule_prices(topo, other, alpha=alpha, label=topo.name,
+                                            **bandwidth))
         how["ours"] = "BFB schedules on the topology" + (
             "; all-to-all by the distance bound" if "alltoall" in other else "")
     else:
         ev = found.evaluation
+        # the finder's B: d links of L per node (or the given node bandwidth)
         rows["ours"].update(phase_prices(ev["steps"] / 2, ev["T_B_per_phase"], alpha=alpha,
-                                         bandwidth=bandwidth, name=f"{found.best.name} bfb"))
+                                         bandwidth=found.node_bandwidth,
+                                         name=f"{found.best.name} bfb"))
         if "alltoall" in other:
             rows["ours"]["alltoall"] = alltoall_distance_cost(
-                topology(found.best.name), alpha=alpha, bandwidth=bandwidth)
+                topology(found.best.name), alpha=alpha, bandwidth=found.node_bandwidth)
         how["ours"] = "one phase of the BFB allreduce; all-to-all by the distance bound"
-    rows["two-phase bound"].update(bound_prices(nodes, degree, alpha=alpha,
-                                                bandwidth=bandwidth))
+    rows["two-phase bound"].update(bound_prices(nodes, degree, alpha=alpha, **bandwidth))
     how["two-phase bound"] = "one-phase bound; all-to-all Moore distance bound"
     for name, family in (("ShiftedRing", "shiftedring"), ("DBT", "dbt")):
         if name not in rows:
             continue
-        rows[name].update(ring_prices(nodes, alpha=alpha, bandwidth=bandwidth))
+        net = topology(f"{family}:{nodes}")
+        rows[name].update(ring_prices(nodes, alpha=alpha,
+                                      bandwidth=node_bandwidth_of(net, **bandwidth)))
         if "alltoall" in other:
-            rows[name]["alltoall"] = alltoall_distance_cost(
-                topology(f"{family}:{nodes}"), alpha=alpha, bandwidth=bandwidth)
+            rows[name]["alltoall"] = alltoall_distance_cost(net, alpha=alpha, **bandwidth)
         how[name] = "ring phases (NCCL's all-gather and reduce-scatter); all-to-all by the " \
                     "distance bound"
     return {k: {t: v for t, v in r.items() if t in kinds} for k, r in rows.items()}, how
@@ -322,9 +330,7 @@ def _check_options(nodes, degree, *, schedule_file, spec, comm_model, policy, bu
               "the bound and the baselines use the step model.")
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
-@click.option("--node-bandwidth", default=units.format_bandwidth(defaults.NODE_BANDWIDTH),
-              show_default=True, callback=unit_callback(units.parse_bandwidth, "--node-bandwidth"),
-              help="Egress bandwidth B of each node, split evenly over its links.")
+@cluster_bandwidth_options("the bound's B is then d x this")
 @click.option("--policy", type=click.Choice(["wait-free", "buckets", "concurrent"]),
               help="How collectives share the network: one at a time under the NSDI 2025 "
                    "paper's wait-free rules or PyTorch DDP's buckets, or all at once sharing "
@@ -357,9 +363,9 @@ def _check_options(nodes, degree, *, schedule_file, spec, comm_model, policy, bu
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw our iterations' timeline (compute and collectives) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def train_sim(model, measure, output, nodes, degree, schedule_file, spec, comm_model, alpha,
-              node_bandwidth, policy, bucket, iterations, batch, gpu_flops, efficiency, dtype,
-              cycle_time, verify_full, no_cache, plot, as_json):
+def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, comm_model, alpha,
+              link_bandwidth, node_bandwidth, policy, bucket, iterations, batch, gpu_flops,
+              efficiency, dtype, cycle_time, verify_full, no_cache, plot, as_json):
     """Simulate data-parallel or hybrid training: compute overlapped with collectives.
 
     A model's layers compute forward, input gradient and weight gradient; gradients (and, in
@@ -371,6 +377,7 @@ def train_sim(model, measure, output, nodes, degree, schedule_file, spec, comm_m
     """
     from ..fileio import check_output
 
+    one_bandwidth(link_bandwidth, node_bandwidth)
     _check_options(nodes, degree, schedule_file=schedule_file, spec=spec,
                    comm_model=comm_model, policy=policy, bucket=bucket, cycle_time=cycle_time,
                    iterations=iterations)
@@ -401,13 +408,30 @@ def train_sim(model, measure, output, nodes, degree, schedule_file, spec, comm_m
                     f"{workload.description}\nprofile written to {output}", markup=False)
             return
     _simulate(workload, nodes, degree, schedule_file=schedule_file, spec=spec,
-              comm_model=comm_model, alpha=alpha, node_bandwidth=node_bandwidth, policy=policy,
+              comm_model=comm_model, alpha=alpha,
+              bandwidth=_convention(node_bandwidth, link_bandwidth), policy=policy,
               bucket=bucket, iterations=iterations, verify_full=verify_full, no_cache=no_cache,
               plot=plot, as_json=as_json)
 
 
+def _convention(node_bandwidth, link_bandwidth):
+    """The bandwidth keywords of the pricing functions: ``{"bandwidth": B}`` with
+    --node-bandwidth, else ``{"link_bandwidth": L}`` (default: 100 Gbps per link)."""
+    if node_bandwidth is not None:
+        return {"bandwidth": node_bandwidth}
+    return {"link_bandwidth": defaults.LINK_BANDWIDTH if link_bandwidth is None
+            else link_bandwidth}
+
+
+def _describe(bandwidth):
+    """The convention of :func:`_convention` in words, e.g. ``100Gbps per link``."""
+    if "bandwidth" in bandwidth:
+        return f"{units.format_bandwidth(bandwidth['bandwidth'])} per node"
+    return f"{units.format_bandwidth(bandwidth['link_bandwidth'])} per link"
+
+
 def _simulate(workload, nodes, degree, *, schedule_file, spec, comm_model, alpha,
-              node_bandwidth, policy, bucket, iterations, verify_full, no_cache, plot, as_json):
+              bandwidth, policy, bucket, iterations, verify_full, no_cache, plot, as_json):
     from ..finder import Cache
     from ..studies.loop import plot_training, simulate_training
     from ..studies.training import CLOSED_FORM, lower_bound_cost
@@ -416,25 +440,26 @@ def _simulate(workload, nodes, degree, *, schedule_file, spec, comm_model, alpha
     lines = ProgressLines("train-sim")
     with lines, store:
         ours, nodes, degree, found, pricing, topo = _ours(
-            schedule_file, spec, nodes, degree, _finder_sizes(workload),
-            bucket if policy == "buckets" else None, alpha, node_bandwidth, store,
-            lines.update, comm_model, True if verify_full else None)
+            schedule_file, spec, nodes=nodes, degree=degree, sizes=_finder_sizes(workload),
+            bucket=bucket if policy == "buckets" else None, alpha=alpha, bandwidth=bandwidth,
+            store=store, progress=lines.update, comm_model=comm_model,
+            full=True if verify_full else None)
         if nodes < 3:
             raise Fail(f"train-sim needs at least 3 nodes, got {nodes}")
-        costs = {"two-phase bound": lower_bound_cost(nodes, degree, alpha=alpha,
-                                                     bandwidth=node_bandwidth)}
+        costs = {"two-phase bound": lower_bound_cost(nodes, degree, alpha=alpha, **bandwidth)}
         methods = {"two-phase bound": CLOSED_FORM}
         skipped = {}
         for name in ("ShiftedRing", "DBT"):
             lines.update(f"{name} allreduce on {nodes} nodes", 0, None)
             try:
-                costs[name], methods[name] = _baseline(name, nodes, alpha, node_bandwidth,
-                                                       store, verify_full)
+                costs[name], methods[name] = _baseline(name, nodes, alpha=alpha,
+                                                       bandwidth=bandwidth, store=store,
+                                                       full=verify_full)
             except TopocollError as exc:      # e.g. no shifted ring of 4 or 6 nodes
                 skipped[name] = str(exc)
         lines.update("pricing the other collectives", 0, None)
         prices, other_how = _prices(workload.collective_types(), nodes, degree, alpha=alpha,
-                                    bandwidth=node_bandwidth, ours=ours, topo=topo,
+                                    bandwidth=bandwidth, ours=ours, topo=topo,
                                     found=found, costs=costs)
     options = {"policy": policy, "bucket_size": bucket if policy == "buckets" else None,
                "iterations": iterations}
@@ -461,12 +486,14 @@ def _simulate(workload, nodes, degree, *, schedule_file, spec, comm_model, alpha
     summary = {**row("ours", result), **pricing}
     baselines = {name: {**row(name, r), "method": methods[name]} for name, r in results.items()}
     baselines.update({name: {"allreduce": name, "error": why} for name, why in skipped.items()})
-    info = {"nodes": nodes, "degree": degree, "alpha": alpha, "node_bandwidth": node_bandwidth,
+    node_bandwidth, link_bandwidth = bandwidth.get("bandwidth"), bandwidth.get("link_bandwidth")
+    info = {"nodes": nodes, "degree": degree, "alpha": alpha, "bandwidth": _describe(bandwidth),
             "policy": policy, "bucket": bucket, "found": found, "methods": methods,
             "skipped": skipped, "comm_model": comm_model, "plot": plot, "pricing": pricing}
     if as_json:
         print_json({**result.to_dict(), "comm_model": comm_model, "nodes": nodes,
                      "degree": degree, "alpha": alpha, "node_bandwidth": node_bandwidth,
+                     "link_bandwidth": link_bandwidth, "bandwidth": _describe(bandwidth),
                      "compute_model": workload.compute_model,
                      "compute": _compute_words(workload), "ours": summary,
                      "baselines": baselines, "profile": workload.summary(),
@@ -480,7 +507,7 @@ def _table(workload, summary, baselines, info):
            if info["policy"] == "concurrent" else f"DDP buckets of {format_size(info['bucket'])}")
     table = Table(title=f"{escape(workload.name)} on {info['nodes']} nodes of degree "
                         f"{info['degree']}, alpha {format_time(info['alpha'])}, "
-                        f"{units.format_bandwidth(info['node_bandwidth'])} per node, {how}; "
+                        f"{info['bandwidth']}, {how}; "
                         "x bound = collective busy time / the two-phase bound's")
     cols = ("", "allreduce", "first iteration", "steady iteration", "compute", "exposed comm",
             "collective busy", "collectives", "x bound")

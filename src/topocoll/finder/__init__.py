@@ -1,6 +1,7 @@
 """The topology finder: the best direct-connect topology and allreduce schedule for a cluster
-(N nodes of degree d, latency alpha, node bandwidth B) and a workload (Zhao et al., "Efficient
-Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5.4).
+(N nodes of degree d, latency alpha, by default 100 Gbps per link, i.e. B = d x 100 Gbps per
+node in the cost model; or a node bandwidth B, the paper's convention) and a workload (Zhao et
+al., "Efficient Direct-Connect Topologies for Collective Communications", NSDI 2025, section 5.4).
 
 * :func:`find`: search, choose for the workload, build, verify and evaluate the choice;
   returns a :class:`FindResult` (``success``, ``status``, ``message``, ``frontier``, ``best``,

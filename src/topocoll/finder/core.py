@@ -4,10 +4,15 @@ which topology, which schedule, how far from optimal?"
 :func:`find` runs the search (:class:`~topocoll.finder.search.Search`, predictions only),
 prices every frontier candidate for the workload, chooses the fastest, then builds its
 allreduce schedule, verifies it with :func:`topocoll.verify` and prices it with
-:func:`topocoll.evaluate` at the cluster's latency and node bandwidth: the *evaluated* time is
+:func:`topocoll.evaluate` at the cluster's latency and bandwidth: the *evaluated* time is
 the truth the prediction is compared with. :func:`find_range` gives frontiers for many sizes
-(predictions only). Both keep their answers in the results cache
-(:mod:`~topocoll.finder.cache`), so a repeated query is instant.
+(predictions only). The cluster is the one default (:mod:`topocoll.defaults`): 100 Gbps
+and 10 us on every link, so a d-regular candidate's time is what ``topocoll schedule`` and
+``topocoll evaluate`` give for its topology; ``node_bandwidth`` asks instead for the NSDI 2025
+paper's convention of a fixed egress per node split over its links. The cost model is in units
+of M/B with B a node's egress: per link, ``B = d * link_bandwidth`` (every candidate has d
+links per node, or fewer links standing for d/d' parallel ones). Both keep their answers in
+the results cache (:mod:`~topocoll.finder.cache`), so a repeated query is instant.
 
 >>> r = find(16, 4, "1MiB", cache=False)
 >>> r.success, r.best.name, r.evaluation["verified"]
@@ -20,10 +25,11 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from .. import defaults
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..limits import require_memory
 from ..results import Result, Status, as_progress
-from ..units import format_time, parse_bandwidth, parse_time, whole_number
+from ..units import format_bandwidth, format_time, parse_bandwidth, parse_time, whole_number
 from .build import build_allreduce, priced
 from .cache import Cache
 from .search import Candidate, Search
@@ -32,7 +38,8 @@ from .workload import Workload
 __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "METHODS",
            "EXPLICIT", "BY_CONSTRUCTION", "EXPLICIT_NODES", "MAX_NODES", "resolve_method",
            "open_cache", "rank_by_time", "evaluate_best", "evaluate_candidate",
-           "cluster_settings", "check_algorithms"]
+           "cluster_settings", "check_algorithms", "describe_bandwidth",
+           "node_egress"]
 
 #: How an evaluation was obtained: the whole schedule built, verified and evaluated, or the
 #: base's allreduce built and verified and the expansions' cost rules applied (docs/math.md
@@ -54,6 +61,10 @@ MAX_NODES = 1 << 20
 class FindResult(Result):
     """What :func:`find` found: a :class:`~topocoll.results.Result` with ``success``,
     ``status`` and ``message`` and the fields below.
+
+    ``node_bandwidth`` is the egress B per node every price used (per link: ``degree *
+    link_bandwidth``), ``link_bandwidth`` the link speed when the cluster was given per link
+    (the default) and None under the per-node convention; ``bandwidth`` names the convention.
 
     ``status`` (the one table of :mod:`topocoll.results`): 0 (``SUCCESS``) the chosen candidate
     was built, verified and evaluated; 2 (``NOT_PROVEN``) the choice rests on predictions only
@@ -104,6 +115,13 @@ class FindResult(Result):
     warnings: list = field(default_factory=list)
     from_cache: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    link_bandwidth: float | None = None
+
+    @property
+    def bandwidth(self):
+        """The convention priced with, in words: ``"100Gbps per link"`` or ``"100Gbps per
+        node"``."""
+        return describe_bandwidth(self.node_bandwidth, self.link_bandwidth)
 
     @property
     def topology(self):
@@ -124,7 +142,8 @@ class FindResult(Result):
                         predicted_ratio=self.predicted_ratio,
                         evaluated_time=self.evaluated_time, evaluation=self.evaluation)
         return {**super().to_dict(), "nodes": self.nodes, "degree": self.degree, "alpha": self.alpha,
-                "node_bandwidth": self.node_bandwidth, "workload": self.workload.to_dict(),
+                "node_bandwidth": self.node_bandwidth, "link_bandwidth": self.link_bandwidth,
+                "bandwidth": self.bandwidth, "workload": self.workload.to_dict(),
                 "frontier": [self.entry(c, t) for c, t in zip(self.frontier, self.times)],
                 "best": best, "optimization": self.optimization, "warnings": list(self.warnings),
                 "from_cache": dict(self.from_cache), "seconds": dict(self.seconds)}
@@ -244,11 +263,13 @@ def rank_by_time(candidates, workload, alpha, bandwidth):
     return times, order
 
 
-def evaluate_best(candidate, algorithms, workload, alpha, bandwidth, store, keep_schedule,
-                  progress, method="explicit"):
+def evaluate_best(candidate, algorithms, cost, *, store, keep_schedule=False, progress=None,
+                  method="explicit"):
     """:func:`evaluate_candidate` with every algorithm of ``algorithms``: the fastest
-    evaluation (its ``"algorithm"`` says which). An algorithm that fails on the candidate is
-    skipped; if all fail, the first one's error is raised."""
+    evaluation (its ``"algorithm"`` says which). ``cost`` is ``(workload, alpha, B)``, B the
+    egress per node. An algorithm that fails on the candidate is skipped; if all fail, the
+    first one's error is raised."""
+    workload, alpha, bandwidth = cost
     best, first_error = None, None
     for algorithm in algorithms:
         try:
@@ -382,18 +403,49 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
     return out
 
 
-def cluster_settings(nodes, degree, alpha, node_bandwidth, workload):
+def describe_bandwidth(node_bandwidth, link_bandwidth=None):
+    """The bandwidth convention in words, for tables and JSON documents.
+
+    >>> describe_bandwidth(50e9, 12.5e9), describe_bandwidth(12.5e9)
+    ('100Gbps per link', '100Gbps per node')
+    """
+    if link_bandwidth is not None:
+        return f"{format_bandwidth(link_bandwidth)} per link"
+    return f"{format_bandwidth(node_bandwidth)} per node"
+
+
+def node_egress(degree, node_bandwidth=None, link_bandwidth=None):
+    """``(B, L)``: the egress B per node the cost model uses and the link speed L (None under
+    the per-node convention). Neither given: the default cluster, ``L =``
+    :data:`~topocoll.defaults.LINK_BANDWIDTH` and ``B = degree * L``.
+
+    >>> node_egress(4)
+    (50000000000.0, 12500000000.0)
+    >>> node_egress(4, node_bandwidth="100Gbps")
+    (12500000000.0, None)
+    """
+    if node_bandwidth is not None and link_bandwidth is not None:
+        raise UnsupportedError("give node_bandwidth or link_bandwidth, not both")
+    if node_bandwidth is not None:
+        return float(parse_bandwidth(node_bandwidth, what="node bandwidth")), None
+    link = float(parse_bandwidth(defaults.LINK_BANDWIDTH if link_bandwidth is None
+                                 else link_bandwidth, what="link bandwidth"))
+    return int(degree) * link, link
+
+
+def cluster_settings(nodes, degree, alpha, node_bandwidth, workload, *, link_bandwidth=None):
     """The checked cluster and workload arguments of :func:`find` and
-    :func:`~topocoll.finder.optimize.optimize`."""
+    :func:`~topocoll.finder.optimize.optimize`: ``(nodes, degree, alpha, B, workload, L)``
+    with B and L from :func:`node_egress`."""
     nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
     if degree > nodes - 1:
         # complete:N already links every pair and allreduces optimally in each phase's single
         # step: more links per node cannot help, and the searches grow with the degree
         raise UnsupportedError(f"degree {degree} on {nodes} nodes: at most {nodes - 1} (every "
                                f"other node; complete:{nodes} has it)")
-    return (nodes, degree,
-            parse_time(alpha, what="alpha"),
-            parse_bandwidth(node_bandwidth, what="node bandwidth"), as_workload(workload))
+    bandwidth, link = node_egress(degree, node_bandwidth, link_bandwidth)
+    return (nodes, degree, parse_time(alpha, what="alpha"), bandwidth, as_workload(workload),
+            link)
 
 
 def check_algorithms(algorithms):
@@ -465,10 +517,10 @@ def allreduce_bytes(nodes):
     return int(250 * nodes * nodes)
 
 
-def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps",
-         evaluate=True, keep_schedule=False, cache=True, products=True, progress=None,
-         algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None, seed=0,
-         method="auto"):
+def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
+         link_bandwidth=None, evaluate=True, keep_schedule=False, cache=True, products=True,
+         progress=None, algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None,
+         seed=0, method="auto"):
     """The best topology and allreduce schedule for a cluster and a workload.
 
     Parameters
@@ -482,8 +534,13 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         :class:`~topocoll.finder.workload.Workload` (e.g. from a model's layer sizes).
     alpha : float or str
         Latency of every link (one per step), default 10 us.
-    node_bandwidth : float or str
-        Egress bandwidth B of every node, split evenly over its links; default 100 Gbps.
+    node_bandwidth : float or str, optional
+        Egress bandwidth B of every node, split evenly over its links (the NSDI 2025 paper's
+        convention, e.g. ``"100Gbps"``); not together with ``link_bandwidth``.
+    link_bandwidth : float or str, optional
+        Bandwidth of every link (default when neither is given: 100 Gbps,
+        :data:`~topocoll.defaults.LINK_BANDWIDTH`); the cost model's B is then ``degree *
+        link_bandwidth``.
     evaluate : bool
         Build, verify and evaluate the choice (default). Otherwise only predictions.
     keep_schedule : bool
@@ -525,8 +582,8 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         With ``optimization`` (the optimizer's summary) when ``optimize``.
     """
     started = time.perf_counter()
-    nodes, degree, alpha, bandwidth, workload = cluster_settings(nodes, degree, alpha,
-                                                                 node_bandwidth, workload)
+    nodes, degree, alpha, bandwidth, workload, link = cluster_settings(
+        nodes, degree, alpha, node_bandwidth, workload, link_bandwidth=link_bandwidth)
     progress = as_progress(progress)
     algorithms = check_algorithms(algorithms)
     evaluate = evaluate or optimize
@@ -549,7 +606,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
                             node_bandwidth=bandwidth, workload=workload, frontier=candidates,
                             times=times, best=candidates[order[0]],
                             predicted_time=times[order[0]], lower_bound=lower,
-                            predicted_ratio=times[order[0]] / lower)
+                            predicted_ratio=times[order[0]] / lower, link_bandwidth=link)
         result.from_cache["frontier"] = cached
         result.seconds["search"] = searched - started
         if not evaluate:
@@ -560,9 +617,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbp
         for rank, i in enumerate(order):
             c = candidates[i]
             try:
-                evaluation, schedule, seconds = evaluate_best(c, algorithms, workload, alpha,
-                                                              bandwidth, store, keep_schedule,
-                                                              progress, method)
+                evaluation, schedule, seconds = evaluate_best(
+                    c, algorithms, (workload, alpha, bandwidth), store=store,
+                    keep_schedule=keep_schedule, progress=progress, method=method)
             except (TopocollError, MemoryError) as exc:
                 failures.append(f"{c.name}: {exc}")
                 continue

@@ -391,8 +391,8 @@ def _find_seed(candidates, order, times, cost, tools, nodes):
     algorithms, store, progress = tools
     for i in order:
         try:
-            ev, sched, _ = evaluate_best(candidates[i], algorithms, workload, alpha, bandwidth,
-                                         store, False, progress)
+            ev, sched, _ = evaluate_best(candidates[i], algorithms, (workload, alpha, bandwidth),
+                                         store=store, progress=progress)
         except (TopocollError, MemoryError):
             continue
         return candidates[i], ev, sched, times[i]
@@ -469,8 +469,8 @@ def _confirm(tracks, best, confirm, cost, tools):
         if progress:
             progress(len(confirmed), min(confirm, len(ranked)), f"confirming {cand.name}")
         try:
-            ev, sched, _ = evaluate_best(cand, algorithms, workload, alpha, bandwidth, store,
-                                         True, progress)
+            ev, sched, _ = evaluate_best(cand, algorithms, (workload, alpha, bandwidth),
+                                         store=store, keep_schedule=True, progress=progress)
         except (TopocollError, MemoryError) as exc:
             confirmed.append({"name": cand.name, "predicted": time_, "evaluated": None,
                               "error": str(exc)})
@@ -491,7 +491,8 @@ def _track_summary(track):
 
 
 # ---------------------------------------------------------------------- the API
-def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="100Gbps", seed=0,
+def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
+             link_bandwidth=None, seed=0,
              budget=None, max_evaluations=None, seeds=4, confirm=2, algorithms=("bfb",),
              cache=False, products=True, progress=None, frontier=None, keep_schedule=True):
     """Search for a topology with a faster evaluated allreduce than the frontier's best.
@@ -500,8 +501,8 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
     ----------
     nodes, degree : int
         The cluster: N nodes of degree d.
-    workload, alpha, node_bandwidth
-        As in :func:`~topocoll.finder.core.find`.
+    workload, alpha, node_bandwidth, link_bandwidth
+        As in :func:`~topocoll.finder.core.find` (default: 100 Gbps per link).
     seed : int
         Seed of every random choice: with ``max_evaluations`` and no ``budget`` the result is
         a function of the arguments.
@@ -539,8 +540,8 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth="10
     from .core import frontier as _frontier
 
     started = time.perf_counter()
-    nodes, degree, alpha, bandwidth, workload = cluster_settings(nodes, degree, alpha,
-                                                                 node_bandwidth, workload)
+    nodes, degree, alpha, bandwidth, workload, _ = cluster_settings(
+        nodes, degree, alpha, node_bandwidth, workload, link_bandwidth=link_bandwidth)
     progress = as_progress(progress)
     if budget is not None:
         budget = parse_time(budget, what="budget") if isinstance(budget, str) else float(budget)

@@ -5,7 +5,7 @@ matplotlib is imported only when drawing (see :mod:`topocoll.plotting`).
 
 from ..errors import UnsupportedError
 from ..plotting import new_axes, save_figure, wrap_title
-from ..units import format_bandwidth, format_time
+from ..units import format_time
 
 __all__ = ["plot_frontier"]
 
@@ -51,7 +51,7 @@ def plot_frontier(result, path, *, title=None):
     ax.grid(True, linewidth=0.5, alpha=0.5)
     ax.set_title(wrap_title(title or (f"Pareto frontier: {n} nodes, degree {d}, alpha "
                                       f"{format_time(result.alpha)}, "
-                                      f"{format_bandwidth(result.node_bandwidth)} per node; "
+                                      f"{result.bandwidth}; "
                                       f"{result.workload.description}"), 6.5, 9), fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               title="point labels: topology,\npredicted workload time", title_fontsize=7)

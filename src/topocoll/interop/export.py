@@ -44,7 +44,7 @@ from ..schedule.verify import verify
 from .export_blocks import assign_blocks
 from .export_deps import OpBuilder
 from .export_limits import CAPACITY, LIMITS, PROTOCOLS, WIDTHS, next_block_cap
-from .export_precheck import precheck
+from .export_precheck import precheck, precheck_elements
 from .export_writer import HINT, SEND_HINT, check_widths, write_program
 from .layout import Layout
 from .mscclxml import NO_LIMIT, Program, format_msccl
@@ -230,19 +230,24 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     schedule = as_schedule(schedule)
     _check_request(schedule, proto=proto, channels=channels, chunks=chunks,
                    min_bytes=min_bytes, max_bytes=max_bytes, astra=astra, name=name)
+    fuse = not (astra or unfused)
+    # a rank's part that cannot fit the runtime's parser, found in seconds on arrays before
+    # verifying and translating (docs/interop.md, "Runtime rules and limits")
+    early = _early_elements(schedule, chunks, channels, fuse, astra)
     if check:
         verify(schedule).raise_if_invalid()
     n = schedule.num_nodes
     if n > LIMITS["subs"]:
         raise UnsupportedError(f"{n} ranks: an MSCCL program holds at most {LIMITS['subs']} "
                                "<gpu> elements")
-    schedule, k, loss = _chunks_per_shard(schedule, chunks)
+    if early is not None:
+        schedule, k, loss = early
+    else:
+        schedule, k, loss = _chunks_per_shard(schedule, chunks)
+        _check_offsets(schedule, n, k, channels)
+        schedule = merge_pieces(schedule)
+        precheck_elements(schedule, k, channels, fuse=fuse, astra=astra)
     lay = Layout(schedule.collective, n, k * channels, schedule.root)
-    if max(lay.input_chunks, lay.output_chunks) >= LIMITS["offset"]:
-        raise UnsupportedError(_offset_message(n, k, channels,
-                                               max(lay.input_chunks, lay.output_chunks)))
-    schedule = merge_pieces(schedule)
-    fuse = not (astra or unfused)
     # the block pass's own refusals, found in seconds on arrays (docs/interop.md, "Limits")
     precheck(schedule, k, channels, room=CAPACITY[proto] if fuse else None, astra=astra)
     builder = _translate(schedule, k, channels, astra)
@@ -299,6 +304,36 @@ def _check_request(schedule, *, proto, channels, chunks, min_bytes, max_bytes, a
         raise UnsupportedError(f"name {name[:40]!r}: the program's name must be 1 to 200 "
                                "printable characters without a double quote (the runtime "
                                "reads it as one quoted attribute)")
+
+
+def _check_offsets(schedule, n, k, channels):
+    """Refuse buffers whose offsets pass 16 bits."""
+    lay = Layout(schedule.collective, n, k * channels, schedule.root)
+    if max(lay.input_chunks, lay.output_chunks) >= LIMITS["offset"]:
+        raise UnsupportedError(_offset_message(n, k, channels,
+                                               max(lay.input_chunks, lay.output_chunks)))
+
+
+def _early_elements(schedule, chunks, channels, fuse, astra):
+    """Before verifying: where the schedule is lowered without rounding, ``(merged schedule,
+    k, 0.0)`` after :func:`~.export_precheck.precheck_elements` (which raises where a rank's
+    part cannot fit; an invalid schedule is refused by the export anyway); ``None`` where the
+    usual order decides (rounding, too many ranks or offsets, ASTRA, other collectives)."""
+    n = schedule.num_nodes
+    t = schedule.transfers
+    if astra or schedule.collective.name != "allreduce" or n > LIMITS["subs"] or not (
+            np.isfinite(t["lo"]).all() and np.isfinite(t["hi"]).all()):
+        return None                 # the verifier names what is wrong with the values
+    exact = exact_chunks(schedule)
+    if exact is None or (chunks is not None and chunks % exact):
+        return None
+    k = chunks or exact
+    lay = Layout(schedule.collective, n, k * channels, schedule.root)
+    if max(lay.input_chunks, lay.output_chunks) >= LIMITS["offset"]:
+        return None
+    merged = merge_pieces(schedule)
+    precheck_elements(merged, k, channels, fuse=fuse)
+    return merged, k, 0.0
 
 
 def _chunks_per_shard(schedule, chunks):

@@ -17,6 +17,20 @@ translation decides: it covers the in-place buffer of an allreduce (one cell per
 chunk), not the ASTRA form, and only a ``cap`` at which no receive block can be fused with a
 send block (``rcs``/``rrcs``; :func:`_may_fuse` says when a merge can never be kept).
 
+:func:`precheck_elements` answers a second question from the same arrays, before the rest: can a
+rank's part of the program fit the runtime's parser (fewer than ``LIMITS["nodes"]`` elements:
+one ``<algo>``, every ``<gpu>``, the rank's own ``<tb>`` and ``<step>`` elements)? Every send and
+receive of the rank is a step, except that a fused pair (``rcs``/``rrcs``) is one; ``nop`` steps
+only add. A send is fused only into the receive that is its one dependency, with the same
+``cnt`` (:func:`~.export_fusion.fusable`), and a receive takes at most one send, so the fused
+pairs of a rank are at most its receives that are the only dependency of a send of the same
+``cnt``. A rank has at least one thread block per channel of each of its out-links or of each of
+its in-links, whichever are more (a fused block serves one of each; unfused, one block per
+channel of every link), and a link of ``L`` transfers uses at least ``L / 64`` channels (the
+block pass only lowers the cap). Those counts give a lower bound, whatever the
+fusion pass, the block pass and the connection-capacity check then decide: where it reaches
+the limit the translation certainly refuses, and the pre-check says so first, as "at least".
+
 >>> from topocoll.topology import topology
 >>> from topocoll.synth import generate
 >>> s = generate(topology("ring:4"), "allreduce", "ring")
@@ -32,7 +46,13 @@ from ..collectives import REDUCE
 from ..errors import UnsupportedError
 from .export_limits import LIMITS, WIDTHS, next_block_cap
 
-__all__ = ["precheck", "cap_outcome", "operations", "Outcome"]
+#: ranks whose element bound :func:`element_bound` computes at once (the busiest first; the
+#: batch grows four-fold while none reaches the limit)
+_FIRST_BATCH = 4
+
+__all__ = ["precheck", "precheck_elements", "element_bound", "element_bounds", "ElementBound",
+           "cap_outcome",
+           "operations", "Outcome"]
 
 
 def _sorted_rows(schedule, k, m):
@@ -295,3 +315,173 @@ def precheck(schedule, k, channels, room=None, astra=False):
         if smaller is None:
             return None
         cap = smaller
+
+
+class ElementBound(NamedTuple):
+    """A lower bound on one rank's elements in the exported program (:func:`element_bound`):
+    ``least`` = 1 ``<algo>`` + ``n`` ``<gpu>`` + at least ``blocks`` thread blocks + ``ops``
+    sends and receives, less at most ``fused`` fused pairs."""
+
+    rank: int
+    least: int
+    n: int
+    blocks: int
+    ops: int
+    fused: int
+
+
+def _run_arrays(schedule, k, m):
+    """Per run of chunks (one send and one receive each, :func:`_runs`): the chunk items, the
+    run of every item, and per run its first item, ``cnt`` and place in the total order of its
+    send and of its receive (within a step every send comes before every receive)."""
+    it = _chunk_items(schedule, k, m)
+    run, new = _runs(it)
+    heads = np.flatnonzero(new)
+    nruns = len(heads)
+    cnt = np.bincount(run, minlength=nruns)
+    rstep = it["step"][heads]
+    change = np.r_[True, rstep[1:] != rstep[:-1]] if nruns else np.zeros(0, bool)
+    bounds = np.flatnonzero(change)
+    step_of = np.cumsum(change) - 1
+    ends = np.r_[bounds[1:], nruns]
+    r = np.arange(nruns, dtype=np.int64)
+    return it, run, dict(heads=heads, cnt=cnt, send_order=r + bounds[step_of],
+                         recv_order=r + ends[step_of], src=it["src"][heads],
+                         dst=it["dst"][heads], inst=it["inst"][heads])
+
+
+def _least_blocks(runs, n, m, fuse):
+    """Per rank, the fewest thread blocks it can have: one per channel of each out-link and of
+    each in-link (``fuse``: of either, whichever is more, as a fused block serves one of each),
+    where a link of ``L`` transfers uses at least ``ceil(L / LIMITS["steps"])`` channels."""
+    link = (runs["src"] * n + runs["dst"]) * m + runs["inst"]
+    uniq, count = np.unique(link, return_counts=True)
+    chans = -(-count // LIMITS["steps"])
+    pair = uniq // m
+    out = np.bincount(pair // n, weights=chans, minlength=n).astype(np.int64)
+    into = np.bincount(pair % n, weights=chans, minlength=n).astype(np.int64)
+    return np.maximum(out, into) if fuse else out + into
+
+
+def _fusable_receives(it, run, runs, ranks):
+    """Per rank (``ranks``: a mask), how many receives are the only dependency of a send of the
+    same ``cnt``: a send waits for the last write before it of every chunk it reads (one
+    storage cell per rank and chunk, as :func:`_dependencies`)."""
+    nruns = len(runs["cnt"])
+    chunks = it["chunks"]
+    rd, wr = ranks[it["src"]], ranks[it["dst"]]
+    cell = np.r_[it["src"][rd] * chunks + it["g"][rd], it["dst"][wr] * chunks + it["g"][wr]]
+    op = np.r_[run[rd], run[wr] + nruns]
+    order = np.r_[runs["send_order"][run[rd]], runs["recv_order"][run[wr]]]
+    srt = np.lexsort((order, cell))
+    cell, op = cell[srt], op[srt]
+    write = op >= nruns
+    pos = np.arange(len(op))
+    start = np.maximum.accumulate(np.where(np.r_[True, cell[1:] != cell[:-1]], pos, 0))
+    last_w = np.maximum.accumulate(np.where(write, pos, -1))
+    hit = ~write & (last_w >= start)                 # a read whose chunk was written before
+    key = np.unique(op[hit] * (2 * nruns) + op[last_w[hit]])
+    send, dep = key // (2 * nruns), key % (2 * nruns)
+    sole = np.bincount(send, minlength=nruns)[send] == 1
+    recv = dep - nruns
+    ok = sole & (runs["cnt"][send] == runs["cnt"][recv])
+    fused = np.unique(recv[ok])
+    return np.bincount(runs["dst"][fused], minlength=len(ranks))
+
+
+class _Lowered(NamedTuple):
+    n: int
+    it: dict
+    run: np.ndarray
+    runs: dict
+    ops: np.ndarray
+    blocks: np.ndarray
+
+
+def _lowered(schedule, k, channels, fuse):
+    """The runs of :func:`_run_arrays` and per rank its sends and receives and its fewest
+    thread blocks; ``None`` where the arrays do not follow the export (as :func:`precheck`:
+    the allreduce's in-place buffer)."""
+    if schedule.collective.name != "allreduce" or not len(schedule.transfers):
+        return None
+    n = schedule.num_nodes
+    it, run, runs = _run_arrays(schedule, k, channels)
+    ops = np.bincount(runs["src"], minlength=n) + np.bincount(runs["dst"], minlength=n)
+    return _Lowered(n, it, run, runs, ops, _least_blocks(runs, n, channels, fuse))
+
+
+def element_bounds(schedule, k, channels, fuse=True):
+    """Per rank the parts of its :class:`ElementBound` as arrays ``(least, blocks, ops,
+    fused)``, every rank looked at (:func:`element_bound` looks at the busiest only); ``None``
+    where the arrays do not follow the export.
+
+    >>> from topocoll.topology import topology
+    >>> from topocoll.synth import generate
+    >>> least, blocks, ops, fused = element_bounds(generate(topology("ring:4"), "allreduce",
+    ...                                                     "ring"), 1, 1)
+    >>> least.tolist(), blocks.tolist(), ops.tolist(), fused.tolist()
+    ([13, 13, 13, 13], [1, 1, 1, 1], [12, 12, 12, 12], [5, 5, 5, 5])
+
+    1 ``<algo>`` + 4 ``<gpu>`` + 1 block + 12 sends and receives - 5 fused pairs: the ring's
+    program has exactly 13 elements per rank.
+    """
+    low = _lowered(schedule, k, channels, fuse)
+    if low is None:
+        return None
+    fused = np.zeros(low.n, dtype=np.int64)
+    if fuse:
+        fused = _fusable_receives(low.it, low.run, low.runs, np.ones(low.n, dtype=bool))
+    return 1 + low.n + low.blocks + low.ops - fused, low.blocks, low.ops, fused
+
+
+def element_bound(schedule, k, channels, fuse=True):
+    """The :class:`ElementBound` of the first rank whose bound reaches ``LIMITS["nodes"]``, or
+    of the rank with the highest bound where none does; ``None`` where the arrays do not
+    follow the export (see :func:`precheck`, which they share). Ranks are taken busiest first,
+    and a rank that could not reach the limit even with no fused pair is skipped, so the
+    answer comes from a few ranks where one is over (see the module docstring)."""
+    low = _lowered(schedule, k, channels, fuse)
+    if low is None:
+        return None
+    n, runs = low.n, low.runs
+    most = 1 + n + low.blocks + low.ops
+    fused = np.zeros(n, dtype=np.int64)
+    if fuse:
+        busiest = np.argsort(-most, kind="stable")
+        left = busiest[most[busiest] >= LIMITS["nodes"]]
+        fused = np.bincount(runs["dst"], minlength=n)      # every receive, until looked at
+        size = _FIRST_BATCH
+        while len(left):
+            batch, left = left[:size], left[size:]
+            mask = np.zeros(n, dtype=bool)
+            mask[batch] = True
+            fused[batch] = _fusable_receives(low.it, low.run, runs, mask)[batch]
+            if np.any(most[batch] - fused[batch] >= LIMITS["nodes"]):
+                break
+            size *= 4
+    least = most - fused
+    rank = int(np.argmax(least))
+    return ElementBound(rank, int(least[rank]), n, int(low.blocks[rank]), int(low.ops[rank]),
+                        int(fused[rank]))
+
+
+def precheck_elements(schedule, k, channels, fuse=True, astra=False):
+    """Raise the export's element-count refusal, for a named rank and with its lower bound
+    ("at least"), where :func:`element_bound` shows a rank's part cannot fit the runtime's
+    parser; ``None`` otherwise (the translation decides). ``fuse``: whether the export may fuse
+    (not ``--unfused``)."""
+    if astra:
+        return None
+    try:
+        bound = element_bound(schedule, k, channels, fuse)
+    except (IndexError, ValueError):      # values out of range: the translation decides
+        return None
+    if bound is None or bound.least < LIMITS["nodes"]:
+        return None
+    b = bound
+    fused = f", at most {b.fused} of them fused in pairs" if fuse else ""
+    raise UnsupportedError(
+        f"rank {b.rank}'s part of the program has at least {b.least} elements (1 <algo>, "
+        f"{b.n} <gpu>, at least {b.blocks} thread blocks, a step per send or receive: "
+        f"{b.ops}{fused}); the runtime's parser holds {LIMITS['nodes'] - 1}: MSCCL cannot run "
+        f"this schedule on {b.n} ranks (found before translating)")

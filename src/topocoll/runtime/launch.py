@@ -111,7 +111,7 @@ def single_process_group(backend="gloo"):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _worker(rank, world_size, fn, args, init_method, backend, timeout, num_threads, results,
+def _worker(rank, world_size, fn, args, *, init_method, backend, timeout, num_threads, results,
             progress):
     import torch
     import torch.distributed as dist
@@ -202,9 +202,10 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     folder = tempfile.mkdtemp(prefix="topocoll-pg-")
     results = ctx.Queue()
     progress = ctx.Array("q", [-1] * (2 * world_size), lock=False)
-    procs = [ctx.Process(target=_worker, daemon=True,
-                         args=(r, world_size, fn, tuple(args), f"file://{folder}/store", backend,
-                               timeout, num_threads, results, progress))
+    setup = dict(init_method=f"file://{folder}/store", backend=backend, timeout=timeout,
+                 num_threads=num_threads, results=results, progress=progress)
+    procs = [ctx.Process(target=_worker, daemon=True, args=(r, world_size, fn, tuple(args)),
+                         kwargs=setup)
              for r in range(world_size)]
     values, failures, dead = {}, {}, {}
     deadline = time.monotonic() + timeout

@@ -238,11 +238,13 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     return out
 
 
-def measure_file(rank, world_size, path, size, dtype, iters, check, baseline, options=None):
+def measure_file(rank, world_size, path, size, *, dtype, iters, check, baseline, options=None):
     """:func:`measure_schedule` of a schedule file or MSCCL XML file
     (:func:`~topocoll.runtime.sources.load_runnable`): the worker ``topocoll run`` starts on
     each local process (importable, so that spawned processes find it); ``options`` go to
-    :class:`~topocoll.runtime.ScheduleCollective`."""
+    :class:`~topocoll.runtime.ScheduleCollective`. ``rank, world_size, path, size`` are
+    positional (what :func:`~topocoll.runtime.launch.run_local` passes); the rest are
+    keyword-only (bind them with :func:`functools.partial` for ``run_local``)."""
     from .sources import load_runnable
 
     return measure_schedule(load_runnable(path), size, dtype=dtype, iters=iters, check=check,

@@ -82,7 +82,7 @@ class NeighborHandle:
     (the result is discarded).
     """
 
-    def __init__(self, works, send, recvs, plan, out, bounds, aliased, iteration=None,
+    def __init__(self, works, send, recvs, plan, *, out, bounds, aliased, iteration=None,
                  pooled=False):
         self._works = works           # per slice: ([receives, by source], [sends])
         self._send = send
@@ -220,10 +220,11 @@ def _shares_memory(a, b):
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def post_exchange(send, plan, recvs, group, tag, out=None, iteration=None, pooled=False,
+def post_exchange(send, plan, recvs, group, tag, *, out=None, iteration=None, pooled=False,
                   slice_bytes=None):
     """Post the receives and sends of ``plan`` for the snapshot ``send`` (not copied), slice
-    by slice (see the module)."""
+    by slice (see the module). ``out``, ``iteration``, ``pooled`` and ``slice_bytes`` are
+    keyword-only."""
     import torch.distributed as dist
 
     from .program import DEFAULT_SLICE_BYTES
@@ -244,7 +245,8 @@ def post_exchange(send, plan, recvs, group, tag, out=None, iteration=None, poole
         sw = [pg.send([flat[lo:hi]], j, t) for j in plan.destinations]
         works.append((rw, sw))
     aliased = out is not None and _shares_memory(out, send)
-    return NeighborHandle(works, send, recvs, plan, out, bounds, aliased, iteration, pooled)
+    return NeighborHandle(works, send, recvs, plan, out=out, bounds=bounds, aliased=aliased,
+                          iteration=iteration, pooled=pooled)
 
 
 def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=None, tag=0,
@@ -318,6 +320,6 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
             # the caller may change tensor before wait(): send a snapshot
             send = send.clone(memory_format=torch.contiguous_format)
         recvs = _POOL.take(send, len(plan.sources))
-        handle = post_exchange(send, plan, recvs, group, tag, out, iteration, pooled=True,
-                               slice_bytes=slice_bytes)
+        handle = post_exchange(send, plan, recvs, group, tag, out=out, iteration=iteration,
+                               pooled=True, slice_bytes=slice_bytes)
         return handle if async_op else handle.wait()

@@ -172,8 +172,9 @@ def plot_timeline(results, path, *, color_by="step", max_rows=MAX_ROWS, titles=N
         cax = fig.add_subplot(grid[k, 1])
         side = fig.add_subplot(grid[k, 2], sharey=ax)
         title = titles[k] if titles is not None else _title(r)
-        _panel(fig, ax, cax, side, r, layout, heat, color_by, finish, title, scale, unit,
-               width * 6 / 7.22, heights[k] * scale_height)
+        _panel(fig, ax, cax, side, r, layout=layout, heat=heat, color_by=color_by,
+               finish=finish, title=title, scale=scale, unit=unit,
+               title_inches=width * 6 / 7.22, panel_inches=heights[k] * scale_height)
     with open_output(path, compress=False) as fh:
         save_figure(fig, fh, format=fmt, name=shown)
     return path
@@ -184,7 +185,7 @@ def _title(result):
     return f"{s.collective.name} {s.algorithm} on {s.topology.name}"
 
 
-def _panel(fig, ax, cax, side, result, layout, heat, color_by, finish, title, scale, unit,
+def _panel(fig, ax, cax, side, result, *, layout, heat, color_by, finish, title, scale, unit,
            title_inches, panel_inches):
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap

@@ -293,11 +293,9 @@ def _simulate(schedule, tg, good, found, shards=None):
         pos, atom = _expand(atoms.first[sel], atoms.last[sel])
         entry = sel[pos]
         te = {name: tg[name][entry] for name in ("step", "src", "dst", "op")}
-        args = (te, entry, atom - a0, atoms, a0, a1, schedule, found, good)
-        if coll.combining:
-            _simulate_combining(*args)
-        else:
-            _simulate_copies(*args)
+        simulate = _simulate_combining if coll.combining else _simulate_copies
+        simulate(te, entry, atom - a0, atoms, a0=a0, a1=a1, schedule=schedule, found=found,
+                 good=good)
     return atoms
 
 
@@ -327,7 +325,7 @@ def _end_state(held_full, atoms, a0, a1, schedule, found):
                   pairs=np.array([pairs]))
 
 
-def _simulate_copies(te, entry, atom, atoms, a0, a1, schedule, found, good):
+def _simulate_copies(te, entry, atom, atoms, *, a0, a1, schedule, found, good):
     n = schedule.topology.num_nodes
     owner = schedule.collective.start_owner(n, schedule.root)
     width = a1 - a0
@@ -359,7 +357,7 @@ def _lowest_bit(bits):
     return out
 
 
-def _simulate_combining(te, entry, atom, atoms, a0, a1, schedule, found, good):
+def _simulate_combining(te, entry, atom, atoms, *, a0, a1, schedule, found, good):
     n = schedule.topology.num_nodes
     words = (n + 63) // 64
     width = a1 - a0

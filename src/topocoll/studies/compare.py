@@ -5,8 +5,9 @@ Each entry is a schedule (a :class:`~topocoll.schedule.model.Schedule` or a sche
 apart from topology files by its ``"format"``) or a topology (a spec such as ``"torus:8x8"``, a
 topology file or a :class:`~topocoll.topology.model.Topology`), for which a schedule is generated
 with every one of ``algorithms``. Every entry then gets the same link latency ``alpha`` and the
-same bandwidth (each node's ``node_bandwidth`` split over its out-links, or every link's
-``link_bandwidth``), so that the comparison is fair.
+same bandwidth (every link's ``link_bandwidth``, by default the one default cluster's 100 Gbps
+per link that ``evaluate`` also prices with, or each node's ``node_bandwidth`` split over its
+out-links, the NSDI 2025 paper's convention), so that the comparison is fair.
 
 The lower bound of an entry at size M is ``steps_lower_bound * alpha + bw_lower_bound(M)`` (see
 :mod:`topocoll.schedule.cost`), and ``ratio`` is its time over that bound.
@@ -317,10 +318,12 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
     alpha : float or str
         Latency of every link (default 10 us).
     node_bandwidth : float or str, optional
-        Egress bandwidth of each node, split evenly over its out-links. Default 100 Gbps unless
-        ``link_bandwidth`` is given.
+        Egress bandwidth of each node, split evenly over its out-links (the NSDI 2025 paper's
+        fair-comparison convention; not together with ``link_bandwidth``).
     link_bandwidth : float or str, optional
-        Bandwidth of every link instead (not together with ``node_bandwidth``).
+        Bandwidth of every link. Default (neither given): 100 Gbps per link
+        (:data:`defaults.LINK_BANDWIDTH`), the cluster ``schedule`` and ``evaluate`` price
+        with, so a spec's time here is the time ``evaluate`` gives.
     progress : callable, optional
         Called as ``progress(done, total)`` after each row.
 
@@ -348,11 +351,11 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
     alpha = parse_time(alpha, what="alpha")
     if link_bandwidth is not None and node_bandwidth is not None:
         raise UnsupportedError("give a node bandwidth or a link bandwidth, not both")
-    if link_bandwidth is not None:
-        link_bandwidth = parse_bandwidth(link_bandwidth, what="link bandwidth")
+    if node_bandwidth is not None:
+        node_bandwidth = parse_bandwidth(node_bandwidth, what="node bandwidth")
     else:
-        node_bandwidth = parse_bandwidth(defaults.NODE_BANDWIDTH if node_bandwidth is None
-                                         else node_bandwidth, what="node bandwidth")
+        link_bandwidth = parse_bandwidth(defaults.LINK_BANDWIDTH if link_bandwidth is None
+                                         else link_bandwidth, what="link bandwidth")
     settings = {"alpha": alpha, "node_bandwidth": node_bandwidth,
                 "link_bandwidth": link_bandwidth}
     resolved = [_resolve_pair(item) for item in entries]
@@ -466,6 +469,8 @@ class CompareResult(Result):
         return {**super().to_dict(), "collective": self.collective,
                 "model": _one_model(self.rows), "alpha": self.alpha,
                 "node_bandwidth": self.node_bandwidth, "link_bandwidth": self.link_bandwidth,
+                "bandwidth": describe_settings(self.alpha, self.node_bandwidth,
+                                               self.link_bandwidth).split(", ", 1)[1],
                 "sizes": list(self.sizes), "rows": [r.to_dict() for r in self.rows],
                 "fastest": [{"size": m, "name": w.name if w else None}
                             for m, w in zip(self.sizes, winners)]}
@@ -552,13 +557,13 @@ def _default_title(priced):
 def describe_settings(alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None):
     """One line naming the latency and bandwidth applied to every entry, for titles.
 
-    >>> describe_settings()
-    'alpha 10us, 100Gbps per node'
+    >>> describe_settings(), describe_settings(node_bandwidth="100Gbps")
+    ('alpha 10us, 100Gbps per link', 'alpha 10us, 100Gbps per node')
     """
     alpha = parse_time(alpha, what="alpha")
-    if link_bandwidth is not None:
-        bw = f"{format_bandwidth(parse_bandwidth(link_bandwidth))} per link"
+    if node_bandwidth is not None:
+        bw = f"{format_bandwidth(parse_bandwidth(node_bandwidth))} per node"
     else:
-        nb = defaults.NODE_BANDWIDTH if node_bandwidth is None else node_bandwidth
-        bw = f"{format_bandwidth(parse_bandwidth(nb))} per node"
+        lb = defaults.LINK_BANDWIDTH if link_bandwidth is None else link_bandwidth
+        bw = f"{format_bandwidth(parse_bandwidth(lb))} per link"
     return f"alpha {format_time(alpha)}, {bw}"

@@ -23,6 +23,12 @@ shortest path with the load spread evenly over the nodes' egress. It is the time
 balanced shortest-path routing, a lower bound on that topology (a topology that is not
 vertex-transitive may need more); it is labelled so wherever it is shown.
 
+Bandwidth: B is a node's egress. The functions that price a topology take ``link_bandwidth``
+(default 100 Gbps per link, :mod:`topocoll.defaults`) or ``bandwidth`` (B itself, the NSDI 2025
+paper's per-node convention); :func:`bound_prices` per link takes ``B = d * link_bandwidth``;
+:func:`ring_prices` and :func:`phase_prices` take B (see
+:func:`~topocoll.studies.training.node_bandwidth_of`).
+
 >>> p = bound_prices(64, 4, alpha="10us", bandwidth="100Gbps")
 >>> p["allgather"].steps, round(p["allgather"].per_byte * 12.5e9, 6)   # 3 steps, 63/64 M/B
 (3, 0.984375)
@@ -32,7 +38,7 @@ vertex-transitive may need more); it is labelled so wherever it is shown.
 
 from ..topology.cuts import moore_distance_sum
 from ..units import parse_bandwidth, parse_time, whole_number
-from .training import AllreduceCost, lower_bound_cost
+from .training import AllreduceCost, lower_bound_cost, one_convention, priced_network
 
 __all__ = ["bound_prices", "ring_prices", "phase_prices", "schedule_prices",
            "alltoall_distance_cost", "DISTANCE_BOUND"]
@@ -46,12 +52,14 @@ def _alpha_bw(alpha, bandwidth):
                                                                          what="bandwidth"))
 
 
-def bound_prices(nodes, degree, *, alpha, bandwidth):
-    """The bounds for every collective (see the module docstring)."""
+def bound_prices(nodes, degree, *, alpha, bandwidth=None, link_bandwidth=None):
+    """The bounds for every collective (see the module docstring); per link (the default),
+    ``B = degree * link_bandwidth``."""
     from ..topology.metrics import moore_depth
 
     nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
-    a, b = _alpha_bw(alpha, bandwidth)
+    node, link = one_convention(bandwidth, link_bandwidth)
+    a, b = _alpha_bw(alpha, node if node is not None else degree * link)
     depth = moore_depth(nodes, degree)
     phase = AllreduceCost.from_step_model(depth, (nodes - 1) / nodes, alpha=a, bandwidth=b,
                                           name="one-phase bound")
@@ -79,8 +87,9 @@ def phase_prices(steps, t_b_per_phase, *, alpha, bandwidth, name):
     return {"allgather": phase, "reducescatter": phase}
 
 
-def alltoall_distance_cost(topology, *, alpha, bandwidth, name=None):
-    """The all-to-all distance bound on ``topology`` (see the module docstring).
+def alltoall_distance_cost(topology, *, alpha, bandwidth=None, link_bandwidth=None, name=None):
+    """The all-to-all distance bound on ``topology`` (see the module docstring); per link (the
+    default), B is the mean egress of a node (the load is spread over all of them).
 
     >>> from topocoll.topology import topology
     >>> c = alltoall_distance_cost(topology("ring:4"), alpha="1us", bandwidth="1GB/s")
@@ -89,35 +98,38 @@ def alltoall_distance_cost(topology, *, alpha, bandwidth, name=None):
     """
     from ..topology.metrics import diameter, distance_sum
 
-    a, b = _alpha_bw(alpha, bandwidth)
+    node, link = one_convention(bandwidth, link_bandwidth)
     n = topology.num_nodes
+    a, b = _alpha_bw(alpha, node if node is not None else link * topology.num_links / n)
     return AllreduceCost.from_step_model(diameter(topology), distance_sum(topology) / n / n,
                                          alpha=a, bandwidth=b,
                                          name=name or f"{topology.name} {DISTANCE_BOUND}")
 
 
-def _step_price(schedule, alpha, bandwidth, name):
+def _step_price(schedule, name):
+    """The step-model price of a schedule on its (already priced) topology."""
     from ..schedule.cost import step_costs
 
-    topo = schedule.topology.with_links(latency=alpha).with_node_bandwidth(bandwidth)
-    steps, alpha_t, beta_t = step_costs(schedule.replace(topology=topo))
+    steps, alpha_t, beta_t = step_costs(schedule)
     return AllreduceCost(name, float(alpha_t.sum()), float(beta_t.sum()), int(steps.size))
 
 
-def schedule_prices(topology, kinds, *, alpha, bandwidth, label):
-    """Prices of ``kinds`` (all-gather, reduce-scatter, all-to-all) on ``topology``: BFB
-    schedules generated, verified and priced once; all-to-all by the distance bound."""
+def schedule_prices(topology, kinds, *, alpha, label, bandwidth=None, link_bandwidth=None):
+    """Prices of ``kinds`` (all-gather, reduce-scatter, all-to-all) on ``topology`` (every link
+    ``link_bandwidth``, default 100 Gbps, or each node's egress ``bandwidth``): BFB schedules
+    generated, verified and priced once; all-to-all by the distance bound."""
     from ..schedule.verify import verify
     from ..synth import generate
 
-    a, b = _alpha_bw(alpha, bandwidth)
+    topo = priced_network(topology, alpha=alpha, bandwidth=bandwidth,
+                          link_bandwidth=link_bandwidth)
     out = {}
     for kind in kinds:
         if kind == "alltoall":
-            out[kind] = alltoall_distance_cost(topology, alpha=a, bandwidth=b)
+            out[kind] = alltoall_distance_cost(topo, alpha=alpha, bandwidth=bandwidth,
+                                               link_bandwidth=link_bandwidth)
             continue
-        schedule = generate(topology.with_node_bandwidth(b), "reduce_scatter"
-                            if kind == "reducescatter" else kind, "bfb")
+        schedule = generate(topo, "reduce_scatter" if kind == "reducescatter" else kind, "bfb")
         verify(schedule).raise_if_invalid()
-        out[kind] = _step_price(schedule, a, b, f"{label} bfb {kind}")
+        out[kind] = _step_price(schedule, f"{label} bfb {kind}")
     return out

@@ -56,13 +56,15 @@ def default_specs(num_nodes, degree=4):
 
 
 def survey(num_nodes=64, *, specs=None, sizes=defaults.SURVEY_SIZES, alpha=defaults.ALPHA,
-           node_bandwidth=defaults.NODE_BANDWIDTH, degree=4, progress=None):
+           node_bandwidth=None, link_bandwidth=None, degree=4, progress=None):
     """BFB allreduce on a handful of topologies of one size next to the bidirectional and the
     classic ring allreduce: a preset of :func:`~topocoll.studies.compare.compare`.
 
-    Every link gets latency ``alpha`` and each node's ``node_bandwidth`` is split over its
-    out-links. Returns compare's :class:`~topocoll.studies.compare.CompareResult`, its rows
-    ending with the classic ring; each size's ``degree_ratio`` is
+    Every link gets latency ``alpha`` and bandwidth ``link_bandwidth`` (default 100 Gbps, the
+    one default cluster), or each node's ``node_bandwidth`` split over its out-links (the NSDI
+    2025 paper's convention; not with ``link_bandwidth``). Returns compare's
+    :class:`~topocoll.studies.compare.CompareResult`, its rows ending with the classic ring;
+    each size's ``degree_ratio`` is
     the time over the best any topology of that size and degree could do (Moore-depth steps
     and bandwidth-optimal ``T_B``).
     """
@@ -70,4 +72,5 @@ def survey(num_nodes=64, *, specs=None, sizes=defaults.SURVEY_SIZES, alpha=defau
     entries = [(spec, "bfb") for spec in specs] + [(f"ring:{num_nodes}", "biring"),
                                                    (f"uniring:{num_nodes}", "ring")]
     return compare(entries, sizes=sizes, collective="allreduce", alpha=alpha,
-                   node_bandwidth=node_bandwidth, progress=progress)
+                   node_bandwidth=node_bandwidth, link_bandwidth=link_bandwidth,
+                   progress=progress)

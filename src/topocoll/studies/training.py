@@ -20,6 +20,11 @@ one of two policies:
 The iteration ends when both the compute and the last allreduce have ended; ``exposed_comm`` is
 the part of the iteration the allreduces add to the compute.
 
+Bandwidth: every pricing function takes ``link_bandwidth`` (every link's speed; the default,
+100 Gbps per link, the one default cluster of :mod:`topocoll.defaults`) or ``bandwidth`` (each
+node's egress split over its out-links: the NSDI 2025 paper's convention, in which its figures
+are quoted), never both; :func:`priced_network` applies either to a topology.
+
 Allreduce costs: :class:`AllreduceCost` is the affine alpha-beta step model ``latency + per_byte
 * M`` (docs/math.md section 1) and is callable, so it serves as ``comm_time``.
 :func:`lower_bound_cost` gives the bound ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M/B)`` of
@@ -48,7 +53,8 @@ from ..units import (format_size, format_time, parse_bandwidth, parse_size, pars
 
 __all__ = ["ProfileLayer", "Profile", "Allreduce", "IterationResult", "simulate_iteration",
            "AllreduceCost", "LinkModelCost", "lower_bound_cost", "schedule_cost",
-           "baseline_cost", "baseline_closed_form", "CLOSED_FORM",
+           "baseline_cost", "baseline_closed_form", "CLOSED_FORM", "priced_network",
+           "node_bandwidth_of", "one_convention",
            "plot_iteration", "POLICIES", "BASELINES"]
 
 #: The overlap policies :func:`simulate_iteration` knows.
@@ -401,28 +407,82 @@ class AllreduceCost:
                 "per_byte": self.per_byte}
 
 
-def lower_bound_cost(nodes, degree, *, alpha, bandwidth):
+def one_convention(bandwidth=None, link_bandwidth=None):
+    """``(B, L)``, exactly one of them a number: the node bandwidth ``bandwidth`` (per-node
+    convention) or the link bandwidth ``link_bandwidth``, by default
+    :data:`~topocoll.defaults.LINK_BANDWIDTH`.
+
+    >>> one_convention(), one_convention("1GB/s")
+    ((None, 12500000000.0), (1000000000.0, None))
+    """
+    from .. import defaults
+
+    if bandwidth is not None and link_bandwidth is not None:
+        raise UnsupportedError("give a node bandwidth or a link bandwidth, not both")
+    if bandwidth is not None:
+        return float(parse_bandwidth(bandwidth, what="node bandwidth")), None
+    return None, float(parse_bandwidth(defaults.LINK_BANDWIDTH if link_bandwidth is None
+                                       else link_bandwidth, what="link bandwidth"))
+
+
+def priced_network(topology, *, alpha, bandwidth=None, link_bandwidth=None):
+    """``topology`` with latency ``alpha`` on every link and the bandwidth convention of
+    :func:`one_convention`: every link ``link_bandwidth`` (default 100 Gbps) or each node's
+    egress ``bandwidth`` split evenly over its out-links.
+
+    >>> from topocoll.topology import topology
+    >>> t = priced_network(topology("dbt:8"), alpha="1us")
+    >>> t.describe_bandwidth()
+    '100Gbps per link'
+    """
+    node, link = one_convention(bandwidth, link_bandwidth)
+    topo = topology.with_links(latency=float(parse_time(alpha, what="alpha")), bandwidth=link)
+    return topo if node is None else topo.with_node_bandwidth(node)
+
+
+def node_bandwidth_of(topology, *, bandwidth=None, link_bandwidth=None):
+    """The egress B per node that prices a ring or a bound in units of M/B on ``topology``:
+    ``bandwidth`` itself under the per-node convention, else the least node's out-links times
+    the link bandwidth (every node's, on a regular topology).
+
+    >>> from topocoll.topology import topology
+    >>> node_bandwidth_of(topology("torus:4x4"), link_bandwidth=1.0)
+    4.0
+    """
+    node, link = one_convention(bandwidth, link_bandwidth)
+    if node is not None:
+        return node
+    return float(topology.out_degree(multi=True).min()) * link
+
+
+def lower_bound_cost(nodes, degree, *, alpha, bandwidth=None, link_bandwidth=None):
     """The two-phase bound: no allreduce on N nodes of degree d made of a reduce-scatter
     followed by an allgather beats ``2 * (moore_depth(N, d) * alpha + (N-1)/N * M / B)``
     (Moore-depth steps in each phase; every node sends, then receives, (N-1)/N of the buffer).
     Allreduces of other shapes may (see
-    :func:`topocoll.finder.workload.any_allreduce_lower_bound`).
+    :func:`topocoll.finder.workload.any_allreduce_lower_bound`). Per link (the default), ``B =
+    d * link_bandwidth``.
 
     >>> c = lower_bound_cost(1024, 4, alpha="10us", bandwidth="100Gbps")
     >>> c.steps, round(c(2**20) * 1e6, 1)
     (10, 267.6)
+    >>> round(lower_bound_cost(1024, 4, alpha="10us")(2**20) * 1e6, 1)    # 4 links of 100Gbps
+    141.9
     """
     from ..topology.metrics import moore_depth
 
     nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
+    node, link = one_convention(bandwidth, link_bandwidth)
+    bandwidth = node if node is not None else degree * link
     return AllreduceCost.from_step_model(2 * moore_depth(nodes, degree),
                                          2.0 * (nodes - 1) / nodes, alpha=alpha,
                                          bandwidth=bandwidth, name="two-phase bound")
 
 
-def schedule_cost(schedule, *, alpha, bandwidth, name=None):
+def schedule_cost(schedule, *, alpha, bandwidth=None, link_bandwidth=None, name=None):
     """Price an allreduce schedule once: its topology gets latency ``alpha`` on every link and
-    egress ``bandwidth`` per node split over its out-links; the step model gives ``T_L`` and
+    the bandwidth of :func:`priced_network` (every link ``link_bandwidth``, default 100 Gbps,
+    or egress ``bandwidth`` per node split over its out-links); the step model gives ``T_L`` and
     ``T_B`` per byte, and the result is affine in M. The schedule is not verified here (do it
     first, as the CLI does).
 
@@ -437,9 +497,8 @@ def schedule_cost(schedule, *, alpha, bandwidth, name=None):
     if getattr(schedule, "collective", None) is None or schedule.collective.name != "allreduce":
         got = getattr(getattr(schedule, "collective", None), "name", type(schedule).__name__)
         raise UnsupportedError(f"train-sim needs an allreduce schedule, got {got}")
-    alpha = float(parse_time(alpha, what="alpha"))
-    bandwidth = float(parse_bandwidth(bandwidth, what="bandwidth"))
-    topo = schedule.topology.with_links(latency=alpha).with_node_bandwidth(bandwidth)
+    topo = priced_network(schedule.topology, alpha=alpha, bandwidth=bandwidth,
+                          link_bandwidth=link_bandwidth)
     steps, alpha_t, beta_t = step_costs(schedule.replace(topology=topo))
     return AllreduceCost(name or schedule.algorithm or "schedule", float(alpha_t.sum()),
                          float(beta_t.sum()), int(steps.size))
@@ -457,13 +516,12 @@ class LinkModelCost:
     6.000006
     """
 
-    def __init__(self, schedule, *, alpha, bandwidth, name=None):
+    def __init__(self, schedule, *, alpha, bandwidth=None, link_bandwidth=None, name=None):
         if getattr(schedule, "collective", None) is None or \
                 schedule.collective.name != "allreduce":
             raise UnsupportedError("train-sim needs an allreduce schedule")
-        alpha = float(parse_time(alpha, what="alpha"))
-        bandwidth = float(parse_bandwidth(bandwidth, what="bandwidth"))
-        topo = schedule.topology.with_links(latency=alpha).with_node_bandwidth(bandwidth)
+        topo = priced_network(schedule.topology, alpha=alpha, bandwidth=bandwidth,
+                              link_bandwidth=link_bandwidth)
         self.schedule = schedule.replace(topology=topo)
         self.name = name or schedule.algorithm or "schedule"
         self.steps = schedule.num_steps
@@ -482,7 +540,7 @@ class LinkModelCost:
                 "sizes_simulated": len(self._times)}
 
 
-def baseline_cost(baseline, nodes, *, alpha, bandwidth):
+def baseline_cost(baseline, nodes, *, alpha, bandwidth=None, link_bandwidth=None):
     """The allreduce of a baseline of the NSDI 2025 paper on its own topology of ``nodes``
     nodes (degree 4): ``"ShiftedRing"`` (TopoOpt's two superposed rings on ``shiftedring:N``)
     or ``"DBT"`` (NCCL's double binary tree on ``dbt:N``), generated and priced once.
@@ -511,23 +569,25 @@ def baseline_cost(baseline, nodes, *, alpha, bandwidth):
     if baseline == "DBT":       # NCCL pipelines chunks along the trees
         from ..schedule.cost import PipelinedCost
 
-        topo = schedule.topology.with_links(latency=float(parse_time(alpha, what="alpha")))
-        topo = topo.with_node_bandwidth(float(parse_bandwidth(bandwidth, what="bandwidth")))
+        topo = priced_network(schedule.topology, alpha=alpha, bandwidth=bandwidth,
+                              link_bandwidth=link_bandwidth)
         return PipelinedCost.of(schedule.replace(topology=topo), name=baseline)
-    return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth, name=baseline)
+    return schedule_cost(schedule, alpha=alpha, bandwidth=bandwidth,
+                         link_bandwidth=link_bandwidth, name=baseline)
 
 
 #: How :func:`baseline_closed_form` prices: the step model from the baseline's structure.
 CLOSED_FORM = "closed form"
 
 
-def baseline_closed_form(baseline, nodes, *, alpha, bandwidth):
+def baseline_closed_form(baseline, nodes, *, alpha, bandwidth=None, link_bandwidth=None):
     """The cost :func:`baseline_cost` gives, without building the schedule (whose ``~N^2``
     transfers take minutes and gigabytes at thousands of nodes):
 
     * ``"ShiftedRing"``: two rings, each with half of every shard, ring reduce-scatter then
       ring allgather: ``2(N-1)`` steps, every link carrying ``M/(2N)`` per step at ``B/2``
-      (each node has two out-links), so ``T_B = 2(N-1)/N * M/B``;
+      (each node has two out-links), so ``T_B = 2(N-1)/N * M/B`` (per link, B is the
+      egress of a node of ``shiftedring:N``, :func:`node_bandwidth_of`);
     * ``"DBT"``: :func:`topocoll.synth.trees.dbt_schedule` moves, for *every* shard, half a
       shard over each tree edge at the same step (up at ``H - depth + 1``, down at
       ``H + depth``), so a link's load in a step is ``M/2`` times the number of trees using it
@@ -552,14 +612,14 @@ def baseline_closed_form(baseline, nodes, *, alpha, bandwidth):
                                f"{', '.join(BASELINES)}")
     nodes = whole_number(nodes, "nodes", 3)
     alpha_s = float(parse_time(alpha, what="alpha"))
-    bw = float(parse_bandwidth(bandwidth, what="bandwidth"))
     family = BASELINES[baseline][0]
     topo = topology(f"{family}:{nodes}")       # same errors as the generator (no shiftedring:6)
     if baseline == "ShiftedRing":
         steps, t_b = 2 * (nodes - 1), 2.0 * (nodes - 1) / nodes
+        bw = node_bandwidth_of(topo, bandwidth=bandwidth, link_bandwidth=link_bandwidth)
         return AllreduceCost.from_step_model(steps, t_b, alpha=alpha_s, bandwidth=bw,
                                              name=baseline)
-    topo = topo.with_links(latency=alpha_s).with_node_bandwidth(bw)
+    topo = priced_network(topo, alpha=alpha_s, bandwidth=bandwidth, link_bandwidth=link_bandwidth)
     src, dst, step = [], [], []
     for parent in dbt_trees(nodes):
         depth = np.zeros(nodes, dtype=np.int64)

@@ -10,7 +10,10 @@ Sources of one (v, t) problem that can use exactly the same senders are intercha
 are merged into one group whose demand is their count; sources with a single possible sender need
 no decision at all. The remaining problems of a step are stacked into one block-diagonal linear
 program (minimising the sum of the per-problem maxima, which are independent) and solved with
-HiGHS.
+HiGHS' dual simplex through ``highspy`` (:mod:`topocoll.highs`; :data:`LP_OPTIONS`), so that
+a schedule pays no ``scipy.optimize`` import. Where a solution splits shards, whole shards
+replace them in every step where they cost the same: a maximum flow (:func:`_bipartite_flow`)
+looks for whole senders within the step's fractional bottleneck.
 
 On a topology with a translation group (:mod:`topocoll.topology.symmetry`) only node 0's
 problems are solved: the distances they need, from every origin to node 0 and to its
@@ -113,7 +116,7 @@ def _link_costs(topology, size):
     return coef / scale, const / scale
 
 
-def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cost, fixed_load,
+def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, *, cost, fixed_load,
                        progress=None, workers=1):
     """Shares ``y`` for the candidates of groups with several possible senders.
 
@@ -143,7 +146,7 @@ def _solve_free_groups(block, demand, cand_group, cand_pair, cand_block, cost, f
     else:
         results = []
         for i, (_, args) in enumerate(jobs):
-            results.append(_solve_lp(*args))
+            results.append(_solve_lp_args(args))
             if progress:
                 progress(i + 1, len(jobs))
     for (sel, _), res in zip(jobs, results):
@@ -166,62 +169,128 @@ def _parallel_map(func, items, workers, progress):
 
 
 def _solve_lp_args(args):
-    return _solve_lp(*args)
+    *head, fixed_load = args
+    return _solve_lp(*head, fixed_load=fixed_load)
 
 
-def _solve_lp(cg, cp, cb, demand, cost, fixed_load):
+#: HiGHS options of every BFB load-balancing LP: the dual simplex (a vertex, as
+#: ``scipy.optimize.linprog(method="highs-ds")`` gave before), tight tolerances so that equal
+#: loads compare equal, one thread and a fixed seed so that a schedule never depends on the
+#: machine or on what ran before in the process.
+LP_OPTIONS = {"solver": "simplex", "simplex_strategy": 1,   # 1: dual
+              "presolve": "on", "parallel": "off",
+              "primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+_LP_SEED = 0
+
+
+def _solve_lp(cg, cp, cb, demand, cost, *, fixed_load):
     """One block-diagonal LP for a batch of (v, t) problems: for each problem minimise U with
     ``coef[p] * load[p] + const[p] <= U`` on its in-links. A link that carries nothing but whose
     latency alone sets U is dropped and the problem solved again (appendix D.3)."""
-    import scipy.sparse as sp  # imported when first needed (start-up time)
-    from scipy.optimize import linprog  # heavy import, only needed when a problem has choices
-
     coef, const = cost
     num_pairs = coef.size
     nv = cg.size
     groups, g_row = np.unique(cg, return_inverse=True)
-    blocks, b_col = np.unique(cb, return_inverse=True)
+    blocks = np.unique(cb)
     row_keys, r_row = np.unique(cb * num_pairs + cp, return_inverse=True)
-    nu = blocks.size
-    cols = np.arange(nv)
-    a_eq = sp.csr_matrix((np.ones(nv), (g_row, cols)), shape=(groups.size, nv + nu))
-    b_eq = demand[groups].astype(float)
     row_block = np.searchsorted(blocks, row_keys // num_pairs)
     row_pair = row_keys % num_pairs
     fixed = np.array([fixed_load.get(int(k), 0.0) for k in row_keys])
-    a_ub = sp.csr_matrix(
-        (np.r_[coef[row_pair][r_row], -np.ones(row_keys.size)],
-         (np.r_[r_row, np.arange(row_keys.size)], np.r_[cols, nv + row_block])),
-        shape=(row_keys.size, nv + nu))
     b_ub = -(coef[row_pair] * fixed + const[row_pair])
-    objective = np.r_[np.zeros(nv), np.ones(nu)]
-    res = linprog(objective, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None),
-                  method="highs-ds", options={"primal_feasibility_tolerance": 1e-10,
-                                              "dual_feasibility_tolerance": 1e-10})
-    if res.status != 0:  # the problems are always feasible; anything else is a solver failure
-        raise UnsupportedError(f"BFB: HiGHS could not solve a load-balancing problem "
-                               f"({res.message})")
-    y = res.x[:nv]
+    x = _run_highs(_LpShape(nv=nv, nu=blocks.size, r_row=r_row, g_row=g_row,
+                            row_block=row_block), coef[row_pair][r_row], b_ub,
+                   demand[groups].astype(float))
+    y = x[:nv]
     if np.any(const > 0):
         load = np.bincount(r_row, weights=y, minlength=row_keys.size) + fixed
-        bound = res.x[nv:][row_block]
+        bound = x[nv:][row_block]
         idle = (load <= 1e-12) & (const[row_pair] > 0) & \
             (const[row_pair] >= bound - 1e-9 * np.maximum(bound, 1e-300))
         if np.any(idle):
             keep = ~idle[r_row]
             y = np.zeros(nv)
-            y[keep] = _solve_lp(cg[keep], cp[keep], cb[keep], demand, cost, fixed_load)
+            y[keep] = _solve_lp(cg[keep], cp[keep], cb[keep], demand, cost,
+                                fixed_load=fixed_load)
     return y
+
+
+class _LpShape:
+    """Where the nonzeros of one BFB LP sit: ``nv`` share columns (column j in load row
+    ``r_row[j]`` and demand row ``g_row[j]``), then ``nu`` bound columns (column b is -1 in
+    every load row r with ``row_block[r] == b``)."""
+
+    def __init__(self, *, nv, nu, r_row, g_row, row_block):
+        self.nv, self.nu = nv, nu
+        self.r_row, self.g_row, self.row_block = r_row, g_row, row_block
+
+
+def _run_highs(shape, share_coef, b_ub, b_eq):
+    """Minimise the sum of the bound columns subject to ``load rows <= b_ub`` and
+    ``demand rows == b_eq``, all columns nonnegative; the primal solution.
+
+    The rows are the load rows then the demand rows, the matrix column-wise with its row
+    indices sorted, as ``scipy.optimize.linprog`` handed it to HiGHS before."""
+    nv, nu = shape.nv, shape.nu
+    num_ub = b_ub.size
+    # share column j: (load row, coef), (demand row, 1), already in row order
+    index = np.empty(2 * nv + num_ub, dtype=np.int32)
+    value = np.empty(2 * nv + num_ub)
+    index[0:2 * nv:2] = shape.r_row
+    index[1:2 * nv:2] = num_ub + shape.g_row
+    value[0:2 * nv:2] = share_coef
+    value[1:2 * nv:2] = 1.0
+    index[2 * nv:] = np.argsort(shape.row_block, kind="stable")   # each bound column's rows
+    value[2 * nv:] = -1.0
+    start = np.r_[np.arange(0, 2 * nv + 1, 2),
+                  2 * nv + np.cumsum(np.bincount(shape.row_block, minlength=nu))]
+    return _highs_solve(np.r_[np.zeros(nv), np.ones(nu)], (start, index, value),
+                        np.r_[np.full(num_ub, -np.inf), b_eq], np.r_[b_ub, b_eq])
+
+
+def _highs_solve(cost, columns, row_lower, row_upper, *, col_upper=None, maximize=False):
+    """Optimise ``cost @ x`` s.t. ``row_lower <= A @ x <= row_upper``, ``0 <= x <= col_upper``
+    with HiGHS' dual simplex (:data:`LP_OPTIONS`): an optimal vertex, or an error.
+
+    ``columns`` is ``A`` column-wise: (start, row index, value) arrays."""
+    import highspy
+
+    from ..highs import solver
+
+    start, index, value = columns
+    num_cols, num_rows = cost.size, row_lower.size
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = num_cols, num_rows
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_ = np.zeros(num_cols)
+    lp.col_upper_ = np.full(num_cols, inf) if col_upper is None else col_upper.astype(float)
+    lp.row_lower_ = np.where(np.isfinite(row_lower), row_lower, -inf).astype(np.float64)
+    lp.row_upper_ = np.where(np.isfinite(row_upper), row_upper, inf).astype(np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = num_cols, num_rows
+    lp.a_matrix_.start_ = np.asarray(start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    h = solver(seed=_LP_SEED, **LP_OPTIONS)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:   # always feasible: a solver failure
+        raise UnsupportedError(f"BFB: HiGHS could not solve a load-balancing or whole-shard "
+                               f"problem ({h.modelStatusToString(status)})")
+    return np.asarray(h.getSolution().col_value, dtype=np.float64)
 
 
 def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers=1, size=None):
     """Solve the BFB problems in which shard s spreads breadth-first from node ``origins[s]``
-    to every node (or only those of ``receivers``). Returns ``pieces(chunks=None)``, which
-    turns the solution into transfers ordered by step, receiver and shard.
+    to every node (or only those of ``receivers``). Returns ``pieces(chunks=None, *,
+    bounded=False)`` (:func:`_piece_maker`), which turns the solution into transfers ordered by
+    step, receiver and shard.
 
     ``progress(done, total)`` is called after each batch of load-balancing problems."""
     n = topology.num_nodes
-    psrc, pdst, _, _ = topology.pairs
+    psrc, pdst, pbw, _ = topology.pairs
     into = np.arange(pdst.size) if receivers is None else np.flatnonzero(np.isin(pdst, receivers))
     dist_o, column = _origin_distances(topology, origins, psrc[into], pdst[into])
     if np.any(dist_o < 0):
@@ -281,23 +350,36 @@ def _bfb_broadcasts(topology, origins, *, receivers=None, progress=None, workers
     fixed_load = dict(zip(fk.tolist(), fixed_sum.tolist()))
     free = ~single
     y[free] = _solve_free_groups(group_block, demand, cand_group[free], cand_pair[free],
-                                 cand_block[free], cost, fixed_load, progress, workers)
+                                 cand_block[free], cost=cost, fixed_load=fixed_load,
+                                 progress=progress, workers=workers)
     share = np.clip(y, 0.0, None) / demand[cand_group]
     share[share < _DROP] = 0.0
     share = share / np.bincount(cand_group, weights=share, minlength=demand.size)[cand_group]
-    u_shard = shard[unit_start]
+    units = {"psrc": psrc, "u_step": u_step, "u_v": u_v, "u_shard": shard[unit_start]}
+    return _piece_maker(share, demand, cand_group, cand_pair, group_of_unit,
+                        group_block=group_block, pbw=pbw, units=units)
 
-    def pieces(chunks=None):
-        """The solution as transfers: fractional, or in whole ``1/chunks`` of a shard."""
+
+def _piece_maker(share, demand, cand_group, cand_pair, group_of_unit, *, group_block, pbw,
+                 units):
+    """``pieces(chunks=None, *, bounded=False)`` of :func:`_bfb_broadcasts`'s solution."""
+
+    def pieces(chunks=None, *, bounded=False):
+        """The solution as transfers: fractional, or in whole ``1/chunks`` of a shard; with
+        ``bounded``, whole shards within each step's fractional bottleneck and the steps
+        where they do not fit (see :func:`_chunked_intervals`)."""
+        if bounded:
+            return _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
+                                      chunks=1, pbw=pbw, **units)
         if chunks is not None:
             return _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
-                                      psrc, u_step, u_v, u_shard, chunks)
-        return _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step,
-                          u_v, u_shard)
+                                      chunks=chunks, **units)
+        return _intervals(share, demand, cand_group, cand_pair, group_of_unit, **units)
     return pieces
 
 
-def _intervals(share, demand, cand_group, cand_pair, group_of_unit, psrc, u_step, u_v, u_shard):
+def _intervals(share, demand, cand_group, cand_pair, group_of_unit, *, psrc, u_step, u_v,
+               u_shard):
     """Turn per-group shares into byte ranges and expand them to every unit of the group."""
     keep = share > 0
     cand_group, cand_pair, share = cand_group[keep], cand_pair[keep], share[keep]
@@ -338,10 +420,7 @@ def _round_to_chunks(unit, link, share, chunks):
     count is the floor or ceiling of ``share * chunks``, and every link's load is at most the
     ceiling of its fractional load, so each link carries less than one chunk more than the
     fractional optimum (appendix D.2). Such a rounding exists by flow integrality; a max-flow
-    finds it."""
-    import scipy.sparse as sp  # imported when first needed (start-up time)
-    from scipy.sparse.csgraph import maximum_flow
-
+    (scipy's: the rounding, and so the cost, depends on which maximum flow) finds it."""
     want = share * chunks
     count = np.floor(want + 1e-9).astype(np.int64)
     frac = want - count
@@ -356,24 +435,102 @@ def _round_to_chunks(unit, link, share, chunks):
     # only units still short of chunks and links with room take part in the flow
     short, unit_node = np.unique(unit[open_], return_inverse=True)
     busy, link_node = np.unique(link_id[open_], return_inverse=True)
-    source, sink = 0, 1 + short.size + busy.size
-    rows = np.r_[np.zeros(short.size, dtype=np.int64), 1 + unit_node,
-                 1 + short.size + np.arange(busy.size)]
-    cols = np.r_[1 + np.arange(short.size), 1 + short.size + link_node,
-                 np.full(busy.size, sink)]
-    caps = np.r_[deficit[short], np.ones(open_.size, dtype=np.int64), np.maximum(room[busy], 0)]
-    graph = sp.csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(sink + 1, sink + 1))
-    result = maximum_flow(graph, source, sink)
-    if result.flow_value != deficit.sum():  # cannot happen for a feasible fractional solution
+    flow = _bipartite_flow(unit_node, short.size + link_node,
+                           np.r_[deficit[short], np.maximum(room[busy], 0)], method="dinic")
+    if flow.sum() != deficit.sum():  # cannot happen for a feasible fractional solution
         raise UnsupportedError("BFB: rounding to chunks failed")
-    flow = np.asarray(result.flow[1 + unit_node, 1 + short.size + link_node]).ravel()
-    count[open_] += np.maximum(flow, 0).astype(np.int64)
+    count[open_] += flow
     return count
 
 
-def _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block, psrc, u_step,
-                       u_v, u_shard, chunks):
-    """Like :func:`_intervals`, but every piece is a whole number of ``1/chunks`` of a shard."""
+def _round_to_bottleneck(unit, link, share, *, step, bandwidth):
+    """Whole shards per (unit, link) candidate (0 or 1; ``step`` and ``bandwidth`` per
+    candidate): the count is the floor or ceiling of the share, and no link carries more than
+    its step's busiest link allows relative to bandwidth (the fractional bottleneck), nor more
+    than the ceiling of its fractional load. A unit that finds no such sender gets 0 in all.
+
+    A rounding that meets the bottleneck, if any exists, costs what the fractional solution
+    costs in that step; a maximum flow finds one wherever one exists."""
+    count = np.floor(share + 1e-9).astype(np.int64)
+    deficit = 1 - np.rint(np.bincount(unit, weights=count)).astype(np.int64)
+    links, first, link_id = np.unique(link, return_index=True, return_inverse=True)
+    load = np.bincount(link_id, weights=share, minlength=links.size)
+    link_bw = bandwidth[first]
+    steps, step_id = np.unique(step[first], return_inverse=True)
+    worst = np.zeros(steps.size)
+    np.maximum.at(worst, step_id, load / link_bw)
+    bottleneck = np.floor(worst[step_id] * link_bw * (1 + 1e-12) + 1e-9)
+    cap = np.minimum(np.ceil(load - 1e-9), bottleneck)
+    room = cap.astype(np.int64) - np.bincount(link_id, weights=count,
+                                              minlength=links.size).astype(np.int64)
+    open_ = np.flatnonzero(share - count > 1e-9)
+    if deficit.sum() == 0:
+        return count
+    short, unit_node = np.unique(unit[open_], return_inverse=True)
+    busy, link_node = np.unique(link_id[open_], return_inverse=True)
+    count[open_] += _bipartite_flow(unit_node, short.size + link_node,
+                                    np.r_[deficit[short], np.maximum(room[busy], 0)])
+    return count
+
+
+#: Up to this many edges :func:`_bipartite_flow` asks HiGHS (loaded already for the LPs) by
+#: default; above it scipy's maximum flow, far quicker on large networks (mesh:16x16: 88k
+#: edges in 0.03 s against 1 s), whose import (0.15 s) no longer matters there.
+FLOW_LP_EDGES = 5_000
+
+
+def _bipartite_flow(left, right, capacity, *, method="auto"):
+    """A maximum flow from a source through unit-capacity edges ``left[e] -> right[e]`` to a
+    sink, node i passing at most ``capacity[i]`` (the left nodes numbered first, from 0, then
+    the right ones, every left node with an edge): 0 or 1 per edge.
+
+    ``method`` "lp" solves it as a linear program with HiGHS' dual simplex (its matrix, the
+    incidence matrix of a bipartite graph, is totally unimodular, so the optimal vertex is
+    integral); "dinic" with scipy's :func:`~scipy.sparse.csgraph.maximum_flow`; "auto" the
+    first up to :data:`FLOW_LP_EDGES` edges. Every maximum flow has the same value; which
+    one comes back depends on the method.
+
+    >>> left, right = np.array([0, 0, 1]), np.array([2, 3, 2])
+    >>> [_bipartite_flow(left, right, np.ones(4, int), method=m).tolist() for m in ("lp", "dinic")]
+    [[0, 1, 1], [0, 1, 1]]
+    """
+    if method == "dinic" or (method == "auto" and left.size > FLOW_LP_EDGES):
+        return _dinic_flow(left, right, capacity)
+    edges = left.size
+    index = np.empty(2 * edges, dtype=np.int32)
+    index[0::2], index[1::2] = left, right
+    x = _highs_solve(np.ones(edges), (np.arange(0, 2 * edges + 1, 2), index, np.ones(2 * edges)),
+                     np.zeros(capacity.size), capacity.astype(float),
+                     col_upper=np.ones(edges), maximize=True)
+    flow = np.rint(x).astype(np.int64)
+    if np.abs(x - flow).max(initial=0.0) > 1e-6:   # a vertex of a TU system is integral
+        raise UnsupportedError("BFB: the whole-shard flow came back fractional")
+    return flow
+
+
+def _dinic_flow(left, right, capacity):
+    """:func:`_bipartite_flow` by scipy's maximum flow: source 0, the nodes from 1, sink last."""
+    import scipy.sparse as sp  # imported when first needed (start-up time)
+    from scipy.sparse.csgraph import maximum_flow
+
+    num_left = int(left.max(initial=-1)) + 1
+    sink = 1 + capacity.size
+    rows = np.r_[np.zeros(num_left, dtype=np.int64), 1 + left,
+                 1 + np.arange(num_left, capacity.size)]
+    cols = np.r_[1 + np.arange(num_left), 1 + right, np.full(capacity.size - num_left, sink)]
+    caps = np.r_[capacity[:num_left], np.ones(left.size, dtype=np.int64), capacity[num_left:]]
+    graph = sp.csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(sink + 1, sink + 1))
+    result = maximum_flow(graph, 0, sink)
+    return np.maximum(np.asarray(result.flow[1 + left, 1 + right]).ravel(), 0).astype(np.int64)
+
+
+def _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block, *, psrc,
+                       u_step, u_v, u_shard, chunks, pbw=None):
+    """Like :func:`_intervals`, but every piece is a whole number of ``1/chunks`` of a shard.
+
+    With ``pbw`` (the pairs' bandwidths; ``chunks`` 1): whole shards, no link loaded beyond
+    its step's fractional bottleneck (:func:`_round_to_bottleneck`); returns the transfers and
+    the steps where some shard found no sender within it (those transfers are incomplete)."""
     per_group = np.bincount(cand_group, minlength=group_block.size)
     first_of_group = np.r_[0, np.cumsum(per_group)[:-1]]
     count = per_group[group_of_unit]
@@ -381,7 +538,12 @@ def _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
     cand = np.repeat(first_of_group[group_of_unit], count) + (
         np.arange(unit.size) - np.repeat(np.cumsum(count) - count, count))
     link = group_block[group_of_unit[unit]] * psrc.size + cand_pair[cand]
-    pieces = _round_to_chunks(unit, link, share[cand], chunks)
+    if pbw is None:
+        pieces = _round_to_chunks(unit, link, share[cand], chunks)
+    else:
+        pieces = _round_to_bottleneck(unit, link, share[cand], step=u_step[unit],
+                                      bandwidth=pbw[cand_pair[cand]])
+        short = np.bincount(unit, weights=pieces, minlength=group_of_unit.size) < 1
     keep = pieces > 0
     unit, cand, pieces = unit[keep], cand[keep], pieces[keep]
     ends = np.cumsum(pieces)
@@ -396,7 +558,7 @@ def _chunked_intervals(share, cand_group, cand_pair, group_of_unit, group_block,
     out["lo"] = (hi_count - pieces) / chunks
     out["hi"] = hi_count / chunks
     out["op"] = COPY
-    return out
+    return out if pbw is None else (out, np.unique(u_step[short]))
 
 
 def _workers(workers):
@@ -516,9 +678,12 @@ def _allgather_transfers(topology, group, *, progress, workers, size, chunks):
         # some shards are split: in every step where whole shards do as well (each link's
         # optimal load is a whole number of shards, as in most steps on tori and hypercubes),
         # take them: the same cost in fewer transfers
-        whole = pieces(1)
+        whole, short = pieces(bounded=True)
         steps = np.unique(local["step"])
-        same = steps[np.isclose(_betas(topology, whole), beta, rtol=1e-12, atol=0)]
+        whole_steps, whole_beta = _step_betas(topology, whole)
+        fits = np.isclose(whole_beta, beta[np.searchsorted(steps, whole_steps)], rtol=1e-12,
+                          atol=0)
+        same = np.setdiff1d(whole_steps[fits], short)
         local = np.concatenate([whole[np.isin(whole["step"], same)],
                                 local[~np.isin(local["step"], same)]])
         local = local[np.argsort(local["step"], kind="stable")]
@@ -537,7 +702,13 @@ def _has_split_shards(t):
 def _betas(topology, transfers):
     """Per-step bandwidth time of some transfers (all of a step's busiest link's, when the
     transfers are one node's under symmetry)."""
-    return step_costs(Schedule(topology, "allgather", transfers))[2]
+    return _step_betas(topology, transfers)[1]
+
+
+def _step_betas(topology, transfers):
+    """(steps, bandwidth times) of the non-empty steps (see :func:`_betas`)."""
+    steps, _, beta = step_costs(Schedule(topology, "allgather", transfers))
+    return steps, beta
 
 
 def bfb_reduce_scatter(topology, **options):

@@ -186,7 +186,7 @@ def shortest_path_sample(topology, samples=MIN_SAMPLES, *, seed=0):
     return pair[order], out_ptr, out_edges
 
 
-def _balance(matrix, fixed_load, target, pair_of, f, tolerance, max_steps, deadline,
+def _balance(matrix, fixed_load, target, pair_of, f, *, tolerance, max_steps, deadline,
              progress):
     """Affine-scaling steps on the free paths' shares ``f`` (modified in place) towards loads
     equal to ``target``: ``(steps, cg_iterations, reason)``, ``reason`` empty on success."""
@@ -317,8 +317,8 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
     build = time.perf_counter() - began
     f = share[free].copy()
     steps, iterations, reason = _balance(matrix, fixed_load, target, group.astype(np.int64), f,
-                                         float(tolerance) / 100, max_steps, deadline,
-                                         progress)
+                                         tolerance=float(tolerance) / 100, max_steps=max_steps,
+                                         deadline=deadline, progress=progress)
     share[free] = np.maximum(f, 0.0)
     xs, ys = np.nonzero(~np.eye(n, dtype=bool))
     paths, load, lam = routes(xs, ys, pair, ptr, edges, share, cap)

@@ -153,9 +153,12 @@ def _master(num_e, cap_s, pair, ptr, edges, num_pairs):
     return cost, matrix, lower, upper, free
 
 
-def _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, most):
+def _gains(lengths, dist, cols, pairs, *, most):
     """Pairs whose shortest path under ``lengths`` beats all of their paths, at most ``most``
-    of them (those that gain most)."""
+    of them (those that gain most). ``cols``: the paths ``(pair, ptr, edges)``; ``pairs``:
+    ``(xs, ys, num_pairs)``."""
+    pair, ptr, edges = cols
+    xs, ys, num_pairs = pairs
     plen = np.add.reduceat(lengths[edges], ptr[:-1]) if edges.size else np.zeros(0)
     have = np.full(num_pairs, np.inf)
     np.minimum.at(have, pair, plen)
@@ -208,8 +211,6 @@ def _price(arrays, lengths, dist_pred, best, *, lam, cols, pairs, max_new):
     psrc, pdst, n, cap_s = arrays
     dist, pred = dist_pred
     best_bound, best_lengths = best
-    pair, ptr, edges = cols
-    xs, ys, num_pairs = pairs
     center = best_lengths / float(cap_s @ best_lengths)
     smooth = 0.5 * (center + lengths)
     sdist, spred = shortest_path_trees(psrc, pdst, n, smooth)
@@ -218,11 +219,11 @@ def _price(arrays, lengths, dist_pred, best, *, lam, cols, pairs, max_new):
         best_bound, best_lengths = bound, smooth
         if best_bound <= lam:
             return None, pred, (best_bound, best_lengths)
-    gain = _gains(smooth, sdist, pair, ptr, edges, xs, ys, num_pairs, max_new)
+    gain = _gains(smooth, sdist, cols, pairs, most=max_new)
     if gain.size:
         pred = spred
     else:
-        gain = _gains(lengths, dist, pair, ptr, edges, xs, ys, num_pairs, max_new)
+        gain = _gains(lengths, dist, cols, pairs, most=max_new)
     return gain, pred, (best_bound, best_lengths)
 
 

@@ -219,8 +219,9 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
     while True:
         left = None if deadline is None else deadline - _lp.clock()
         if left is not None and left <= 0:
-            return _out_of_time(topology, best, time_limit, rounds, iterations, build,
-                                solve_seconds, bnd, tolerance, keep_flows)
+            return _out_of_time(topology, best, time_limit, counts=(rounds, iterations),
+                                seconds=(build, solve_seconds), bnd=bnd, tolerance=tolerance,
+                                keep_flows=keep_flows)
         rounds += 1
         t0 = time.perf_counter()
         cost, matrix, row_lower, row_upper, col_upper, scale, columns = link_lp(topology,
@@ -237,8 +238,9 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
             progress(min(rounds, total), total)
         if not sol.ok or not sol.x[-1] > 0:
             if deadline is not None and _lp.clock() >= deadline:
-                return _out_of_time(topology, best, time_limit, rounds, iterations, build,
-                                    solve_seconds, bnd, tolerance, keep_flows)
+                return _out_of_time(topology, best, time_limit, counts=(rounds, iterations),
+                                    seconds=(build, solve_seconds), bnd=bnd,
+                                    tolerance=tolerance, keep_flows=keep_flows)
             if allowed is not None:          # a restricted LP that failed: try the whole one
                 allowed = None
                 continue
@@ -284,9 +286,11 @@ def link_lp_bytes(num_nodes, num_links):
     return _BYTES_PER_NONZERO * 3 * columns + 100 * (num_nodes * num_nodes + num_links)
 
 
-def _out_of_time(topology, best, time_limit, rounds, iterations, build, solve_seconds, bnd,
-                 tolerance, keep_flows):
-    """The result when the time limit ran out: the best flow so far (status LIMIT), or none."""
+def _out_of_time(topology, best, time_limit, *, counts, seconds, bnd, tolerance, keep_flows):
+    """The result when the time limit ran out: the best flow so far (status LIMIT), or none.
+    ``counts``: ``(rounds, iterations)``; ``seconds``: ``(build, solve)``."""
+    rounds, iterations = counts
+    build, solve_seconds = seconds
     n = topology.num_nodes
     num_e = topology.pairs[0].size
     if best is None:

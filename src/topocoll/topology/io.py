@@ -31,7 +31,6 @@ import json
 import math
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 
@@ -179,6 +178,8 @@ def topology_from_dict(data, where="topology"):
 
 # ---------------------------------------------------------------------------------- files
 def _path(path):
+    from pathlib import Path   # only where a file is named (start-up time of the jobs)
+
     try:
         return Path(os.fspath(path))
     except TypeError:
@@ -222,7 +223,7 @@ def load_topology(path):
         The file is missing, unreadable, not JSON/GraphML, or breaks the format (names the field).
     """
     stdin = isinstance(path, str) and path == "-"
-    path = Path("stdin") if stdin else _path(path)
+    path = _path("stdin") if stdin else _path(path)
     if stdin or (is_special(path) and _known_suffix(path) is None):
         # a stream (standard input, a pipe, <(...)) has no telling name: its first byte tells
         data = read_input("-" if stdin else path, starts=b"{<",

@@ -371,7 +371,7 @@ def pipelined_cost(net, roots, parents, depths, weights, chunks):
     return total
 
 
-def _forest(net, roots, parents, depths, weights, chunks, objective, optimum, fluid, rounds,
+def _forest(net, roots, parents, depths, weights, *, chunks, objective, optimum, fluid, rounds,
             history):
     keep = weights > _MIN_WEIGHT
     roots, parents, depths, w = roots[keep], parents[keep], depths[keep], weights[keep]
@@ -382,9 +382,10 @@ def _forest(net, roots, parents, depths, weights, chunks, objective, optimum, fl
                   net.per_byte(objective, chunks), optimum, fluid[0], fluid[1], rounds, history)
 
 
-def _from_master(net, master, weights, chunks, objective, optimum, fluid, rounds, history):
-    return _forest(net, master.roots, master.parents, master.depths, weights, chunks, objective,
-                   optimum, fluid, rounds, history)
+def _from_master(net, master, weights, *, chunks, objective, optimum, fluid, rounds, history):
+    return _forest(net, master.roots, master.parents, master.depths, weights, chunks=chunks,
+                   objective=objective, optimum=optimum, fluid=fluid, rounds=rounds,
+                   history=history)
 
 
 def _check(chunks, tolerance, max_chunks, depth_slack):
@@ -479,8 +480,9 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
     if pipelined_cost(net, roots, parents, depths, weights, 1) <= net.optimum * (1 + _REL):
         k = 1 if chunks is None else chunks
         cost = pipelined_cost(net, roots, parents, depths, weights, k)
-        return _forest(net, roots, parents, depths, weights, k, cost, optimum,
-                       (net.diameter, 1.0), 0, {k: net.per_byte(cost, k)})
+        return _forest(net, roots, parents, depths, weights, chunks=k, objective=cost,
+                       optimum=optimum, fluid=(net.diameter, 1.0), rounds=0,
+                       history={k: net.per_byte(cost, k)})
 
     # 1. fluid packing, the depth cap rising from the diameter
     pool, fluid, depth = _fluid_stage(net, seed, depth_slack, report)
@@ -496,8 +498,8 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
     if chunks is not None:
         objective, master, weights = solve(chunks, pool)
         history[chunks] = net.per_byte(objective, chunks)
-        return _from_master(net, master, weights, chunks, objective, optimum, fluid, solves[0],
-                            history)
+        return _from_master(net, master, weights, chunks=chunks, objective=objective,
+                            optimum=optimum, fluid=fluid, rounds=solves[0], history=history)
     target = net.optimum * (1 + tolerance)
     latency = float(topology.latency.max()) if topology.num_links else 0.0
 
@@ -523,4 +525,5 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
         if improved:
             best = (key(objective, k), k, master, weights, objective)
     _, k, master, weights, objective = best
-    return _from_master(net, master, weights, k, objective, optimum, fluid, solves[0], history)
+    return _from_master(net, master, weights, chunks=k, objective=objective, optimum=optimum,
+                        fluid=fluid, rounds=solves[0], history=history)

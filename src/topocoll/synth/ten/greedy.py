@@ -157,7 +157,7 @@ _BLOCK_WORDS = 1 << 18
 class _Flood:
     """Bitset state of the flooding chunks."""
 
-    def __init__(self, chunks, pre, post, num_nodes, in_nbrs, in_links, rng, late=None,
+    def __init__(self, chunks, pre, post, num_nodes, *, in_nbrs, in_links, rng, late=None,
                  rule="tiers"):
         self.chunks = chunks                     # original ids, position = internal bit id
         k = chunks.size
@@ -480,8 +480,9 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
         chunks = rng.permutation(flood_ids)
         mixed = steps.size and steps.min() != steps.max()
         late = LateLinks(pre[chunks], src, dst, steps, rng) if mixed else None
-        flood = _Flood(chunks, pre, post, n, _in_table(n, pairs // n, pairs % n),
-                       _in_table(n, dst, np.arange(src.size)), rng, late, rule)
+        flood = _Flood(chunks, pre, post, n, in_nbrs=_in_table(n, pairs // n, pairs % n),
+                       in_links=_in_table(n, dst, np.arange(src.size)), rng=rng, late=late,
+                       rule=rule)
     if routed_ids.size:
         routed = _Routed(routed_ids, pre, post, n, src, dst, steps, rng)
     parts = [p for p in (flood, routed) if p is not None]

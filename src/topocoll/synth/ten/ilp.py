@@ -164,9 +164,10 @@ def shortest_path_events(num_nodes, link_src, link_dst, link_steps, pre, post, *
     first = earliest(np.where(pre, 0, INF), src, dst, steps)
     check_reachable(first, need)
     start = [] if events is None else check_partial(events, pre, src, dst, steps)
-    best, best_span = list_schedule(pre, post, need, first, src, dst, steps,
-                                    out_links(num_nodes, src), np.random.default_rng(seed),
-                                    trials, start)
+    best, best_span = list_schedule(pre, post, need, first, src=src, dst=dst, steps=steps,
+                                    links_out=out_links(num_nodes, src),
+                                    rng=np.random.default_rng(seed), trials=trials,
+                                    start=start)
     return as_events(best), best_span
 
 
@@ -241,8 +242,8 @@ def ilp_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, time_lim
     dist = distances(num_nodes, src, dst, steps)
     links_out = out_links(num_nodes, src)
     rng = np.random.default_rng(seed)
-    upper, upper_span = list_schedule(pre, post, need, first, src, dst, steps, links_out, rng,
-                                      TRIALS)
+    upper, upper_span = list_schedule(pre, post, need, first, src=src, dst=dst, steps=steps,
+                                      links_out=links_out, rng=rng, trials=TRIALS)
     # the time limit is for the ILP solves: list scheduling is polynomial and always runs
     deadline = math.inf if time_limit is None else time.monotonic() + time_limit
     ctx = SearchContext(pre=pre, post=post, need=need, src=src, dst=dst, steps=steps, dist=dist,

@@ -11,8 +11,8 @@ section 5).
 >>> import numpy as np
 >>> src, dst, steps = np.array([0, 1]), np.array([1, 0]), np.ones(2, np.int64)  # 0 <-> 1
 >>> pre = np.array([[True, False]]); avail = np.where(pre, 0, INF)
->>> model = build_model((avail, np.zeros(2, np.int64), 0), 1, 1, (~pre).astype(float), src,
-...                     dst, steps, np.zeros((1, 2), np.int64))
+>>> model = build_model((avail, np.zeros(2, np.int64), 0), 1, 1, (~pre).astype(float),
+...                     src=src, dst=dst, steps=steps, slack=np.zeros((1, 2), np.int64))
 >>> model.num_vars, model.hold_index
 (2, {(0, 1): (1, 1, 1)})
 >>> status, x, _, objective = solve_model(model, None, None, 0, None)
@@ -51,13 +51,14 @@ class Model:
     avail: np.ndarray
 
 
-def build_model(state, horizon, send_end, value, src, dst, steps, slack, useful=None, early=0.0,
-           pace=None):
-    """One window/horizon model. ``state`` = (avail[c, n] slot from which ``n`` holds ``c``,
-    free[l] first slot link ``l`` may start a send, t0 first start slot). Sends start in
-    ``[t0, send_end]`` (``send_end``: a slot, or one per link) and arrive by ``horizon``;
-    ``value[c, n]`` is the objective weight of
-    holding ``c`` at ``n`` at the horizon. A send to ``n`` must arrive ``slack[c, n]`` slots
+def build_model(state, horizon, send_end, value, *, src, dst, steps, slack, useful=None,
+                early=0.0, pace=None):
+    """One window/horizon model (``state, horizon, send_end, value`` positional; the links
+    ``src, dst, steps`` and the rest keyword-only). ``state`` = (avail[c, n] slot from which
+    ``n`` holds ``c``, free[l] first slot link ``l`` may start a send, t0 first start slot).
+    Sends start in ``[t0, send_end]`` (``send_end``: a slot, or one per link) and arrive by
+    ``horizon``; ``value[c, n]`` is the objective weight of holding ``c`` at ``n`` at the
+    horizon. A send to ``n`` must arrive ``slack[c, n]`` slots
     before the horizon (to be of any use) and, if given, be allowed by ``useful[c, l]``.
     ``early`` adds ``early * value[c, n]`` for every slot ``c`` is held at ``n`` (sooner is
     better); 0 keeps the objective an integer count, which HiGHS proves optimal faster.

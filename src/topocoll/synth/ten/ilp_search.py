@@ -89,7 +89,8 @@ def horizon_search(ctx, lb, upper, upper_span):
         if solves and (remaining <= 0 or solves >= ctx.max_solves):
             status = Status.LIMIT         # the first horizon is always tried, however briefly
             break
-        model = build_model(state, horizon, horizon, value, src, dst, steps, slack)
+        model = build_model(state, horizon, horizon, value, src=src, dst=dst, steps=steps,
+                            slack=slack)
         goal = [model.hold_index.get((c, n)) for c, n in np.argwhere(need).tolist()]
         if any(g is None or g[1] + g[2] - 1 != horizon for g in goal):
             lb = horizon = horizon + 1    # some needed pair cannot be reached by this horizon
@@ -156,8 +157,8 @@ def time_clusters(ctx, window, lb, upper, upper_span):
         useful = (missing[:, dst] | (gain[:, dst] > 0)) & ~held[:, dst]
         horizon = t0 + window - 1 + kmax
         in_flight = ((avail > t0) & (avail < INF)).any() or (free > t0).any()
-        model = build_model((avail, free, t0), horizon, t0 + window - 1, value, src, dst,
-                            steps, np.zeros_like(avail), useful,
+        model = build_model((avail, free, t0), horizon, t0 + window - 1, value, src=src,
+                            dst=dst, steps=steps, slack=np.zeros_like(avail), useful=useful,
                             early=1.0 / (window + kmax + 1))
         left = ctx.deadline - time.monotonic()
         code, x, _, _ = solve_model(model, None if math.isinf(left) else left, ctx.node_limit,

@@ -154,9 +154,11 @@ def out_links(num_nodes, src):
     return out
 
 
-def list_schedule(pre, post, need, first, src, dst, steps, links_out, rng, trials, start=()):
+def list_schedule(pre, post, need, first, *, src, dst, steps, links_out, rng, trials, start=()):
     """The best of ``trials`` list schedules (routing :func:`orders`), each completing the
-    partial schedule ``start`` and pruned: ``(events, makespan)``."""
+    partial schedule ``start`` and pruned: ``(events, makespan)``. ``pre, post, need, first``
+    are positional; the links (``src, dst, steps, links_out``), ``rng``, ``trials`` and
+    ``start`` are keyword-only."""
     best, best_span = None, INF
     for order in orders(first, need, rng, trials):
         ev = prune(complete_events(list(start), pre, post, src, dst, steps, links_out,

@@ -93,7 +93,7 @@ _SHORT = "short"
 class _Windows:
     """The window models of one problem and the work spent on them."""
 
-    def __init__(self, num_nodes, src, dst, steps, pre, post, seed, max_vars, work, checks):
+    def __init__(self, num_nodes, src, dst, steps, pre, post, *, seed, max_vars, work, checks):
         self.src, self.dst, self.steps = src, dst, steps
         self.pre, self.post = pre, post
         self.need = post & ~pre
@@ -125,8 +125,8 @@ class _Windows:
         np.maximum.at(free, kept["link"], arrive[keep])
         missing = self.need & (avail > horizon)
         model = build_model((avail, free, t0), horizon, deadline - steps,
-                            missing.astype(float), src, dst, steps,
-                            to_needed(missing, self.dist), pace=pace)
+                            missing.astype(float), src=src, dst=dst, steps=steps,
+                            slack=to_needed(missing, self.dist), pace=pace)
         if model.num_vars > min(self.max_vars, self.work - self.spent):
             return None
         goal = [model.hold_index.get((c, n)) for c, n in np.argwhere(missing).tolist()]
@@ -179,7 +179,8 @@ def repair_events(num_nodes, link_src, link_dst, link_steps, pre, post, events, 
     RepairResult
     """
     src, dst, steps = _arrays(link_src, link_dst, link_steps)
-    win = _Windows(num_nodes, src, dst, steps, pre, post, seed, max_vars, work, checks)
+    win = _Windows(num_nodes, src, dst, steps, pre, post, seed=seed, max_vars=max_vars,
+                   work=work, checks=checks)
     ev = np.asarray(events)
     span = _span(ev, steps)
     done = []
@@ -197,16 +198,17 @@ def repair_events(num_nodes, link_src, link_dst, link_steps, pre, post, events, 
     return RepairResult(ev, span, win.solves, done)
 
 
-def deadline_events(num_nodes, link_src, link_dst, link_steps, pre, post, events, link_cost,
-                    time_step, goal, *, seed=0, max_vars=None, work=None, checks=None):
+def deadline_events(num_nodes, link_src, link_dst, link_steps, pre, post, events, *, link_cost,
+                    time_step, goal, seed=0, max_vars=None, work=None, checks=None):
     """Re-solve the last slots of a valid TEN schedule so that it ends by ``goal`` seconds in
     the link model: each link's sends arrive by slot ``floor(goal * k / cost)`` and need their
     chunk by slot ``floor(start * cost / (k * time_step))``. Keeps the schedule of the least
     :func:`replay_time` (the input's if none is less).
 
-    Parameters are those of :func:`repair_events` but ``link_cost`` (seconds a chunk occupies
-    each link), ``time_step`` (seconds a slot) and ``goal`` (seconds) for ``target``, and the
-    work limits default to :data:`DEADLINE_MAX_VARS` and :data:`DEADLINE_WORK`.
+    Parameters are those of :func:`repair_events` but the keyword-only ``link_cost`` (seconds
+    a chunk occupies each link), ``time_step`` (seconds a slot) and ``goal`` (seconds) for
+    ``target``, and the work limits default to :data:`DEADLINE_MAX_VARS` and
+    :data:`DEADLINE_WORK`.
 
     Returns
     -------
@@ -215,8 +217,9 @@ def deadline_events(num_nodes, link_src, link_dst, link_steps, pre, post, events
     src, dst, steps = _arrays(link_src, link_dst, link_steps)
     cost = np.asarray(link_cost, dtype=float)
     large = DEADLINE_MAX_VARS if max_vars is None else max_vars
-    win = _Windows(num_nodes, src, dst, steps, pre, post, seed, min(MAX_VARS, large),
-                   DEADLINE_WORK if work is None else work, checks)
+    win = _Windows(num_nodes, src, dst, steps, pre, post, seed=seed,
+                   max_vars=min(MAX_VARS, large),
+                   work=DEADLINE_WORK if work is None else work, checks=checks)
     ev = np.asarray(events)
     deadline = link_deadlines(cost, steps, goal)
     pace = np.minimum(cost / (steps * float(time_step)), 1.0)

@@ -691,8 +691,8 @@ def _repaired(problem, events, makespan, bound, seed):
     ends = _replay(problem, events)
     if ends > bound * (1 + AT_BOUND) and \
             link_deadlines(problem.link_cost, problem.link_steps, bound).max() > failed:
-        timed = deadline_events(*arrays, events, problem.link_cost, problem.time_step, bound,
-                                seed=seed)
+        timed = deadline_events(*arrays, events, link_cost=problem.link_cost,
+                                time_step=problem.time_step, goal=bound, seed=seed)
         solves += timed.solves
         ends_timed = _replay(problem, timed.events)
         if ends_timed < ends:
