@@ -68,7 +68,7 @@ def export(*, file, fmt, output, astra, proto, channels, chunks, min_bytes, max_
     with bar:
         update("reading", 0, None)
         s = load_schedule(file)
-        update(f"translating {s.num_transfers} transfers", 0, None)
+        update(f"checking and translating {s.num_transfers} transfers", 0, None)
         res = export_msccl(s, proto=proto, channels=channels, chunks=chunks, min_bytes=lo,
                            max_bytes=hi, name=name, astra=astra, unfused=unfused,
                            step_hints=not no_step_hints)
