@@ -11,8 +11,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 #: room -> floor; a room may import only from rooms on lower floors (and from itself)
 FLOOR = {
     "errors": 0, "lazy": 0,
-    "units": 1, "defaults": 1, "results": 1, "collectives": 1,
-    "limits": 2,
+    "units": 1, "results": 1, "collectives": 1,
+    "limits": 2, "defaults": 2,
     "fileio": 3,
     "topology": 4, "highs": 4, "plotting": 4,
     "schedule": 5,

@@ -19,9 +19,12 @@ gradients (:data:`BYTES_PER_PARAM`) and ASTRA-sim cycles of :data:`CYCLE_TIME`.
 ('10us', '100Gbps', '1MiB')
 """
 
+from .errors import UnsupportedError
+from .units import format_bandwidth, parse_bandwidth
+
 __all__ = ["ALPHA", "LINK_LATENCY", "LINK_BANDWIDTH", "NODE_BANDWIDTH", "SIZE", "COMPARE_SIZES",
            "SURVEY_SIZES", "SYNTHESIS_SIZE", "BUCKET_SIZE", "GPU_FLOPS", "GPU_EFFICIENCY",
-           "BYTES_PER_PARAM", "CYCLE_TIME"]
+           "BYTES_PER_PARAM", "CYCLE_TIME", "bandwidth_convention", "describe_convention"]
 
 #: Latency of every link (the alpha of the alpha-beta model): 10 us.
 ALPHA = 1e-5
@@ -51,3 +54,33 @@ GPU_EFFICIENCY = 0.4
 BYTES_PER_PARAM = 4
 #: Length of one ASTRA-sim cycle when its workload files are read: 1 ns (a 1 GHz clock).
 CYCLE_TIME = 1e-9
+
+
+def bandwidth_convention(node_bandwidth=None, link_bandwidth=None):
+    """``(B, L)`` as floats, exactly one of them given: a node's egress ``node_bandwidth``
+    split over its links (the paper's convention; ``L`` None), or every link's
+    ``link_bandwidth`` (``B`` None), by default :data:`LINK_BANDWIDTH`.
+
+    >>> bandwidth_convention(), bandwidth_convention("1GB/s")
+    ((None, 12500000000.0), (1000000000.0, None))
+    """
+    if node_bandwidth is not None and link_bandwidth is not None:
+        raise UnsupportedError("give node_bandwidth or link_bandwidth, not both")
+    if node_bandwidth is not None:
+        return float(parse_bandwidth(node_bandwidth, what="node bandwidth")), None
+    return None, float(parse_bandwidth(LINK_BANDWIDTH if link_bandwidth is None
+                                       else link_bandwidth, what="link bandwidth"))
+
+
+def describe_convention(node_bandwidth=None, link_bandwidth=None):
+    """The bandwidth convention in words, as every table and JSON document names it: the link
+    speed where ``link_bandwidth`` is given, else the node egress where ``node_bandwidth`` is,
+    else the default link speed.
+
+    >>> describe_convention(), describe_convention(50e9, 12.5e9), describe_convention(12.5e9)
+    ('100Gbps per link', '100Gbps per link', '100Gbps per node')
+    """
+    if link_bandwidth is None and node_bandwidth is not None:
+        return f"{format_bandwidth(parse_bandwidth(node_bandwidth))} per node"
+    link = LINK_BANDWIDTH if link_bandwidth is None else link_bandwidth
+    return f"{format_bandwidth(parse_bandwidth(link))} per link"

@@ -28,7 +28,7 @@ import os
 import sys
 import threading
 
-__all__ = ["solver", "status_of", "DEFAULT_THREADS"]
+__all__ = ["solver", "column_model", "status_of", "DEFAULT_THREADS"]
 
 #: Threads of every HiGHS solver unless the caller asks for more: the interior point, PDLP and
 #: the MIP search that topocoll uses are serial, and the machines it runs on are shared.
@@ -104,6 +104,42 @@ def solver(*, threads=None, time_limit=None, seed=None, verbose=False, **options
     for name, value in options.items():
         h.setOptionValue(name, value)
     return h
+
+
+def column_model(cost, columns, row_lower, row_upper, *, col_upper=None, maximize=False):
+    """A ``highspy.HighsLp``: optimise ``cost @ x`` subject to ``row_lower <= A @ x <=
+    row_upper`` and ``0 <= x <= col_upper`` (no upper bound where None or infinite; infinite
+    row bounds are open), with ``A`` given column-wise as ``(start, row index, value)``.
+
+    >>> import numpy as np
+    >>> lp = column_model(np.ones(2), ([0, 1, 2], [0, 0], [1.0, 2.0]), [-np.inf], [3.0])
+    >>> lp.num_col_, lp.num_row_
+    (2, 1)
+    """
+    import highspy
+    import numpy as np
+
+    start, index, value = columns
+    cost = np.asarray(cost, dtype=np.float64)
+    row_lower = np.asarray(row_lower, dtype=np.float64)
+    row_upper = np.asarray(row_upper, dtype=np.float64)
+    num_cols, num_rows = cost.size, row_lower.size
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = num_cols, num_rows
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(num_cols)
+    upper = np.full(num_cols, inf) if col_upper is None else np.asarray(col_upper, np.float64)
+    lp.col_upper_ = np.where(np.isfinite(upper), upper, inf)
+    lp.row_lower_ = np.where(np.isfinite(row_lower), row_lower, -inf)
+    lp.row_upper_ = np.where(np.isfinite(row_upper), row_upper, inf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = num_cols, num_rows
+    lp.a_matrix_.start_ = np.asarray(start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    return lp
 
 
 #: HiGHS model status name -> result status code (see :mod:`topocoll.results`); any status not

@@ -417,17 +417,14 @@ def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, com
 def _convention(node_bandwidth, link_bandwidth):
     """The bandwidth keywords of the pricing functions: ``{"bandwidth": B}`` with
     --node-bandwidth, else ``{"link_bandwidth": L}`` (default: 100 Gbps per link)."""
-    if node_bandwidth is not None:
-        return {"bandwidth": node_bandwidth}
-    return {"link_bandwidth": defaults.LINK_BANDWIDTH if link_bandwidth is None
-            else link_bandwidth}
+    node, link = defaults.bandwidth_convention(node_bandwidth, link_bandwidth)
+    return {"bandwidth": node} if link is None else {"link_bandwidth": link}
 
 
 def _describe(bandwidth):
     """The convention of :func:`_convention` in words, e.g. ``100Gbps per link``."""
-    if "bandwidth" in bandwidth:
-        return f"{units.format_bandwidth(bandwidth['bandwidth'])} per node"
-    return f"{units.format_bandwidth(bandwidth['link_bandwidth'])} per link"
+    return defaults.describe_convention(bandwidth.get("bandwidth"),
+                                        bandwidth.get("link_bandwidth"))
 
 
 def _simulate(workload, nodes, degree, *, schedule_file, spec, comm_model, alpha,

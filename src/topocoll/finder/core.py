@@ -29,7 +29,7 @@ from .. import defaults
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..limits import require_memory
 from ..results import Result, Status, as_progress
-from ..units import format_bandwidth, format_time, parse_bandwidth, parse_time, whole_number
+from ..units import format_time, parse_time, whole_number
 from .build import build_allreduce, priced
 from .cache import Cache
 from .search import Candidate, Search
@@ -38,8 +38,7 @@ from .workload import Workload
 __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "METHODS",
            "EXPLICIT", "BY_CONSTRUCTION", "EXPLICIT_NODES", "MAX_NODES", "resolve_method",
            "open_cache", "rank_by_time", "evaluate_best", "evaluate_candidate",
-           "cluster_settings", "check_algorithms", "describe_bandwidth",
-           "node_egress"]
+           "cluster_settings", "check_algorithms", "node_egress"]
 
 #: How an evaluation was obtained: the whole schedule built, verified and evaluated, or the
 #: base's allreduce built and verified and the expansions' cost rules applied (docs/math.md
@@ -121,7 +120,7 @@ class FindResult(Result):
     def bandwidth(self):
         """The convention priced with, in words: ``"100Gbps per link"`` or ``"100Gbps per
         node"``."""
-        return describe_bandwidth(self.node_bandwidth, self.link_bandwidth)
+        return defaults.describe_convention(self.node_bandwidth, self.link_bandwidth)
 
     @property
     def topology(self):
@@ -403,17 +402,6 @@ def _evaluation_from(doc, workload, alpha, bandwidth, source, algorithm="bfb"):
     return out
 
 
-def describe_bandwidth(node_bandwidth, link_bandwidth=None):
-    """The bandwidth convention in words, for tables and JSON documents.
-
-    >>> describe_bandwidth(50e9, 12.5e9), describe_bandwidth(12.5e9)
-    ('100Gbps per link', '100Gbps per node')
-    """
-    if link_bandwidth is not None:
-        return f"{format_bandwidth(link_bandwidth)} per link"
-    return f"{format_bandwidth(node_bandwidth)} per node"
-
-
 def node_egress(degree, node_bandwidth=None, link_bandwidth=None):
     """``(B, L)``: the egress B per node the cost model uses and the link speed L (None under
     the per-node convention). Neither given: the default cluster, ``L =``
@@ -424,13 +412,8 @@ def node_egress(degree, node_bandwidth=None, link_bandwidth=None):
     >>> node_egress(4, node_bandwidth="100Gbps")
     (12500000000.0, None)
     """
-    if node_bandwidth is not None and link_bandwidth is not None:
-        raise UnsupportedError("give node_bandwidth or link_bandwidth, not both")
-    if node_bandwidth is not None:
-        return float(parse_bandwidth(node_bandwidth, what="node bandwidth")), None
-    link = float(parse_bandwidth(defaults.LINK_BANDWIDTH if link_bandwidth is None
-                                 else link_bandwidth, what="link bandwidth"))
-    return int(degree) * link, link
+    node, link = defaults.bandwidth_convention(node_bandwidth, link_bandwidth)
+    return (node, None) if link is None else (int(degree) * link, link)
 
 
 def cluster_settings(nodes, degree, alpha, node_bandwidth, workload, *, link_bandwidth=None):

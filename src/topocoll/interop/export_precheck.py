@@ -51,8 +51,7 @@ from .export_limits import LIMITS, WIDTHS, next_block_cap
 _FIRST_BATCH = 4
 
 __all__ = ["precheck", "precheck_elements", "element_bound", "element_bounds", "ElementBound",
-           "cap_outcome",
-           "operations", "Outcome"]
+           "cap_outcome", "operations", "Outcome"]
 
 
 def _sorted_rows(schedule, k, m):

@@ -12,7 +12,7 @@ from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError
 from ..topology.model import Topology
 
-__all__ = ["Schedule", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems",
+__all__ = ["Schedule", "TransferRows", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems",
            "BUILD_BYTES_PER_TRANSFER", "coerce_transfers"]
 
 #: Bytes a generator holds per transfer while it builds a schedule (the row and the index
@@ -122,7 +122,56 @@ def coerce_transfers(transfers):
     return transfers
 
 
-class Schedule:
+class TransferRows:
+    """What a schedule derives from its ``topology``, ``collective`` and ``transfers`` rows,
+    whether the rows are every transfer (:class:`Schedule`) or one per orbit
+    (:class:`~topocoll.schedule.symmetric.SymmetricSchedule`, whose steps are the full
+    schedule's); and copies of it with some fields changed (every field is a keyword of the
+    constructor)."""
+
+    __slots__ = ()
+
+    @property
+    def num_nodes(self):
+        return self.topology.num_nodes
+
+    @property
+    def num_shards(self):
+        return self.collective.num_shards(self.topology.num_nodes)
+
+    @property
+    def num_steps(self):
+        """The number of steps: distinct step numbers that carry a transfer.
+
+        This is what the cost model charges for (one latency per step); step numbers that carry
+        nothing cost nothing, so a schedule numbered 5 and 10 has 2 steps (see
+        :attr:`last_step`, and docs/format.md).
+        """
+        steps = self.transfers["step"]
+        if not steps.size:
+            return 0
+        low, high = int(steps.min()), int(steps.max())
+        if low >= 0 and high < 1 << 24:
+            return int(np.count_nonzero(np.bincount(steps, minlength=high + 1)))
+        return int(np.unique(steps).size)
+
+    @property
+    def last_step(self):
+        """The largest step number used (0 for an empty schedule)."""
+        return int(self.transfers["step"].max()) if self.transfers.size else 0
+
+    def replace(self, **changes):
+        """A copy with some fields (those of ``__slots__``) changed."""
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        fields.update(changes)
+        return type(self)(**fields)
+
+    def op_names(self):
+        """The ``op`` column as strings."""
+        return np.asarray(OP_NAMES, dtype=object)[self.transfers["op"]]
+
+
+class Schedule(TransferRows):
     """A collective schedule: transfers in steps on a topology.
 
     Parameters
@@ -178,44 +227,8 @@ class Schedule:
         self.meta = dict(meta or {})
 
     @property
-    def num_nodes(self):
-        return self.topology.num_nodes
-
-    @property
-    def num_shards(self):
-        return self.collective.num_shards(self.topology.num_nodes)
-
-    @property
     def num_transfers(self):
         return int(self.transfers.size)
-
-    @property
-    def num_steps(self):
-        """The number of steps: distinct step numbers that carry a transfer.
-
-        This is what the cost model charges for (one latency per step); step numbers that carry
-        nothing cost nothing, so a schedule numbered 5 and 10 has 2 steps (see
-        :attr:`last_step`, and docs/format.md).
-        """
-        steps = self.transfers["step"]
-        if not steps.size:
-            return 0
-        low, high = int(steps.min()), int(steps.max())
-        if low >= 0 and high < 1 << 24:
-            return int(np.count_nonzero(np.bincount(steps, minlength=high + 1)))
-        return int(np.unique(steps).size)
-
-    @property
-    def last_step(self):
-        """The largest step number used (0 for an empty schedule)."""
-        return int(self.transfers["step"].max()) if self.transfers.size else 0
-
-    def replace(self, **changes):
-        """A copy with some of ``topology, collective, transfers, root, algorithm, meta`` changed."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        fields.update(changes)
-        return Schedule(fields.pop("topology"), fields.pop("collective"), fields.pop("transfers"),
-                        **fields)
 
     def sorted(self):
         """A copy with transfers ordered by step, src, dst, shard, lo."""
@@ -227,6 +240,3 @@ class Schedule:
         return (f"Schedule({self.collective.name!r}, {self.algorithm!r} on {self.topology.name!r}, "
                 f"steps={self.num_steps}, transfers={self.num_transfers})")
 
-    def op_names(self):
-        """The ``op`` column as strings."""
-        return np.asarray(OP_NAMES, dtype=object)[self.transfers["op"]]

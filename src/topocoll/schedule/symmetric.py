@@ -23,14 +23,14 @@ True
 
 import numpy as np
 
-from ..collectives import OP_NAMES, collective as _collective
+from ..collectives import collective as _collective
 from ..errors import (InputTypeError, InvalidScheduleError, ScheduleFormatError, TopologyError,
                       UnsupportedError)
 from ..limits import require_memory
 from ..topology.model import Topology
 from ..topology.symmetry import TranslationGroup, candidates, invariant, translation_group
-from .model import BUILD_BYTES_PER_TRANSFER, TRANSFER_DTYPE, Schedule, coerce_transfers, \
-    transfer_problems
+from .model import BUILD_BYTES_PER_TRANSFER, TRANSFER_DTYPE, Schedule, TransferRows, \
+    coerce_transfers, transfer_problems
 
 __all__ = ["SymmetricSchedule", "symmetric_schedule", "normalize", "reverse_symmetric",
            "concatenate_symmetric", "translate", "group_invariant", "EXPLICIT_TRANSFER_LIMIT",
@@ -109,7 +109,7 @@ def normalize(transfers, group):
     return out
 
 
-class SymmetricSchedule:
+class SymmetricSchedule(TransferRows):
     """A schedule held as the orbit representatives of a translation group (every row has
     ``dst == 0``); the full schedule is their union over all translations (:meth:`expand`).
 
@@ -164,14 +164,6 @@ class SymmetricSchedule:
         self.meta = dict(meta or {})
 
     @property
-    def num_nodes(self):
-        return self.topology.num_nodes
-
-    @property
-    def num_shards(self):
-        return self.collective.num_shards(self.topology.num_nodes)
-
-    @property
     def num_representatives(self):
         """Rows held: one per orbit."""
         return int(self.transfers.size)
@@ -180,15 +172,6 @@ class SymmetricSchedule:
     def num_transfers(self):
         """Transfers of the full schedule: representatives times nodes."""
         return int(self.transfers.size) * self.topology.num_nodes
-
-    @property
-    def num_steps(self):
-        """Distinct step numbers that carry a transfer (the same as the full schedule's)."""
-        return int(np.unique(self.transfers["step"]).size)
-
-    @property
-    def last_step(self):
-        return int(self.transfers["step"].max()) if self.transfers.size else 0
 
     def representatives(self):
         """The representatives as a plain (partial) :class:`Schedule`: what the step model
@@ -228,21 +211,10 @@ class SymmetricSchedule:
         return Schedule(self.topology, self.collective, out, algorithm=self.algorithm,
                         meta=dict(self.meta))
 
-    def replace(self, **changes):
-        """A copy with some of ``topology, collective, group, transfers, algorithm, meta``
-        changed."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        fields.update(changes)
-        return SymmetricSchedule(fields.pop("topology"), fields.pop("collective"),
-                                 fields.pop("group"), fields.pop("transfers"), **fields)
-
     def sorted(self):
         """A copy with the representatives ordered by step, src, shard, lo."""
         t = self.transfers
         return self.replace(transfers=t[np.lexsort((t["lo"], t["shard"], t["src"], t["step"]))])
-
-    def op_names(self):
-        return np.asarray(OP_NAMES, dtype=object)[self.transfers["op"]]
 
     def __repr__(self):
         return (f"SymmetricSchedule({self.collective.name!r}, {self.algorithm!r} on "

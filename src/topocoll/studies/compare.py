@@ -46,8 +46,7 @@ from ..synth import generate
 from ..topology.io import topology_from_dict
 from ..topology.model import Topology
 from ..topology.registry import topology as _topology
-from ..units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, \
-    parse_time
+from ..units import format_size, format_time, parse_size, parse_time
 
 __all__ = ["compare", "plot_comparison", "fastest", "CompareResult", "ComparisonRow",
            "SizeCost", "describe_settings"]
@@ -349,13 +348,7 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
     algorithms = _algorithms(algorithms)
     coll = _collective(collective).name
     alpha = parse_time(alpha, what="alpha")
-    if link_bandwidth is not None and node_bandwidth is not None:
-        raise UnsupportedError("give a node bandwidth or a link bandwidth, not both")
-    if node_bandwidth is not None:
-        node_bandwidth = parse_bandwidth(node_bandwidth, what="node bandwidth")
-    else:
-        link_bandwidth = parse_bandwidth(defaults.LINK_BANDWIDTH if link_bandwidth is None
-                                         else link_bandwidth, what="link bandwidth")
+    node_bandwidth, link_bandwidth = defaults.bandwidth_convention(node_bandwidth, link_bandwidth)
     settings = {"alpha": alpha, "node_bandwidth": node_bandwidth,
                 "link_bandwidth": link_bandwidth}
     resolved = [_resolve_pair(item) for item in entries]
@@ -561,9 +554,5 @@ def describe_settings(alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=
     ('alpha 10us, 100Gbps per link', 'alpha 10us, 100Gbps per node')
     """
     alpha = parse_time(alpha, what="alpha")
-    if node_bandwidth is not None:
-        bw = f"{format_bandwidth(parse_bandwidth(node_bandwidth))} per node"
-    else:
-        lb = defaults.LINK_BANDWIDTH if link_bandwidth is None else link_bandwidth
-        bw = f"{format_bandwidth(parse_bandwidth(lb))} per link"
-    return f"alpha {format_time(alpha)}, {bw}"
+    return f"alpha {format_time(alpha)}, " \
+           f"{defaults.describe_convention(node_bandwidth, link_bandwidth)}"

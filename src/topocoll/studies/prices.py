@@ -36,9 +36,10 @@ paper's per-node convention); :func:`bound_prices` per link takes ``B = d * link
 (3, 2.5781)
 """
 
+from ..defaults import bandwidth_convention
 from ..topology.cuts import moore_distance_sum
 from ..units import parse_bandwidth, parse_time, whole_number
-from .training import AllreduceCost, lower_bound_cost, one_convention, priced_network
+from .training import AllreduceCost, lower_bound_cost, priced_network
 
 __all__ = ["bound_prices", "ring_prices", "phase_prices", "schedule_prices",
            "alltoall_distance_cost", "DISTANCE_BOUND"]
@@ -58,7 +59,7 @@ def bound_prices(nodes, degree, *, alpha, bandwidth=None, link_bandwidth=None):
     from ..topology.metrics import moore_depth
 
     nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
-    node, link = one_convention(bandwidth, link_bandwidth)
+    node, link = bandwidth_convention(bandwidth, link_bandwidth)
     a, b = _alpha_bw(alpha, node if node is not None else degree * link)
     depth = moore_depth(nodes, degree)
     phase = AllreduceCost.from_step_model(depth, (nodes - 1) / nodes, alpha=a, bandwidth=b,
@@ -98,7 +99,7 @@ def alltoall_distance_cost(topology, *, alpha, bandwidth=None, link_bandwidth=No
     """
     from ..topology.metrics import diameter, distance_sum
 
-    node, link = one_convention(bandwidth, link_bandwidth)
+    node, link = bandwidth_convention(bandwidth, link_bandwidth)
     n = topology.num_nodes
     a, b = _alpha_bw(alpha, node if node is not None else link * topology.num_links / n)
     return AllreduceCost.from_step_model(diameter(topology), distance_sum(topology) / n / n,

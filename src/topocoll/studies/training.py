@@ -46,6 +46,7 @@ Layers ready at 1, 2 and 2.25 s and 1.5 s per allreduce: ``c`` goes alone at 1 s
 import math
 from dataclasses import dataclass, field
 
+from ..defaults import bandwidth_convention
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
 from ..units import (format_size, format_time, parse_bandwidth, parse_size, parse_time,
@@ -54,7 +55,7 @@ from ..units import (format_size, format_time, parse_bandwidth, parse_size, pars
 __all__ = ["ProfileLayer", "Profile", "Allreduce", "IterationResult", "simulate_iteration",
            "AllreduceCost", "LinkModelCost", "lower_bound_cost", "schedule_cost",
            "baseline_cost", "baseline_closed_form", "CLOSED_FORM", "priced_network",
-           "node_bandwidth_of", "one_convention",
+           "node_bandwidth_of",
            "plot_iteration", "POLICIES", "BASELINES"]
 
 #: The overlap policies :func:`simulate_iteration` knows.
@@ -407,27 +408,10 @@ class AllreduceCost:
                 "per_byte": self.per_byte}
 
 
-def one_convention(bandwidth=None, link_bandwidth=None):
-    """``(B, L)``, exactly one of them a number: the node bandwidth ``bandwidth`` (per-node
-    convention) or the link bandwidth ``link_bandwidth``, by default
-    :data:`~topocoll.defaults.LINK_BANDWIDTH`.
-
-    >>> one_convention(), one_convention("1GB/s")
-    ((None, 12500000000.0), (1000000000.0, None))
-    """
-    from .. import defaults
-
-    if bandwidth is not None and link_bandwidth is not None:
-        raise UnsupportedError("give a node bandwidth or a link bandwidth, not both")
-    if bandwidth is not None:
-        return float(parse_bandwidth(bandwidth, what="node bandwidth")), None
-    return None, float(parse_bandwidth(defaults.LINK_BANDWIDTH if link_bandwidth is None
-                                       else link_bandwidth, what="link bandwidth"))
-
-
 def priced_network(topology, *, alpha, bandwidth=None, link_bandwidth=None):
     """``topology`` with latency ``alpha`` on every link and the bandwidth convention of
-    :func:`one_convention`: every link ``link_bandwidth`` (default 100 Gbps) or each node's
+    :func:`~topocoll.defaults.bandwidth_convention`: every link ``link_bandwidth`` (default
+    100 Gbps) or each node's
     egress ``bandwidth`` split evenly over its out-links.
 
     >>> from topocoll.topology import topology
@@ -435,7 +419,7 @@ def priced_network(topology, *, alpha, bandwidth=None, link_bandwidth=None):
     >>> t.describe_bandwidth()
     '100Gbps per link'
     """
-    node, link = one_convention(bandwidth, link_bandwidth)
+    node, link = bandwidth_convention(bandwidth, link_bandwidth)
     topo = topology.with_links(latency=float(parse_time(alpha, what="alpha")), bandwidth=link)
     return topo if node is None else topo.with_node_bandwidth(node)
 
@@ -449,7 +433,7 @@ def node_bandwidth_of(topology, *, bandwidth=None, link_bandwidth=None):
     >>> node_bandwidth_of(topology("torus:4x4"), link_bandwidth=1.0)
     4.0
     """
-    node, link = one_convention(bandwidth, link_bandwidth)
+    node, link = bandwidth_convention(bandwidth, link_bandwidth)
     if node is not None:
         return node
     return float(topology.out_degree(multi=True).min()) * link
@@ -472,7 +456,7 @@ def lower_bound_cost(nodes, degree, *, alpha, bandwidth=None, link_bandwidth=Non
     from ..topology.metrics import moore_depth
 
     nodes, degree = whole_number(nodes, "nodes", 2), whole_number(degree, "degree", 1)
-    node, link = one_convention(bandwidth, link_bandwidth)
+    node, link = bandwidth_convention(bandwidth, link_bandwidth)
     bandwidth = node if node is not None else degree * link
     return AllreduceCost.from_step_model(2 * moore_depth(nodes, degree),
                                          2.0 * (nodes - 1) / nodes, alpha=alpha,

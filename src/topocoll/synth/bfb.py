@@ -254,24 +254,10 @@ def _highs_solve(cost, columns, row_lower, row_upper, *, col_upper=None, maximiz
     ``columns`` is ``A`` column-wise: (start, row index, value) arrays."""
     import highspy
 
-    from ..highs import solver
+    from ..highs import column_model, solver
 
-    start, index, value = columns
-    num_cols, num_rows = cost.size, row_lower.size
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = num_cols, num_rows
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.zeros(num_cols)
-    lp.col_upper_ = np.full(num_cols, inf) if col_upper is None else col_upper.astype(float)
-    lp.row_lower_ = np.where(np.isfinite(row_lower), row_lower, -inf).astype(np.float64)
-    lp.row_upper_ = np.where(np.isfinite(row_upper), row_upper, inf).astype(np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = num_cols, num_rows
-    lp.a_matrix_.start_ = np.asarray(start, dtype=np.int32)
-    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
-    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    lp = column_model(cost, columns, row_lower, row_upper, col_upper=col_upper,
+                      maximize=maximize)
     h = solver(seed=_LP_SEED, **LP_OPTIONS)
     h.passModel(lp)
     h.run()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedError
-from ..highs import solver as new_solver
+from ..highs import column_model, solver as new_solver
 
 __all__ = ["LpSolution", "solve_lp", "SOLVERS"]
 
@@ -68,8 +68,6 @@ def solve_lp(cost, matrix, row_lower, row_upper, *, col_upper=None, maximize=Tru
     >>> sol.ok, round(sol.objective, 6)
     (True, 3.0)
     """
-    import highspy
-
     if solver not in SOLVERS:
         raise UnsupportedError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     a = matrix.tocsc()
@@ -79,23 +77,8 @@ def solve_lp(cost, matrix, row_lower, row_upper, *, col_upper=None, maximize=Tru
         solver = "ipm" if num_cols < AUTO_PDLP_COLUMNS else "pdlp"
         if solver == "pdlp" and tolerance is None:
             tolerance = AUTO_PDLP_TOLERANCE
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_ = num_cols
-    lp.num_row_ = num_rows
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.zeros(num_cols)
-    upper = np.full(num_cols, inf) if col_upper is None else np.asarray(col_upper, np.float64)
-    lp.col_upper_ = np.where(np.isfinite(upper), upper, inf)
-    lp.row_lower_ = np.where(np.isfinite(row_lower), row_lower, -inf).astype(np.float64)
-    lp.row_upper_ = np.where(np.isfinite(row_upper), row_upper, inf).astype(np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_ = num_cols
-    lp.a_matrix_.num_row_ = num_rows
-    lp.a_matrix_.start_ = a.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = a.indices.astype(np.int32)
-    lp.a_matrix_.value_ = a.data.astype(np.float64)
-    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    lp = column_model(cost, (a.indptr, a.indices, a.data), row_lower, row_upper,
+                      col_upper=col_upper, maximize=maximize)
     h = new_solver(threads=threads, time_limit=time_limit, verbose=verbose, solver=solver)
     if solver in ("ipm", "choose"):
         h.setOptionValue("run_crossover", "on" if crossover else "off")

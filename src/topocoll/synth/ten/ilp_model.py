@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ...highs import solver as new_solver, status_of
+from ...highs import column_model, solver as new_solver, status_of
 from ...results import Status
 from .ilp_bounds import INF, earliest
 
@@ -208,24 +208,14 @@ def solve_model(model, time_limit, node_limit, seed, hint, require=None, checks=
                 event.interrupt()
 
         h.cbMipInterrupt.subscribe(interrupt)
-    lp = highspy.HighsLp()
-    lp.num_col_ = model.num_vars
-    lp.num_row_ = model.matrix.shape[0]
-    lower = np.zeros(model.num_vars)
+    m = model.matrix
+    cost = np.zeros(model.num_vars) if require is not None else model.cost  # feasibility only
+    lp = column_model(cost, (m.indptr, m.indices, m.data), np.full(m.shape[0], -np.inf),
+                      model.row_upper, col_upper=np.ones(model.num_vars), maximize=True)
     if require is not None:
+        lower = np.zeros(model.num_vars)
         lower[require] = 1.0
-        lp.col_cost_ = np.zeros(model.num_vars)     # a pure feasibility question
-    else:
-        lp.col_cost_ = model.cost
-    lp.col_lower_ = lower
-    lp.col_upper_ = np.ones(model.num_vars)
-    lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
-    lp.row_upper_ = model.row_upper
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = model.matrix.indptr
-    lp.a_matrix_.index_ = model.matrix.indices
-    lp.a_matrix_.value_ = model.matrix.data
+        lp.col_lower_ = lower
     nx = model.xc.size
     lp.integrality_ = ([highspy.HighsVarType.kInteger] * nx
                        + [highspy.HighsVarType.kContinuous] * (model.num_vars - nx))
