@@ -10,8 +10,25 @@ settings.load_profile("ci")
 
 
 import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
 
 import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    """The whole run, the commands it starts included, keeps the finder's results cache in a
+    folder of its own: tests that change shipped tables or prices must never leave entries in
+    the user's cache (tests/finder gives each test its own folder on top of this)."""
+    folder = tempfile.mkdtemp(prefix="topocoll-test-cache-")
+    config._topocoll_cache = folder
+    os.environ["TOPOCOLL_CACHE_DIR"] = folder
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_topocoll_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

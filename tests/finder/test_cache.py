@@ -33,6 +33,20 @@ def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     assert cache_version().startswith(topocoll.__version__ + "/")
 
 
+def test_other_shipped_bases_make_another_version(monkeypatch):
+    # a frontier depends on the optimizer's shipped bases: entries made with others are stale
+    from topocoll.finder import tables
+
+    before = cache_version()
+    real = tables.shipped_text
+    monkeypatch.setattr(tables, "shipped_text",
+                        lambda name: real(name) + ("x" if name == tables.OPTIMIZED_BASES_FILE
+                                                   else ""))
+    assert cache_version() != before
+    monkeypatch.setattr(tables, "shipped_text", real)
+    assert cache_version() == before
+
+
 def test_second_run_is_a_hit_and_equal(tmp_path, monkeypatch):
     import topocoll.finder.core as core
 

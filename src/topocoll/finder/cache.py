@@ -59,10 +59,15 @@ def cache_dir():
 
 
 def cache_version():
-    """``"<topocoll version>/<ALGORITHM_VERSION>"``: entries of any other version are stale."""
-    from .. import __version__
+    """``"<topocoll version>/<ALGORITHM_VERSION>/<digest>"``, the digest that of the shipped
+    optimized bases (a frontier depends on them): entries of any other version are stale."""
+    import hashlib
 
-    return f"{__version__}/{ALGORITHM_VERSION}"
+    from .. import __version__
+    from .tables import OPTIMIZED_BASES_FILE, shipped_text
+
+    digest = hashlib.sha256(shipped_text(OPTIMIZED_BASES_FILE).encode()).hexdigest()[:8]
+    return f"{__version__}/{ALGORITHM_VERSION}/{digest}"
 
 
 def _locked(exc):

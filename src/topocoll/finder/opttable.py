@@ -30,14 +30,13 @@ import argparse
 import functools
 import sys
 
-from .tables import data_path, rows_of, shipped_text, write_rows
+from .tables import OPTIMIZED_BASES_FILE, data_path, rows_of, shipped_text, write_rows
 
 __all__ = ["TABLE_VERSION", "TARGETS", "SEED", "EVALUATIONS", "table", "parse_table",
            "compute_rows", "write_table"]
 
 #: Bump when the optimizer's scoring changes meaning: rows of another version are ignored.
 TABLE_VERSION = "optimized-bases-1"
-_FILE = "optimized_bases.csv"
 _FIELDS = ("spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for")
 #: (nodes, degree) targets the optimizer runs at to produce the table.
 TARGETS = ((64, 4), (256, 4))
@@ -50,7 +49,7 @@ EVALUATIONS = 3000
 def table():
     """``{spec: {"spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for"}}`` from
     the shipped file (empty if it is missing or of another :data:`TABLE_VERSION`)."""
-    return parse_table(shipped_text(_FILE))
+    return parse_table(shipped_text(OPTIMIZED_BASES_FILE))
 
 
 def parse_table(text):
@@ -99,7 +98,7 @@ def write_table(rows, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Regenerate the shipped optimized-base table.")
-    parser.add_argument("--out", default=data_path(_FILE))
+    parser.add_argument("--out", default=data_path(OPTIMIZED_BASES_FILE))
     args = parser.parse_args(argv)
     rows = compute_rows(progress=lambda line: print(line, file=sys.stderr, flush=True))
     write_table(rows, args.out)

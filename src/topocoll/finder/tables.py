@@ -15,7 +15,12 @@ import io
 import os
 from importlib import resources
 
-__all__ = ["shipped_text", "rows_of", "write_rows", "parse_range", "data_path"]
+__all__ = ["shipped_text", "rows_of", "write_rows", "parse_range", "data_path",
+           "OPTIMIZED_BASES_FILE"]
+
+#: The optimizer's shipped bases (:mod:`~topocoll.finder.opttable`); the results cache's
+#: version carries a digest of it (:func:`~topocoll.finder.cache.cache_version`).
+OPTIMIZED_BASES_FILE = "optimized_bases.csv"
 
 
 def data_path(filename):
