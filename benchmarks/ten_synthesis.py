@@ -16,9 +16,11 @@ it was measured against.
 
 ``--scale`` times the large cases, each in a fresh process (so peak RSS is its own) ``--repeat``
 times (medians): the default ``synthesize`` all-gather on torus:128x128 (16,384 nodes; made in
-the symmetric form, its rows into node 0, since the explicit one has 268 million transfers) and
-on the 64x64 mesh (no translation symmetry: the explicit greedy), beside the targets (60 s; 2 GB
-on the mesh) and the figures before the lean greedy (measured on this machine with the code of
+the symmetric form, its rows into node 0, since the explicit one has 268 million transfers), on
+the 64x64 mesh (no translation symmetry: the explicit greedy) and on the 128x128 mesh (the
+greedy again, its 268 million transfers held in the compact form; ``--only`` picks cases),
+beside the targets (60 s; 2 GB on the 64x64 mesh; 15 minutes and 8 GB on the 128x128 mesh) and
+the figures before the lean greedy (measured on this machine with the code of
 the same day: "before cpu", "before MB"; CPU seconds, since the machine is shared).
 ``--growth`` times the same call against N from 256 up
 (mesh: explicit greedy, torus: symmetric form; ``--max-nodes``) and prints the fitted exponents
@@ -75,11 +77,15 @@ def run_case(topo, seed, check):
 # the code before the lean greedy, user + system time of the process, run back to back with the
 # new code: 64x64 at load ~2, 45.4 s wall / 44.8 s CPU before, 30.9 s / 29.4 s after; at load
 # ~6, 105.8 s / 52.4 s before, 58.1 s / 28.5 s after; the torus could not be made: its explicit
-# form is 268 million transfers, about 10 GB as a transfer array alone)
+# form is 268 million transfers, about 10 GB as a transfer array alone). The 128x128 mesh's
+# "before" is the previous release's greedy alone (no schedule: its explicit form does not
+# fit), one run beside other work: 1216 s wall, 11.4 GB; with --check its target covers the
+# synthesis and the verifier together.
 SCALE = [
     ("torus 128x128 allgather", "torus:128x128", "auto", 60.0, None, None, None),
     ("mesh 64x64 allgather", "mesh:64x64", "auto", 60.0, 2048.0, 44.8, 2953.0),
     ("mesh 48x48 allgather", "mesh:48x48", "auto", None, None, 9.2, 977.0),
+    ("mesh 128x128 allgather", "mesh:128x128", "auto", 900.0, 8192.0, None, 11400.0),
 ]
 
 
@@ -115,15 +121,17 @@ def _machine():
     return f"{platform.node() or 'this machine'}, {os.cpu_count()} cores, {cpu}"
 
 
-def scale_table(repeat, check):
+def scale_table(repeat, check, only=None):
     """The large cases, fresh process each, medians of ``repeat``."""
     print(f"TEN all-gather at scale ({_machine()}; medians of {repeat} fresh processes; "
           "seconds: the synthesize call, wall and CPU (user + system); ratio: before cpu / "
           f"cpu; peak RSS of the process; load average now {os.getloadavg()[0]:.1f}):")
     print(f"{'case':<26}{'form':>10}{'slots':>7}{'bound':>7}{'wall s':>8}{'cpu s':>8}"
-          f"{'target s':>9}{'before cpu':>11}{'ratio':>7}{'peak MB':>9}{'target MB':>10}"
-          f"{'before MB':>10}  verified")
+          f"{'verify s':>9}{'target s':>9}{'before cpu':>11}{'ratio':>7}{'peak MB':>9}"
+          f"{'target MB':>10}{'before MB':>10}  verified")
     for name, spec, form, t_s, t_mb, b_s, b_mb in SCALE:
+        if only and spec not in only:
+            continue
         runs = [r for r in (fresh(spec, form, check) for _ in range(repeat)) if r]
         if not runs:
             continue
@@ -131,8 +139,10 @@ def scale_table(repeat, check):
         cpu = statistics.median(r["cpu"] for r in runs)
         mb = statistics.median(r["rss_mb"] for r in runs)
         ok = all(r.get("valid", True) for r in runs) if check else "-"
+        check_s = statistics.median(r["verify_s"] for r in runs) if check else None
         print(f"{name:<26}{runs[0]['form']:>10}{runs[0]['slots']:>7}{runs[0]['bound_slots']:>7}"
-              f"{wall:>8.1f}{cpu:>8.1f}{_opt(t_s, '.0f'):>9}{_opt(b_s, '.1f'):>11}"
+              f"{wall:>8.1f}{cpu:>8.1f}{_opt(check_s, '.1f'):>9}{_opt(t_s, '.0f'):>9}"
+              f"{_opt(b_s, '.1f'):>11}"
               f"{_opt(b_s and b_s / cpu, '.2f'):>7}{mb:>9.0f}{_opt(t_mb, '.0f'):>10}"
               f"{_opt(b_mb, '.0f'):>10}  {ok}", flush=True)
 
@@ -198,6 +208,8 @@ def main():
     ap.add_argument("--scale", action="store_true", help="the large cases only (fresh processes)")
     ap.add_argument("--repeat", type=int, default=3, help="--scale: fresh runs per case")
     ap.add_argument("--check", action="store_true", help="--scale: verify each schedule too")
+    ap.add_argument("--only", nargs="+", metavar="SPEC",
+                    help="--scale: these cases only (e.g. mesh:128x128, about 10 minutes)")
     ap.add_argument("--growth", action="store_true", help="time and memory against N")
     ap.add_argument("--max-nodes", type=int, default=16384, help="--growth: largest N")
     ap.add_argument("--plot", help="--growth: write a log-log plot to this file (.png)")
@@ -209,7 +221,7 @@ def main():
         return
     if args.scale or args.growth:
         if args.scale:
-            scale_table(args.repeat, args.check)
+            scale_table(args.repeat, args.check, args.only)
         if args.growth:
             growth(args.max_nodes, args.plot)
         return

@@ -7,7 +7,7 @@ from ..schedule.io import load_schedule, save_schedule
 from ..schedule.linkmodel import (ALPHA_CONVENTIONS, DEFAULT_ALPHA_PER, simulate as _link_model,
                                   simulate_many)
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
-from ..errors import InvalidScheduleError
+from ..errors import InvalidScheduleError, ResourceLimitError
 from ..studies.tenants import check_synthesized, run_tenants
 from ..topology.families.lattice import with_dimension_bandwidth
 from ..units import format_size, format_time
@@ -53,12 +53,14 @@ def _check(schedule, no_verify):
               help="Greedy all-gather on a torus (any network with a translation symmetry): "
                    "first try one node's schedule translated to every node (default: on mixed "
                    "link speeds).")
-@click.option("--form", type=click.Choice(["auto", "explicit", "symmetric"]), default="auto",
-              show_default=True,
+@click.option("--form", type=click.Choice(["auto", "explicit", "symmetric", "compact"]),
+              default="auto", show_default=True,
               help="Allgather, reduce-scatter, allreduce on a network with a translation "
                    "symmetry: symmetric holds the translated schedule as its transfers into "
-                   "node 0 (N times fewer); auto makes it where the explicit form would "
-                   "exceed 2**25 transfers.")
+                   "node 0 (N times fewer); compact (collectives that only copy) holds every "
+                   "transfer in narrow columns (8 bytes each instead of 37; written as the "
+                   "explicit file); auto makes symmetric, else compact, where the explicit "
+                   "form would exceed 2**25 transfers.")
 @click.option("--unwind-degree", type=click.IntRange(1),
               help="Switch unwinding degree k (default: every endpoint to every other).")
 @click.option("--fail-links", help="Failed cables to remove first, e.g. '0-1,2-3' ('0>1': one "
@@ -131,8 +133,19 @@ def synth(*, topo, collectives, root, method, chunks, seed, restarts, workers, r
             update(f"writing {output}", 0, None)
         _write(s, output)
         update("timing in the link model", 0, None)
-        m = dict(s.meta, link_model_time=_link_model(s, size).time)   # timed independently
+        m = dict(s.meta, link_model_time=_timed(s, size))   # timed independently
     _report_synth(s, m, status, output, as_json)
+
+
+def _timed(schedule, size):
+    """The link-model time of ``schedule``; None for a compact schedule whose explicit form,
+    which the link model needs, is over the memory limit (said in the report)."""
+    try:
+        return _link_model(schedule, size).time
+    except ResourceLimitError:
+        if schedule.form != "compact":
+            raise
+        return None
 
 
 def _check_synth_options(collectives, method, output, *, repair, symmetric, form, ilp):
@@ -183,7 +196,9 @@ def _report_synth(s, m, status, output, as_json):
     """Print one tenant's synthesis line, or its JSON document (``m``: the schedule's meta
     with the link-model time)."""
     to_stdout = on_stdout(output)
-    ratio = m["link_model_time"] / m["chunk_lower_bound"] if m["chunk_lower_bound"] else None
+    timed = m["link_model_time"] is not None
+    ratio = m["link_model_time"] / m["chunk_lower_bound"] \
+        if m["chunk_lower_bound"] and timed else None
     where = f", written to {output}" if output and not to_stdout else ""
     bound = (f" (chunk-model lower bound {format_time(m['chunk_lower_bound'])}, "
              f"{ratio:.3f}x)" if ratio else "")
@@ -194,9 +209,15 @@ def _report_synth(s, m, status, output, as_json):
     extra = ""
     if "ilp_status" in m:
         extra = f"; ILP: {m['ilp_message']}"
+    if timed:
+        bound = f"link-model time {format_time(m['link_model_time'])}{bound}"
+    else:
+        bound = (f"TEN time {format_time(m['ten_time'])}, chunk-model lower bound "
+                 f"{format_time(m['chunk_lower_bound'])} (link model not run: it needs the "
+                 "explicit form, over the memory limit)")
     line = (f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
-            f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, link-model time "
-            f"{format_time(m['link_model_time'])}{bound}, {s.num_transfers} transfers"
+            f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, "
+            f"{bound}, {s.num_transfers} transfers"
             f"{_form_note(s)}, "
             f"{status}{where}{spread}{extra}")
     if as_json:   # the tenants' shape (one tenant) plus the schedule's own facts and meta
@@ -217,6 +238,9 @@ def _report_synth(s, m, status, output, as_json):
 
 
 def _form_note(schedule):
+    if schedule.form == "compact":
+        each = schedule.nbytes / max(1, schedule.num_transfers)
+        return f" (compact: {each:.0f} bytes each)"
     if schedule.form != "symmetric":
         return ""
     return f" (symmetric: {schedule.num_representatives} representatives)"

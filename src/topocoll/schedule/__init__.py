@@ -7,6 +7,7 @@ from .verify import VerifyReport, Violation, verify
 # Public names -> the submodule that defines them. A submodule is imported when one of its
 # names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
 _LAZY = {
+    ".compact": ("CompactSchedule", "compact_schedule"),
     ".cost": ("Evaluation", "bandwidth_lower_bound", "evaluate", "step_costs",
               "steps_lower_bound"),
     ".io": ("dumps_schedule", "load_schedule", "loads_schedule", "save_schedule",
@@ -25,7 +26,8 @@ __all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems", 
            "bandwidth_lower_bound", "steps_lower_bound", "reverse", "concatenate", "relabel",
            "simulate", "simulate_many", "LinkModelResult", "SymmetricSchedule",
            "symmetric_schedule", "normalize", "reverse_symmetric", "concatenate_symmetric",
-           "EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES"]
+           "EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "CompactSchedule",
+           "compact_schedule"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -57,10 +57,11 @@ def _text_table(values):
 _OP_TEXT = np.array([b'"copy"}  ,\n', b'"reduce"},\n'])
 
 
-def _row_chunks(t):
+def _row_chunks(t, last=True):
     """The transfer lines of ``t`` as byte chunks. Each chunk is one numpy record array whose
     fields are the keys and the blank-padded values, so millions of transfers format in about
-    a second; chunks are yielded one by one so that a large file never sits in memory twice."""
+    a second; chunks are yielded one by one so that a large file never sits in memory twice.
+    ``last``: ``t`` ends the list (no comma after its last line)."""
     keys = list(_ROW_PIECES) + [b', "op": ']
     for start in range(0, t.size, _CHUNK):
         c = t[start:start + _CHUNK]
@@ -78,7 +79,7 @@ def _row_chunks(t):
             rows[f"v{i}"] = table[index]
         rows["op"] = _OP_TEXT[(c["op"] == REDUCE).astype(np.intp)]
         data = memoryview(rows).cast("B")
-        yield data if start + _CHUNK < t.size else data[:-2]  # no comma after the last one
+        yield data if start + _CHUNK < t.size or not last else data[:-2]  # none after the last
 
 
 def _header(schedule):
@@ -107,7 +108,12 @@ def _dump_parts(schedule):
     for key, value in head.items():
         yield f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n".encode()
     yield _MARKER
-    yield from _row_chunks(schedule.transfers)
+    if schedule.form == "compact":            # written as the explicit form, block by block
+        total = schedule.num_transfers
+        for lo, block in schedule.blocks(_CHUNK):
+            yield from _row_chunks(block, last=lo + block.size >= total)
+    else:
+        yield from _row_chunks(schedule.transfers)
     yield _END + b"\n"
 
 
@@ -120,7 +126,9 @@ def save_schedule(schedule, target):
 
     A :class:`~topocoll.schedule.symmetric.SymmetricSchedule` is written in the symmetric form
     (``"form": "symmetric"``, its group in ``"symmetry"``, its representatives as
-    ``"transfers"``; docs/format.md, "Symmetric schedules").
+    ``"transfers"``; docs/format.md, "Symmetric schedules"). A
+    :class:`~topocoll.schedule.compact.CompactSchedule` is written as the explicit file it
+    stands for, a block at a time.
 
     A path is written as :func:`topocoll.fileio.open_output` describes: atomically (a crash
     never leaves half a file), through symlinks, straight into FIFOs and devices, and

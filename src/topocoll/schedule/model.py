@@ -86,12 +86,13 @@ def transfer_problems(transfers, num_nodes, num_shards, combining, limit=None):
     return found if limit is None else found[:limit]
 
 
-def as_schedule(schedule, *, symmetric=False):
+def as_schedule(schedule, *, symmetric=False, compact=False):
     """``schedule`` itself if it is a :class:`Schedule`; a schedule file's path loaded.
 
     The functions that take a schedule (verify, evaluate, simulate) accept either. A
     :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (or a file holding one) is returned
-    as it is with ``symmetric``, else expanded to its explicit form (under the memory guard).
+    as it is with ``symmetric``, a :class:`~topocoll.schedule.compact.CompactSchedule` with
+    ``compact``; else each is expanded to its explicit form (under the memory guard).
     """
     if isinstance(schedule, (str, os.PathLike)):
         from .io import load_schedule
@@ -99,8 +100,10 @@ def as_schedule(schedule, *, symmetric=False):
         schedule = load_schedule(schedule)
     if isinstance(schedule, Schedule):
         return schedule
-    if getattr(schedule, "form", None) == "symmetric" and hasattr(schedule, "expand"):
-        return schedule if symmetric else schedule.expand()
+    form = getattr(schedule, "form", None)
+    if form in ("symmetric", "compact") and hasattr(schedule, "expand"):
+        keep = symmetric if form == "symmetric" else compact
+        return schedule if keep else schedule.expand()
     raise InputTypeError(f"expected a Schedule or a schedule file's path, got "
                          f"{type(schedule).__name__}")
 

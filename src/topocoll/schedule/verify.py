@@ -205,21 +205,22 @@ def verify(schedule, *, max_errors=10, shards=None):
     shard numbers, restricts the simulation and the end state to those shards (the rules of
     single transfers are checked on all).
     """
-    schedule = as_schedule(schedule, symmetric=True)
+    schedule = as_schedule(schedule, symmetric=True, compact=True)
     if schedule.form == "symmetric":
         return _verify_symmetric(schedule, max_errors)
+    if shards is not None:
+        shards = np.unique(np.asarray(shards, dtype=np.int64))
+        if shards.size and (shards[0] < 0 or shards[-1] >= schedule.num_shards):
+            raise InputTypeError(f"shards must be shard numbers 0..{schedule.num_shards - 1}")
+    if schedule.form == "compact":
+        return _verify_compact(schedule, max_errors, shards)
     topo = schedule.topology
-    n = topo.num_nodes
     t = schedule.transfers
     found = _Collector()
     warnings = []
     good, tg = _row_checks(schedule, t, found, warnings)
     if _isolated(topo, found, max_errors):
         return _report(schedule, found, t, good, None, max_errors, warnings)
-    if shards is not None:
-        shards = np.unique(np.asarray(shards, dtype=np.int64))
-        if shards.size and (shards[0] < 0 or shards[-1] >= schedule.collective.num_shards(n)):
-            raise InputTypeError(f"shards must be shard numbers 0..{schedule.num_shards - 1}")
     atoms = _simulate(schedule, tg, good, found, shards)
     return _report(schedule, found, t, good, atoms, max_errors, warnings)
 
@@ -480,7 +481,7 @@ def _violation(kind, ti, j, extra, schedule, atoms):
         return Violation(kind, f"end state: node {node} lacks {what + ' ' if what else ''}shard "
                          f"{shard} {_piece(atoms.lo[a], atoms.hi[a])}", shard=shard,
                          lo=float(atoms.lo[a]), hi=float(atoms.hi[a]), node=node)
-    tr = schedule.transfers[ti]
+    tr = schedule.rows([ti])[0] if schedule.form == "compact" else schedule.transfers[ti]
     step, src, dst, shard = int(tr["step"]), int(tr["src"]), int(tr["dst"]), int(tr["shard"])
     lo, hi = float(tr["lo"]), float(tr["hi"])
     where = f"step {step}: {src}->{dst} shard {shard} {_piece(lo, hi)}"
@@ -544,3 +545,120 @@ def _verify_symmetric(schedule, max_errors):
     report.transfers = schedule.num_transfers
     report.representatives = int(reps.size)
     return report
+
+
+#: Bytes of arrival state a compact schedule's simulation holds at once (shards batched above).
+_COMPACT_STATE_BUDGET = 1 << 31
+
+
+class _GridAtoms:
+    """The atoms of a compact schedule: every shard cut into its ``parts`` chunks."""
+
+    def __init__(self, num_shards, parts):
+        part = np.tile(np.arange(parts), num_shards)
+        self.shard = np.repeat(np.arange(num_shards, dtype=np.int64), parts)
+        self.lo = part / parts
+        self.hi = (part + 1) / parts
+        self.count = num_shards * parts
+        self.shard_start = np.arange(num_shards + 1, dtype=np.int64) * parts
+
+
+class _StepColumn:
+    """What :func:`_report` reads of the transfers (``size`` and the ``"step"`` column), for
+    a compact schedule that has no transfer array."""
+
+    def __init__(self, steps):
+        self.steps = steps
+        self.size = steps.size
+
+    def __getitem__(self, name):
+        if name != "step":
+            raise KeyError(name)
+        return self.steps
+
+
+def _verify_compact(schedule, max_errors, shards):
+    """A compact schedule checked block by block with the explicit form's rules: the rows
+    (malformed, missing link) in one pass, then per batch of shards the copies' simulation
+    (first arrival of each chunk at each node, then every send against it) in two passes."""
+    topo = schedule.topology
+    n = topo.num_nodes
+    coll = schedule.collective
+    num_shards = coll.num_shards(n)
+    parts = schedule.parts
+    found = _Collector()
+    bad = []
+    used = []                                   # the steps of the well-formed rows
+    for lo, block in schedule.blocks():
+        malformed = transfer_problems(block, n, num_shards, False)
+        ok = np.ones(block.size, dtype=bool)
+        if malformed:
+            idx = np.array([p[0] for p in malformed])
+            ok[idx] = False
+            bad.append(np.unique(idx) + lo)
+            found.parts.append(("malformed", idx + lo, {"why": np.array(
+                [f"transfers[{i + lo}].{f}: {m}" for i, f, m in malformed], dtype=object)}))
+        rows = np.flatnonzero(ok)
+        missing = topo.pair_index(block["src"][rows], block["dst"][rows]) < 0
+        found.add("missing_link", rows[missing] + lo)
+        used.append(np.unique(block["step"][rows]))
+    bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
+    warnings = []
+    used = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+    if used.size and int(used[-1]) - used.size:
+        warnings.append(f"{int(used[-1]) - used.size} of steps 1..{int(used[-1])} carry no "
+                        "transfer")
+    steps = _StepColumn(schedule.steps())
+    if _isolated(topo, found, max_errors):
+        return _report(schedule, found, steps, None, None, max_errors, warnings)
+    atoms = _GridAtoms(num_shards, parts)
+    per_shard = n * parts * 4
+    if shards is None:
+        size = max(1, _COMPACT_STATE_BUDGET // per_shard)
+        batches = [(s0, min(s0 + size, num_shards)) for s0 in range(0, num_shards, size)]
+    else:
+        batches = [(int(c), int(c) + 1) for c in shards]
+    owner = coll.start_owner(n, schedule.root)
+    for s0, s1 in batches:
+        width = (s1 - s0) * parts
+        arrival = np.full((n, width), _NEVER, dtype=np.int32)
+        local = np.arange(width)
+        arrival[owner[s0 + local // parts], local] = 0
+        flat = arrival.reshape(-1)
+        for check in (False, True):     # first arrivals, then every send against them
+            for lo, index, step, src, dst, atom in _compact_rows(schedule, bad, s0, s1):
+                if not check:
+                    np.minimum.at(flat, dst * width + atom, step)
+                    continue
+                late = flat[src * width + atom] > step - 1
+                if np.any(late):
+                    found.add("causality", index[late] + lo)
+        _end_state(arrival < _NEVER, atoms, s0 * parts, s1 * parts, schedule, found)
+        del arrival, flat
+    return _report(schedule, found, steps, None, atoms, max_errors, warnings)
+
+
+def _compact_rows(schedule, bad, s0, s1):
+    """Per block of a compact schedule: ``(first row, rows, step, src, dst, atom)`` of its
+    well-formed rows (not in ``bad``) whose shard is in ``s0..s1-1``; atoms count from
+    shard ``s0``'s first."""
+    cols = schedule.columns
+    parts = schedule.parts
+    total = schedule.num_transfers
+    for lo in range(0, total, _COMPACT_BLOCK):
+        hi = min(lo + _COMPACT_BLOCK, total)
+        shard = cols["shard"][lo:hi].astype(np.int64)
+        keep = (shard >= s0) & (shard < s1)
+        if bad.size:
+            inside = bad[(bad >= lo) & (bad < hi)] - lo
+            keep[inside] = False
+        index = np.flatnonzero(keep) if not keep.all() else np.arange(hi - lo)
+        atom = (shard[index] - s0) * parts
+        if parts > 1:
+            atom += cols["part"][lo:hi][index]
+        yield (lo, index, cols["step"][lo:hi][index].astype(np.int32),
+               cols["src"][lo:hi][index].astype(np.int64),
+               cols["dst"][lo:hi][index].astype(np.int64), atom)
+
+
+_COMPACT_BLOCK = 1 << 22

@@ -165,3 +165,110 @@ def test_events_to_schedule_sorts_events_out_of_order():
     s = events_to_schedule(p, ev)
     assert np.all(np.diff(s.transfers["step"]) >= 0)
     assert verify(s).valid
+
+
+def _recount(flood, active):
+    """Plain reference for the greedy's tiers: per receiver, how many distinct
+    in-neighbours hold each chunk, from the held bitsets."""
+    k = flood.k
+    held = np.unpackbits(flood.held[:-1].view(np.uint8), axis=1, bitorder="little")[:, :k]
+    out = flood.out_nbrs
+    count = np.zeros((held.shape[0], k), dtype=np.int64)
+    for u in range(out.shape[0]):
+        for w in out[u][out[u] >= 0]:
+            count[w] += held[u]
+    return count[active]
+
+
+@settings(max_examples=15, deadline=None)
+@given(strongly_connected_digraphs(max_nodes=8), st.sampled_from(["allgather", "broadcast"]),
+       st.integers(1, 3), st.integers(0, 1000))
+def test_greedy_tiers_kept_by_arrivals_match_a_recount(topo, coll, chunks, seed):
+    """The holder counts the greedy keeps up as chunks arrive give, at every slot, the tiers
+    a recount from scratch gives (fewer than two in-neighbours hold a chunk / exactly two)."""
+    import topocoll.synth.ten.greedy as greedy
+
+    seen = []
+    original = greedy._Flood._tiers
+
+    def checked(self, active):
+        below, two, nodes = original(self, active)
+        if nodes is None:                            # rows are node ids: check them all
+            nodes = np.arange(self.held.shape[0] - 1)
+        count = _recount(self, nodes)
+        bits = lambda m: np.unpackbits(m.view(np.uint8), axis=1, bitorder="little")[:, :self.k]
+        assert np.array_equal(bits(below[nodes]), (count < 2).astype(np.uint8))
+        assert np.array_equal(bits(two[nodes]), (count == 2).astype(np.uint8))
+        seen.append(nodes.size)
+        return original(self, active)
+
+    steps = np.random.default_rng(seed).integers(1, 3, topo.num_links)
+    p = ten_problem(topo, coll, chunks=chunks, size=64.0, root=0 if coll == "broadcast" else None)
+    greedy._Flood._tiers = checked
+    try:
+        greedy_events(topo.num_nodes, topo.src, topo.dst, steps, p.pre, p.post, seed=seed)
+    finally:
+        greedy._Flood._tiers = original
+    assert seen
+
+
+@pytest.mark.parametrize("spec", ["mesh:8x8", "torus:5x6", "hypercube:5"])
+def test_greedy_schedule_does_not_depend_on_threads(spec, monkeypatch):
+    import topocoll.synth.ten.greedy as greedy
+
+    p = ten_problem(spec, "allgather")
+    one = greedy_events(*p.arrays(), seed=4, threads=1)
+    monkeypatch.setattr(greedy, "_BLOCK_WORDS", 64)        # many blocks a pass
+    monkeypatch.setattr(greedy, "_MIN_BLOCK_ROWS", 4)
+    three = greedy_events(*p.arrays(), seed=4, threads=3)
+    blocks = list(three.event_blocks(100))
+    assert all(b.size <= 100 for b in blocks)
+    assert np.array_equal(np.concatenate(blocks), one.events)
+    with pytest.raises(UnsupportedError, match="handed over"):
+        next(three.event_blocks(100))
+    with pytest.raises(Exception, match="threads must be"):
+        greedy_events(*p.arrays(), threads=0)
+
+
+def test_greedy_sends_are_held_narrow():
+    from topocoll.synth.ten.greedy import _Sends
+
+    assert _Sends(256, 256).chunk_type == np.uint8
+    assert _Sends(16384, 65024).link_type == np.uint16
+    assert _Sends(70000, 10).chunk_type == np.uint32
+
+
+def test_auto_form_is_compact_without_a_symmetry(monkeypatch):
+    import topocoll.schedule.symmetric as symmetric
+
+    monkeypatch.setattr(symmetric, "EXPLICIT_TRANSFER_LIMIT", 100)
+    assert synthesize("mesh:4x4", "allgather").form == "compact"
+    assert synthesize("torus:4x4", "allgather").form == "symmetric"
+    assert synthesize("mesh:4x4", "allreduce").form == "explicit"     # combines
+    assert synthesize("mesh:12x12", "broadcast").form == "compact"    # 143 transfers
+    assert synthesize("mesh:8x8", "broadcast").form == "explicit"     # 63
+    for coll in ("reduce_scatter", "allreduce", "reduce"):
+        with pytest.raises(UnsupportedError, match="only copy"):
+            synthesize("mesh:3x3", coll, form="compact")
+
+
+def test_cli_compact_form(tmp_path, monkeypatch):
+    out = tmp_path / "s.json"
+    res = CliRunner().invoke(cli, ["synth", "mesh:5x5", "-c", "allgather", "--form",
+                                   "compact", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["form"] == "compact" and doc["verified"] and doc["transfers"] == 25 * 24
+    assert doc["link_model_time"] == pytest.approx(doc["ten_time"])
+    again = CliRunner().invoke(cli, ["verify", str(out), "--json"])
+    assert again.exit_code == 0 and json.loads(again.stdout)["valid"]
+    # the link model needs the explicit form: over the memory limit it is said, not run
+    monkeypatch.setenv("TOPOCOLL_MEMORY_LIMIT", "2MiB")
+    res = CliRunner().invoke(cli, ["synth", "mesh:16x16", "-c", "allgather", "--json",
+                                   "--form", "compact"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["form"] == "compact" and doc["verified"] and doc["link_model_time"] is None
+    res = CliRunner().invoke(cli, ["synth", "mesh:16x16", "-c", "allgather", "--form",
+                                   "compact"])
+    assert res.exit_code == 0 and "link model not run" in res.output

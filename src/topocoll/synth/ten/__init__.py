@@ -23,13 +23,14 @@ from ...lazy import lazy_attributes
 # names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
 _LAZY = {
     ".synthesis": ("METHODS", "TEN_COLLECTIVES", "TenProblem", "chunk_conditions",
-                   "chunk_lower_bound", "discretize", "events_to_schedule", "synthesize",
+                   "chunk_lower_bound", "discretize", "events_to_compact", "events_to_schedule",
+                   "synthesize",
                    "ten_problem"),
     ".tenants": ("TenantsResult", "parse_tenant", "synthesize_tenants"),
 }
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
-           "chunk_lower_bound", "events_to_schedule", "METHODS",
+           "chunk_lower_bound", "events_to_schedule", "events_to_compact", "METHODS",
            "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant"]
 
 

@@ -23,11 +23,14 @@ Two kinds of chunks are matched, slot after slot, until the postcondition holds:
 
 The result is a causal schedule by construction: a chunk is only sent by a node that holds it.
 
-The state is kept lean for large networks (a 64x64 mesh all-gather is 16.8 million sends): the
-bitset of what each node still needs is kept up to date rather than recomputed every slot, the
-links' chunk choices run over blocks of rows that stay in the cache, and the sends are held as
-32-bit ids until the end (:class:`_Sends`); the choices, and so the schedules, are the same as
-before.
+The state is kept lean for large networks (a 128x128 mesh all-gather is 268 million sends):
+the bitset of what each node still needs is kept up to date rather than recomputed every slot,
+and so are the tiers, from a chunk-major table of how many in-neighbours of each node hold each
+chunk (updated as chunks arrive); the links' chunk choices run over blocks of rows that stay in
+the cache, on worker threads for large problems (``threads``); the sends are held as 16- or
+32-bit ids until the end (:class:`_Sends`) and handed over block by block
+(:meth:`GreedyResult.event_blocks`). The choices, and so the schedules, are the same as those
+of the plain algorithm, for any number of threads.
 
 >>> import numpy as np
 >>> src, dst = np.array([0, 1, 2]), np.array([1, 2, 0])          # uniring:3
@@ -37,7 +40,7 @@ before.
 (2, 6)
 """
 
-from dataclasses import dataclass
+import os
 
 import numpy as np
 
@@ -58,23 +61,52 @@ EVENT_DTYPE = np.dtype([("chunk", "<i8"), ("link", "<i8"), ("start", "<i8")])
 _ONE = np.uint64(1)
 
 
-@dataclass
 class GreedyResult:
     """What :func:`greedy_events` found.
 
     Attributes
     ----------
     events : numpy structured array of :data:`EVENT_DTYPE`
-        The sends, ordered by start slot.
+        The sends, ordered by start slot (made from the compact sends when first read).
     makespan : int
         The last arrival slot (0 if nothing had to move).
     seed : int
         The seed that made it.
     """
 
-    events: np.ndarray
-    makespan: int
-    seed: int
+    def __init__(self, sends, makespan, seed):
+        self._sends = sends
+        self._events = None
+        self.makespan = int(makespan)
+        self.seed = int(seed)
+
+    @property
+    def events(self):
+        if self._events is None:
+            self._events = self._sends.events()
+            self._sends = None
+        return self._events
+
+    @property
+    def num_events(self):
+        return int(self._events.size if self._events is not None else self._sends.size)
+
+    @property
+    def ordered(self):
+        """True if the sends were made in start order (so :meth:`event_blocks` are too)."""
+        return self._events is not None or self._sends.ordered
+
+    def event_blocks(self, rows):
+        """The events in blocks of at most ``rows``, in the order made; the compact sends
+        are let go as they are handed over, so read them once (or read :attr:`events`)."""
+        if self._events is not None:
+            for lo in range(0, self._events.size, rows):
+                yield self._events[lo:lo + rows]
+            return
+        sends, self._sends = self._sends, None
+        if sends is None:
+            raise UnsupportedError("the greedy's sends were handed over already")
+        yield from sends.blocks(rows)
 
 
 def check_ten_problem(num_nodes, link_src, link_dst, link_steps, pre, post):
@@ -152,35 +184,47 @@ def _first_bits(rows, start, rot, num_bits):
 #: Words (of rows x chunk bitsets) the greedy's passes handle at a time: a block stays in the
 #: cache, and the temporaries are reused rather than mapped afresh.
 _BLOCK_WORDS = 1 << 18
+#: Rows below which a block is not split further for threads.
+_MIN_BLOCK_ROWS = 256
 
 
 class _Flood:
     """Bitset state of the flooding chunks."""
 
-    def __init__(self, chunks, pre, post, num_nodes, *, in_nbrs, in_links, rng, late=None,
-                 rule="tiers"):
+    def __init__(self, chunks, pre, post, num_nodes, *, out_nbrs, in_links, rng,
+                 late=None, rule="tiers", pool=None):
+        self.pool = pool                         # worker threads for the bitset passes
+        self.threads = 1 if pool is None else pool.threads
         self.chunks = chunks                     # original ids, position = internal bit id
         k = chunks.size
         self.k = k
         self.width = max(1, (k + 63) // 64)
-        self.in_nbrs = in_nbrs                   # (N, dmax) distinct in-neighbours, -1 padded
         self.in_links = in_links                 # (N, lmax) links into each node, -1 padded
+        self.out_nbrs = out_nbrs                 # (N, dmax) distinct out-neighbours, -1 padded
+        held_by = pre[chunks]
         self.held = np.zeros((num_nodes + 1, self.width), dtype=np.uint64)  # row N: padding
-        self.want = np.zeros((num_nodes, self.width), dtype=np.uint64)
-        self._set(self.held, pre[chunks].T)
-        self._set(self.want, post[chunks].T)
+        self.held[:-1] = _pack_columns(held_by, self.width)
+        self.want = _pack_columns(post[chunks], self.width)
         #: chunks each node wants, lacks and is not receiving yet (cleared when one is sent)
         self.need = self.want & ~self.held[:-1]
+        # how many distinct in-neighbours of each node hold each chunk (kept as arrivals
+        # come), and its tiers as bitsets: fewer than two hold it / exactly two do
+        fan_in = np.bincount(out_nbrs[out_nbrs >= 0], minlength=1).max()
+        # chunk-major: the out-neighbours of one node are near each other in most networks
+        # numbering, so the counts one arrival moves share cache lines
+        self.holders = np.zeros((k, num_nodes), dtype=np.uint8 if fan_in < 255 else np.uint32)
+        self.below = np.full((num_nodes, self.width), ~np.uint64(0))
+        self.two = np.zeros((num_nodes, self.width), dtype=np.uint64)
+        rows = max(1, _BLOCK_WORDS * 64 // max(1, num_nodes))
+        for lo in range(0, k, rows):                 # the start's holders, a block at a time
+            bit, node = np.nonzero(held_by[lo:lo + rows])
+            self._count(node, bit + lo)
+        del held_by
         self.need_count = np.bitwise_count(self.need).sum(axis=1, dtype=np.int64)
         self.missing_count = int(self.need_count.sum())
         self.rng = rng
         self.late = late                         # LateLinks on mixed link speeds, else None
         self.rule = rule
-
-    @staticmethod
-    def _set(bits, mask):
-        nodes, idx = np.nonzero(mask)
-        np.bitwise_or.at(bits, (nodes, idx >> 6), _ONE << (idx & 63).astype(np.uint64))
 
     def missing(self):
         return self.missing_count
@@ -190,7 +234,7 @@ class _Flood:
         word, mask = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
         cell = v * self.width + word
         was = (self.need.reshape(-1)[cell] & mask) != 0
-        np.bitwise_and.at(self.need.reshape(-1), cell, ~mask)
+        _clear_at(self.need.reshape(-1), cell, mask)
         self.need_count -= np.bincount(v[was], minlength=self.need_count.size)
         return word, mask
 
@@ -207,7 +251,10 @@ class _Flood:
         if not keep.any():
             return none
         active, tab, ok = active[keep], tab[keep], ok[keep]
-        need = self.need[active]
+        late = self.late
+        # on uniform links the passes clear the chunks taken in the state itself (counted
+        # below); the late-binding rules read a copy of the receivers' rows
+        need = self.need[active] if late is not None else None
         # passes: every waiting link picks a chunk; where links into one receiver picked the
         # same chunk, the shortest link (else a random one) keeps it, the others pick again
         prio = np.where(ok, np.r_[link_steps, 0][tab] + self.rng.random(tab.shape), np.inf)
@@ -215,7 +262,6 @@ class _Flood:
         l_all = tab[row, col]
         pr = prio[row, col]
         protect = None
-        late = self.late
         if late is not None:
             slow = link_steps[l_all] >= late.late_from
             offer = held[link_src[l_all[slow]]]
@@ -229,13 +275,19 @@ class _Flood:
             i, b = late.pick(t, l_all, row, cand, pr, link_src, link_dst,
                              unpack_bits(protect[row], self.k))
             used = [(row[i], l_all[i], b)] if i.size else []
+        elif need is None:
+            used = self._assign(active[row], l_all, pr, link_src[l_all], self.need,
+                                self._tiers(None), protect)
         else:
             used = self._assign(row, l_all, pr, link_src[l_all], need, self._tiers(active),
                                 protect)
         links = []
         for r, l, b in used:
             v = link_dst[l]
-            self._claim(v, b)
+            if need is None:            # taken out of the state by the passes already
+                self.need_count -= np.bincount(v, minlength=self.need_count.size)
+            else:
+                self._claim(v, b)
             if late is not None:
                 late.holds(b, v, t + link_steps[l])
             out.append((self.chunks[b], l, np.full(l.size, t, dtype=np.int64),
@@ -246,21 +298,31 @@ class _Flood:
         return np.concatenate(links) if links else none
 
     def _tiers(self, active):
-        """Chunks held by at least two / exactly two in-neighbours of each receiver in
-        ``active`` (a chunk a link may send is held by one at least: its sender)."""
-        held = self.held
-        nb = self.in_nbrs[active]
-        nb = np.where(nb < 0, held.shape[0] - 1, nb)
-        a1 = held[nb[:, 0]]
-        a2 = np.zeros_like(a1)
-        a3 = np.zeros_like(a1)
-        for j in range(1, nb.shape[1]):
-            x = held[nb[:, j]]
-            a3 |= a2 & x
-            a2 |= a1 & x
-            a1 |= x
-        a3 ^= a2                                     # exactly two: at least two, not three
-        return a2, a3
+        """The tiers of the receivers ``active``, for :meth:`_tier_pick` (rows index
+        ``active``; None: rows are node ids)."""
+        return self.below, self.two, active
+
+    def _count(self, v, bit):
+        """Chunks ``bit`` are now held by nodes ``v`` (distinct pairs, none held before):
+        one more in-neighbour of each of their out-neighbours holds them."""
+        nbr = self.out_nbrs[v]
+        has = nbr >= 0
+        w = nbr[has]
+        b = np.broadcast_to(bit[:, None], nbr.shape)[has]
+        flat = self.holders.reshape(-1)
+        at = b * self.holders.shape[1] + w
+        before = flat[at]
+        np.add.at(flat, at, flat.dtype.type(1))     # a typed one: numpy's fast path
+        now = flat[at]            # a pair met twice reads the same counts: the writes agree
+        cell = w * self.width + (b >> 6)
+        mask = _ONE << (b & 63).astype(np.uint64)
+        up = (before < 2) & (now >= 2)
+        _clear_at(self.below.reshape(-1), cell[up], mask[up])
+        two = self.two.reshape(-1)
+        up = (before != 2) & (now == 2)
+        _set_at(two, cell[up], mask[up])
+        up = (before <= 2) & (now > 2)
+        _clear_at(two, cell[up], mask[up])
 
     def _assign(self, row, l_all, pr, offer, need, tiers, protect=None):
         """Exclusivity-tier passes: each link picks a chunk of ``offer`` its receiver (row of
@@ -269,14 +331,17 @@ class _Flood:
         receivers); ``protect``: chunks to take last. ``offer``: the senders' bitsets, or
         their node ids (rows of ``held`` now). Returns ``[(rows, links, chunks)]``."""
         used = []
-        step = max(1, _BLOCK_WORDS // self.width)
         while row.size:
+            step = self._block_rows(row.size)
             start, rot = _pick_draws(self.rng, row.size, self.width)
             bit = np.empty(row.size, dtype=np.int64)
-            for lo in range(0, row.size, step):
+
+            def pick_block(lo, row=row, offer=offer, rot=rot, bit=bit):
                 part = slice(lo, lo + step)
                 pick = self._tier_pick(offer[part], need, row[part], tiers, protect)
                 bit[part] = _first_bits(pick, start, rot[part], self.k)
+
+            self._each(pick_block, range(0, row.size, step))
             go = bit >= 0
             row, l_all, pr, bit, offer = row[go], l_all[go], pr[go], bit[go], offer[go]
             if row.size == 0:
@@ -288,10 +353,29 @@ class _Flood:
             win[order[np.r_[True, sk[1:] != sk[:-1]]]] = True
             r, l, b = row[win], l_all[win], bit[win]
             word, mask = b >> 6, _ONE << (b & 63).astype(np.uint64)
-            np.bitwise_and.at(need, (r, word), ~mask)    # a receiver may take two bits of
-            used.append((r, l, b))                        # one word in one pass
+            _clear_at(need.reshape(-1), r * self.width + word, mask)   # a receiver may take
+            used.append((r, l, b))                    # two bits of one word in one pass
             row, l_all, pr, offer = row[~win], l_all[~win], pr[~win], offer[~win]
         return used
+
+    def _block_rows(self, rows):
+        """Rows a block of a pass takes: a cache's worth, and with worker threads at most an
+        even share of ``rows`` for each."""
+        step = max(1, _BLOCK_WORDS // self.width)
+        if self.pool is not None:
+            step = min(step, max(_MIN_BLOCK_ROWS, -(-rows // self.threads)))
+        return step
+
+    def _each(self, job, starts):
+        """``job(lo)`` for every block start: on the worker threads where there are some
+        (numpy lets go of the interpreter lock in these passes; the blocks write disjoint
+        rows, so the result does not depend on the thread count)."""
+        if self.pool is None or len(starts) < 2:
+            for lo in starts:
+                job(lo)
+        else:
+            for done in self.pool.map(job, starts):
+                pass
 
     def _tier_pick(self, offer, need, row, tiers, protect):
         """Per row: the chunks its link may take from the best tier (see :meth:`_assign`)."""
@@ -301,17 +385,18 @@ class _Flood:
             free = c & ~protect[row]
             c = np.where(free.any(axis=1)[:, None], free, c)
         # c lies in the chunks some in-neighbour holds (the sender does)
-        two = tiers[0][row]
-        two &= c
-        pick = c ^ two                               # held by the sender alone
-        two = tiers[1][row]
-        two &= c                                     # ... by the sender and one other
+        below, exactly_two, nodes = tiers
+        node = row if nodes is None else nodes[row]
+        pick = below[node]
+        pick &= c                                    # held by the sender alone
         has1 = pick.any(axis=1)
         if not has1.all():
+            lack = np.flatnonzero(~has1)
+            two = exactly_two[node[lack]]
+            two &= c[lack]                           # ... by the sender and one other
             has2 = two.any(axis=1)
-            fill = ~has1 & has2
-            pick[fill] = two[fill]
-            rest = ~has1 & ~has2
+            pick[lack[has2]] = two[has2]
+            rest = lack[~has2]
             pick[rest] = c[rest]
         return pick
 
@@ -345,9 +430,13 @@ class _Flood:
     def arrive(self, v, bit):
         """Chunks ``bit`` arrive at nodes ``v`` (distinct pairs)."""
         word, mask = self._claim(v, bit)
-        lacked = ((self.want[v, word] & mask) != 0) & ((self.held[v, word] & mask) == 0)
+        new = (self.held[v, word] & mask) == 0
+        lacked = ((self.want[v, word] & mask) != 0) & new
         self.missing_count -= int(lacked.sum())
-        np.bitwise_or.at(self.held.reshape(-1), v * self.width + word, mask)
+        _set_at(self.held.reshape(-1), v * self.width + word, mask)
+        if not new.all():
+            v, bit = v[new], bit[new]
+        self._count(v, bit)
 
 
 class _Routed:
@@ -419,6 +508,37 @@ class _Routed:
         self.done[c] = v == self.target[c]
 
 
+def _set_at(words, cell, mask):
+    """``words[cell] |= mask`` with every bit kept where a cell repeats (``np.bitwise_or.at``,
+    but about twice as fast on large arrays: a plain write, then the bits it lost again)."""
+    while cell.size:
+        words[cell] |= mask
+        lost = (words[cell] & mask) != mask
+        if not lost.any():
+            return
+        cell, mask = cell[lost], mask[lost]
+
+
+def _clear_at(words, cell, mask):
+    """``words[cell] &= ~mask`` with every bit cleared where a cell repeats (as
+    :func:`_set_at`)."""
+    while cell.size:
+        words[cell] &= ~mask
+        lost = (words[cell] & mask) != 0
+        if not lost.any():
+            return
+        cell, mask = cell[lost], mask[lost]
+
+
+def _pack_columns(mask, width):
+    """The columns of a boolean ``(bits, rows)`` matrix as rows of ``width`` little-endian
+    ``uint64`` words (bit ``i`` of row ``r``: word ``i // 64``, bit ``i % 64``)."""
+    packed = np.packbits(mask, axis=0, bitorder="little")
+    out = np.zeros((mask.shape[1], width * 8), dtype=np.uint8)
+    out[:, :packed.shape[0]] = packed.T
+    return out.view("<u8").astype(np.uint64, copy=False)
+
+
 def _in_table(num_nodes, dst, values):
     """``(N, width)`` table: row v lists ``values`` of the entries with ``dst == v``; -1 pad."""
     order = np.argsort(dst, kind="stable")
@@ -432,7 +552,7 @@ def _in_table(num_nodes, dst, values):
 
 
 def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=0,
-                  blocked=None, rule="tiers", progress=None):
+                  blocked=None, rule="tiers", progress=None, threads=None):
     """Synthesize a schedule on the TEN by greedy link-chunk matching.
 
     Parameters
@@ -454,6 +574,9 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
         (:data:`RULES`); ignored on uniform links.
     progress : callable, optional
         ``progress(done, total)`` in delivered chunk copies.
+    threads : int, optional
+        Threads for the bitset passes of flooding chunks (the same result for any number);
+        default: up to :data:`MAX_THREADS` of the machine's cores on large problems, else 1.
 
     Returns
     -------
@@ -468,6 +591,9 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
                                                       link_steps, pre, post)
     if rule not in RULES:
         raise UnsupportedError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+    if threads is not None and (isinstance(threads, bool) or
+                                not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise InputTypeError(f"threads must be a whole number >= 1, got {threads!r}")
     rng = np.random.default_rng(seed)
     todo = post & ~pre
     single = post.sum(axis=1) == 1
@@ -480,9 +606,9 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
         chunks = rng.permutation(flood_ids)
         mixed = steps.size and steps.min() != steps.max()
         late = LateLinks(pre[chunks], src, dst, steps, rng) if mixed else None
-        flood = _Flood(chunks, pre, post, n, in_nbrs=_in_table(n, pairs // n, pairs % n),
-                       in_links=_in_table(n, dst, np.arange(src.size)), rng=rng, late=late,
-                       rule=rule)
+        pool = _thread_pool(threads, n * ((chunks.size + 63) // 64))
+        flood = _Flood(chunks, pre, post, n, out_nbrs=_in_table(n, pairs % n, pairs // n), in_links=_in_table(n, dst, np.arange(src.size)), rng=rng, late=late,
+                       rule=rule, pool=pool)
     if routed_ids.size:
         routed = _Routed(routed_ids, pre, post, n, src, dst, steps, rng)
     parts = [p for p in (flood, routed) if p is not None]
@@ -504,65 +630,96 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
     sends = _Sends(pre.shape[0], src.size)
     t = 0
     remaining = total
-    while remaining:
-        for kind, v, ident in arrivals.pop(t, ()):
-            (routed if kind else flood).arrive(v, ident)
-        if flood is not None and flood.late is not None:
-            for sent in flood.bind(t, src, dst, steps):
-                sends.add(*sent)
-        free = busy <= t
-        if can_start is not None and t < can_start.shape[1]:
-            free &= can_start[:, t]
-        out = []
-        for part in parts:
-            if not free.any():
+    try:
+        while remaining:
+            for kind, v, ident in arrivals.pop(t, ()):
+                (routed if kind else flood).arrive(v, ident)
+            if flood is not None and flood.late is not None:
+                for sent in flood.bind(t, src, dst, steps):
+                    sends.add(*sent)
+            free = busy <= t
+            if can_start is not None and t < can_start.shape[1]:
+                free &= can_start[:, t]
+            out = []
+            for part in parts:
+                if not free.any():
+                    break
+                used = part.match(t, free, src, dst, steps, out)
+                if used.size:
+                    free[used] = False
+                    busy[used] = t + steps[used]
+            for chunk, l, start, arrive, v, ident, is_routed in out:
+                sends.add(chunk, l, start, arrive)
+                kind = bool(is_routed[0])
+                for slot in np.unique(arrive):
+                    m = arrive == slot
+                    arrivals.setdefault(int(slot), []).append((kind, v[m], ident[m]))
+            remaining = sum(p.missing() for p in parts)
+            if progress is not None and total:
+                progress(total - remaining, total)
+            if not remaining:
                 break
-            used = part.match(t, free, src, dst, steps, out)
-            if used.size:
-                free[used] = False
-                busy[used] = t + steps[used]
-        for chunk, l, start, arrive, v, ident, is_routed in out:
-            sends.add(chunk, l, start, arrive)
-            kind = bool(is_routed[0])
-            for slot in np.unique(arrive):
-                m = arrive == slot
-                arrivals.setdefault(int(slot), []).append((kind, v[m], ident[m]))
-        remaining = sum(p.missing() for p in parts)
-        if progress is not None and total:
-            progress(total - remaining, total)
-        if not remaining:
-            break
-        nxt = [s for s in arrivals if s > t]
-        if flood is not None and flood.late is not None:
-            nxt += flood.late.next_slots(steps)
-        later = busy[busy > t]
-        if not nxt and not out and (can_start is None or t >= can_start.shape[1]):
-            raise NotStronglyConnectedError("greedy synthesis is stuck: some wanted chunk "
-                                            "cannot travel on")
-        candidates = nxt + ([int(later.min())] if later.size else [])
-        if can_start is not None and t + 1 < can_start.shape[1]:
-            candidates.append(t + 1)  # blocked windows open at any slot
-        t = min(candidates) if candidates else t + 1
-    return GreedyResult(sends.events(), sends.makespan, int(seed))
+            nxt = [s for s in arrivals if s > t]
+            if flood is not None and flood.late is not None:
+                nxt += flood.late.next_slots(steps)
+            later = busy[busy > t]
+            if not nxt and not out and (can_start is None or t >= can_start.shape[1]):
+                raise NotStronglyConnectedError("greedy synthesis is stuck: some wanted chunk "
+                                                "cannot travel on")
+            candidates = nxt + ([int(later.min())] if later.size else [])
+            if can_start is not None and t + 1 < can_start.shape[1]:
+                candidates.append(t + 1)  # blocked windows open at any slot
+            t = min(candidates) if candidates else t + 1
+    finally:
+        if flood is not None and flood.pool is not None:
+            flood.pool.shutdown()
+    return GreedyResult(sends, sends.makespan, int(seed))
+
+
+#: Threads the greedy uses at most by default, and the bitset words (nodes x chunk words)
+#: from which it uses more than one: below that, handing blocks to threads costs more than
+#: it saves.
+MAX_THREADS = 4
+_THREAD_WORDS = 1 << 20
+
+
+def _thread_pool(threads, words):
+    """A pool of ``threads`` workers (default: by the problem's ``words``), or None for one."""
+    if threads is None:
+        threads = min(MAX_THREADS, os.cpu_count() or 1) if words >= _THREAD_WORDS else 1
+    if threads <= 1:
+        return None
+    from concurrent.futures import ThreadPoolExecutor    # imported here: start-up time
+
+    pool = ThreadPoolExecutor(max_workers=int(threads), thread_name_prefix="topocoll-greedy")
+    pool.threads = int(threads)
+    return pool
 
 
 class _Sends:
-    """The sends of a greedy run in the order made, held compactly until the end: 32-bit
-    chunk and link ids, one start slot per batch that shares it (8 bytes a send where
+    """The sends of a greedy run in the order made, held compactly until the end: chunk and
+    link ids in the smallest unsigned type that holds them (16 bits up to 65,536 chunks and
+    links), one start slot per batch that shares it (4 bytes a send on a 128x128 mesh where
     :data:`EVENT_DTYPE` takes 24)."""
 
     def __init__(self, num_chunks, num_links):
-        self.chunk_type = np.int32 if num_chunks < 2**31 else np.int64
-        self.link_type = np.int32 if num_links < 2**31 else np.int64
+        self.chunk_type = np.min_scalar_type(max(0, num_chunks - 1))
+        self.link_type = np.min_scalar_type(max(0, num_links - 1))
         self.parts = []
         self.size = 0
         self.makespan = 0
+        self.ordered = True             # every batch starts no earlier than the one before
+        self._last_start = 0
 
     def add(self, chunk, link, start, arrive):
         if not chunk.size:
             return
         first = int(start[0])
         shared = bool((start == first).all())
+        low = first if shared else int(start.min())
+        if low < self._last_start:
+            self.ordered = False
+        self._last_start = max(self._last_start, first if shared else int(start.max()))
         self.parts.append((chunk.astype(self.chunk_type), link.astype(self.link_type),
                            first if shared else start.astype(np.int64)))
         self.size += int(chunk.size)
@@ -572,13 +729,35 @@ class _Sends:
         """The sends as :data:`EVENT_DTYPE` (the batches are let go)."""
         events = np.empty(self.size, dtype=EVENT_DTYPE)
         at = 0
-        parts, self.parts = self.parts, []
-        for i, (chunk, link, start) in enumerate(parts):
-            parts[i] = None                       # each batch freed once copied
-            block = events[at:at + chunk.size]
-            block["chunk"], block["link"], block["start"] = chunk, link, start
-            at += chunk.size
+        for block in self.blocks(max(1, self.size)):
+            events[at:at + block.size] = block
+            at += block.size
         return events
+
+    def blocks(self, rows):
+        """The sends as :data:`EVENT_DTYPE` blocks of at most ``rows``, in the order made (each
+        batch let go once copied)."""
+        parts, self.parts = self.parts, []
+        parts.reverse()                           # popped from the end: first made, first out
+        block = np.empty(min(rows, self.size), dtype=EVENT_DTYPE)
+        at = 0
+        while parts:
+            chunk, link, start = parts.pop()
+            lo = 0
+            while lo < chunk.size:
+                take = min(chunk.size - lo, block.size - at)
+                part = block[at:at + take]
+                part["chunk"], part["link"] = chunk[lo:lo + take], link[lo:lo + take]
+                part["start"] = start if np.isscalar(start) or isinstance(start, int) \
+                    else start[lo:lo + take]
+                at += take
+                lo += take
+                if at == block.size:
+                    yield block
+                    block = np.empty(block.size, dtype=EVENT_DTYPE)
+                    at = 0
+        if at:
+            yield block[:at]
 
 
 def _check_reachable(n, src, dst, pre, todo, flood_ids):

@@ -49,11 +49,11 @@ from ...topology.model import Topology
 from ...topology.paths import distances
 from ...units import parse_size, parse_time
 from .cutbound import pair_cut_bound, pair_forward_bound
-from .greedy import RULES, greedy_events
+from .greedy import RULES, GreedyResult, greedy_events
 from .releasebound import release_time_bound
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
-           "chunk_lower_bound", "events_to_schedule", "METHODS",
+           "chunk_lower_bound", "events_to_schedule", "events_to_compact", "METHODS",
            "TEN_COLLECTIVES", "auto_restarts", "mixed_links", "AUTO_RESTARTS",
            "GREEDY_DISCRETIZATIONS", "REPAIR_WORK", "AT_BOUND", "prepare_topology",
            "GreedyRequest", "FORMS"]
@@ -134,6 +134,11 @@ _BYTES_PER_CHUNK_NODE = 24
 #: there is also the send that brings each (event and transfer row; measured: the 64x64 mesh
 #: all-gather, 16.8 million pairs, peaks at 1.3 GB, interpreter included).
 _BYTES_PER_DELIVERY = 64
+#: The same in the compact form: conditions, holder counts and bitsets (about 3), the greedy's
+#: sends (4) and the compact rows (8) at once, then the verifier's arrival state (4); measured:
+#: the 128x128 mesh all-gather, 268 million pairs, peaks at 5.35 GB with its verification
+#: (20 bytes a pair, interpreter included; benchmarks/ten_synthesis.py --scale).
+_BYTES_PER_COMPACT_DELIVERY = 24
 #: Bytes per chunk and node of the symmetric search (two condition tables of booleans and
 #: their temporaries; measured: torus:128x128, 268 million pairs, peaks at 0.84 GB) ...
 _BYTES_PER_SYMMETRIC_PAIR = 4
@@ -142,7 +147,7 @@ _BYTES_PER_SYMMETRIC_PAIR = 4
 _BYTES_PER_SYMMETRIC_CHUNK = 300
 
 
-def _check_work(topo, coll, chunks, method, restarts):
+def _check_work(topo, coll, chunks, method, restarts, compact=False):
     """Counts checked before any work: what cannot end, or cannot fit, is refused now."""
     if restarts is not None and restarts > MAX_RESTARTS:
         raise UnsupportedError(f"restarts must be at most {MAX_RESTARTS:,}, got {restarts:,}")
@@ -155,7 +160,10 @@ def _check_work(topo, coll, chunks, method, restarts):
             "method='greedy'")
     per = _BYTES_PER_DELIVERY if coll.name in ("allgather", "broadcast", "reduce_scatter",
                                                "reduce", "allreduce") else _BYTES_PER_CHUNK_NODE
-    require_memory(k * n * per, f"TEN synthesis of {k:,} chunks on {n} nodes")
+    if compact:
+        per = min(per, _BYTES_PER_COMPACT_DELIVERY)
+    require_memory(k * n * per, f"TEN synthesis of {k:,} chunks on {n} nodes"
+                   + (" (compact form)" if compact else ""))
 
 
 def _check_symmetric_work(topo, coll, chunks, restarts):
@@ -298,26 +306,75 @@ _ROWS = 1 << 20
 
 
 def events_to_schedule(problem, events, *, algorithm="ten-greedy", meta=None):
-    """Turn TEN events (``chunk, link, start``) into a :class:`Schedule` (step = start + 1)."""
+    """Turn TEN events (``chunk, link, start``; an array or a
+    :class:`~.greedy.GreedyResult`) into a :class:`Schedule` (step = start + 1)."""
     t = problem.topology
-    events = np.asarray(events)
-    start = events["start"]
-    order = None                     # the greedy's events come in start order already
-    if start.size > 1 and not bool(np.all(start[1:] >= start[:-1])):
-        order = np.argsort(start, kind="stable")
     c = problem.chunks
-    transfers = np.empty(events.size, dtype=TRANSFER_DTYPE)
-    for lo in range(0, events.size, _ROWS):      # in blocks: no full-size temporaries
-        block = events[lo:lo + _ROWS] if order is None else events[order[lo:lo + _ROWS]]
+    blocks, total = _event_blocks(events)
+    transfers = np.empty(total, dtype=TRANSFER_DTYPE)
+    lo = 0
+    for block in blocks:                      # in blocks: no full-size temporaries
         chunk = block["chunk"].astype(np.int64)
         link = block["link"].astype(np.int64)
         part = chunk % c
-        transfers[lo:lo + _ROWS] = transfer_array(block["start"].astype(np.int64) + 1,
-                                                  t.src[link], t.dst[link], chunk // c,
-                                                  part / c, (part + 1) / c)
+        transfers[lo:lo + block.size] = transfer_array(block["start"].astype(np.int64) + 1,
+                                                       t.src[link], t.dst[link], chunk // c,
+                                                       part / c, (part + 1) / c)
+        lo += block.size
     return Schedule(t, problem.collective, transfers,
                     root=problem.root if problem.collective.rooted else None,
                     algorithm=algorithm, meta=meta)
+
+
+def events_to_compact(problem, events, *, algorithm="ten-greedy", meta=None):
+    """Turn TEN events (an array or a :class:`~.greedy.GreedyResult`, whose compact sends are
+    let go as they are read) into a :class:`~topocoll.schedule.compact.CompactSchedule`
+    (step = start + 1): about 8 bytes a transfer on a 128x128 mesh where the explicit rows take
+    37, and never the events' 24 at once."""
+    from ...schedule.compact import CompactSchedule
+
+    t = problem.topology
+    c = problem.chunks
+    n = t.num_nodes
+    blocks, total = _event_blocks(events)
+    span = int(events.makespan) if isinstance(events, GreedyResult) else None
+    cols = {"step": np.empty(total, dtype=np.min_scalar_type(span) if span is not None
+                             else np.int64),
+            "src": np.empty(total, dtype=np.min_scalar_type(n - 1)),
+            "dst": np.empty(total, dtype=np.min_scalar_type(n - 1)),
+            "shard": np.empty(total, dtype=np.min_scalar_type(
+                max(0, problem.num_chunks // c - 1)))}
+    if c > 1:
+        cols["part"] = np.empty(total, dtype=np.min_scalar_type(c - 1))
+    lo = 0
+    for block in blocks:
+        chunk = block["chunk"].astype(np.int64)
+        link = block["link"].astype(np.int64)
+        part = slice(lo, lo + block.size)
+        cols["step"][part] = block["start"] + 1
+        cols["src"][part] = t.src[link]
+        cols["dst"][part] = t.dst[link]
+        cols["shard"][part] = chunk // c
+        if c > 1:
+            cols["part"][part] = chunk % c
+        lo += block.size
+    if span is None:
+        cols["step"] = cols["step"].astype(np.min_scalar_type(int(cols["step"].max(initial=0))))
+    return CompactSchedule(t, problem.collective, cols, parts=c,
+                           root=problem.root if problem.collective.rooted else None,
+                           algorithm=algorithm, meta=meta)
+
+
+def _event_blocks(events):
+    """``(blocks, count)``: the events in start order as blocks of :data:`_ROWS`, straight
+    from a greedy's compact sends where they were made in that order."""
+    if isinstance(events, GreedyResult) and events.ordered:
+        return events.event_blocks(_ROWS), events.num_events
+    events = np.asarray(_event_array(events))
+    start = events["start"]
+    if start.size > 1 and not bool(np.all(start[1:] >= start[:-1])):
+        events = events[np.argsort(start, kind="stable")]
+    return (events[lo:lo + _ROWS] for lo in range(0, events.size, _ROWS)), int(events.size)
 
 
 def chunk_lower_bound(problem, release=None):
@@ -537,7 +594,7 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
         for i, (s, rule) in enumerate(zip(seeds, rules)):
             cb = progress if restarts == 1 else None
             r = greedy_events(*arrays, seed=s, rule=rule, progress=cb)
-            results.append((r.makespan, r.events))
+            results.append((r.makespan, r))        # its events made when first needed
             if progress is not None and restarts > 1:
                 progress(i + 1, restarts)
             if r.makespan <= target:           # at the lower bound: no restart can do better
@@ -680,6 +737,7 @@ def _repaired(problem, events, makespan, bound, seed):
     then, if its replay is still above the bound, per-link deadlines no later than a horizon
     the slot repair failed at; ``(replay time, events, makespan, window solves)``."""
     from .repair import deadline_events, link_deadlines, repair_events
+    events = _event_array(events)
     arrays = problem.arrays()
     slots = int(math.ceil(bound / problem.time_step - 1e-9))
     solves, failed = 0, -1               # a horizon the slot repair could not reach
@@ -703,7 +761,13 @@ def _repaired(problem, events, makespan, bound, seed):
 def _replay(problem, events):
     from .repair import replay_time
     return replay_time(problem.topology.src, problem.topology.dst, problem.link_cost,
-                       problem.pre, events)
+                       problem.pre, _event_array(events))
+
+
+def _event_array(events):
+    """Events as an :data:`~.greedy.EVENT_DTYPE` array: ``events`` itself, or a
+    :class:`~.greedy.GreedyResult`'s (made from its compact sends)."""
+    return events.events if isinstance(events, GreedyResult) else events
 
 
 def _run_ilp(problem, seed, limits, window, progress):
@@ -877,8 +941,8 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
         raise UnsupportedError(f"{coll.name} takes no root")
     size = parse_size(size)
     form = _resolve_form(form, topo, coll, int(chunks), method, symmetric)
-    if form == "explicit":
-        _check_work(topo, coll, int(chunks), method, restarts)
+    if form != "symmetric":
+        _check_work(topo, coll, int(chunks), method, restarts, compact=form == "compact")
     else:
         _check_symmetric_work(topo, coll, int(chunks), restarts)
     opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
@@ -961,6 +1025,9 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
                                            / problem.link_cost).max() - 1.0)
             if problem.link_cost.size else 0.0,
             **info, **{k: v for k, v in topo.meta.items() if k in _TOPO_FACTS}}
+    if form == "compact":
+        return events_to_compact(problem, events, algorithm=f"ten-{method}",
+                                 meta=meta)
     return events_to_schedule(problem, events, algorithm=f"ten-{method}", meta=meta)
 
 
@@ -969,12 +1036,12 @@ _TOPO_FACTS = ("unwound_switches", "unwind_degree", "nodes_kept", "failed_links"
 
 
 #: The forms :func:`synthesize` makes.
-FORMS = ("auto", "explicit", "symmetric")
+FORMS = ("auto", "explicit", "symmetric", "compact")
 
 
 def _resolve_form(form, topo, coll, chunks, method, symmetric):
-    """``"explicit"`` or ``"symmetric"``: what ``form`` asks for on ``topo``, refused in one
-    line where the symmetric form cannot be made."""
+    """``"explicit"``, ``"symmetric"`` or ``"compact"``: what ``form`` asks for on ``topo``,
+    refused in one line where that form cannot be made."""
     from ...schedule.symmetric import EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES
     from ...topology.symmetry import translation_group
 
@@ -982,17 +1049,25 @@ def _resolve_form(form, topo, coll, chunks, method, symmetric):
         raise UnsupportedError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
     if form == "explicit":
         return form
+    if form == "compact":
+        if coll.combining or coll.name in _REVERSED:
+            raise UnsupportedError(f"form='compact' holds collectives that only copy; not "
+                                   f"{coll.name}")
+        return form
+    n = topo.num_nodes
+    explicit = chunks * n * (n - 1) * (2 if coll.name == "allreduce" else 1)
     if coll.name not in SYMMETRIC_COLLECTIVES:
         if form == "symmetric":
             raise UnsupportedError(f"form='symmetric' holds {', '.join(SYMMETRIC_COLLECTIVES)}; "
                                    f"not {coll.name}")
-        return "explicit"
-    n = topo.num_nodes
+        # one transfer at least for each (chunk, node) pair the chunk must reach
+        reach = (n - 1) if coll.end_target(n, 0) is None else 1
+        return _compact_or_explicit(chunks * coll.num_shards(n) * reach, coll)
     if form == "auto":
-        explicit = chunks * n * (n - 1) * (2 if coll.name == "allreduce" else 1)
-        if explicit <= EXPLICIT_TRANSFER_LIMIT or method != "greedy" or symmetric is False \
-                or translation_group(topo) is None:
+        if explicit <= EXPLICIT_TRANSFER_LIMIT:
             return "explicit"
+        if method != "greedy" or symmetric is False or translation_group(topo) is None:
+            return _compact_or_explicit(explicit, coll)
         return "symmetric"
     if method != "greedy":
         raise UnsupportedError("form='symmetric' is made by method='greedy' only")
@@ -1003,6 +1078,18 @@ def _resolve_form(form, topo, coll, chunks, method, symmetric):
         raise UnsupportedError(f"form='symmetric' needs a translation symmetry; {topo.name} has "
                                "none (tori, hypercubes, rings, circulants have one)")
     return "symmetric"
+
+
+def _compact_or_explicit(transfers, coll):
+    """What ``form="auto"`` makes without a symmetric form: the compact one for a collective
+    that only copies where the explicit one would hold more than
+    :data:`~topocoll.schedule.symmetric.EXPLICIT_TRANSFER_LIMIT` transfers (at least
+    ``transfers``, one per node and shard it must reach)."""
+    from ...schedule.symmetric import EXPLICIT_TRANSFER_LIMIT
+
+    if transfers > EXPLICIT_TRANSFER_LIMIT and not coll.combining and coll.name not in _REVERSED:
+        return "compact"
+    return "explicit"
 
 
 def _symmetric_allgather(topo, *, chunks, size, seed, tries, time_step, progress):
