@@ -139,7 +139,13 @@ def synth(*, topo, collectives, root, method, chunks, seed, restarts, workers, r
 
 def _timed(schedule, size):
     """The link-model time of ``schedule``; None for a compact schedule whose explicit form,
-    which the link model needs, is over the memory limit (said in the report)."""
+    which the link model needs, is over the memory limit or over
+    :data:`~topocoll.schedule.symmetric.EXPLICIT_TRANSFER_LIMIT` transfers (the size from
+    which ``--form auto`` keeps it compact; said in the report)."""
+    from ..schedule.symmetric import EXPLICIT_TRANSFER_LIMIT
+
+    if schedule.form == "compact" and schedule.num_transfers > EXPLICIT_TRANSFER_LIMIT:
+        return None
     try:
         return _link_model(schedule, size).time
     except ResourceLimitError:
@@ -214,7 +220,7 @@ def _report_synth(s, m, status, output, as_json):
     else:
         bound = (f"TEN time {format_time(m['ten_time'])}, chunk-model lower bound "
                  f"{format_time(m['chunk_lower_bound'])} (link model not run: it needs the "
-                 "explicit form, over the memory limit)")
+                 "explicit form, too large here)")
     line = (f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
             f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, "
             f"{bound}, {s.num_transfers} transfers"

@@ -183,8 +183,9 @@ class CompactSchedule(TransferRows):
         return self.columns["step"]
 
     def rows(self, index):
-        """Rows ``index`` (an integer array) as :data:`TRANSFER_DTYPE` transfers."""
-        index = np.asarray(index, dtype=np.int64)
+        """Rows ``index`` (an integer array, or a slice) as :data:`TRANSFER_DTYPE` transfers."""
+        if not isinstance(index, slice):
+            index = np.asarray(index, dtype=np.int64)
         c = self.columns
         part = c["part"][index].astype(np.int64) if self.parts > 1 else 0
         return transfer_array(c["step"][index].astype(np.int64),
@@ -198,7 +199,7 @@ class CompactSchedule(TransferRows):
         """``(first row, transfers)`` for consecutive blocks of at most ``rows`` rows, as
         :data:`TRANSFER_DTYPE` arrays (one block in memory at a time)."""
         for lo in range(0, self.num_transfers, rows):
-            yield lo, self.rows(np.arange(lo, min(lo + rows, self.num_transfers)))
+            yield lo, self.rows(slice(lo, lo + rows))
 
     def expand(self):
         """The explicit :class:`Schedule` (memory guard first)."""

@@ -272,3 +272,14 @@ def test_cli_compact_form(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli, ["synth", "mesh:16x16", "-c", "allgather", "--form",
                                    "compact"])
     assert res.exit_code == 0 and "link model not run" in res.output
+
+
+def test_cli_compact_form_skips_the_link_model_above_the_explicit_limit(monkeypatch):
+    import topocoll.schedule.symmetric as symmetric
+
+    monkeypatch.setattr(symmetric, "EXPLICIT_TRANSFER_LIMIT", 100)
+    res = CliRunner().invoke(cli, ["synth", "mesh:4x4", "-c", "allgather", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["form"] == "compact" and doc["verified"] and doc["link_model_time"] is None
+    assert doc["lower_bound_ratio"] is None and doc["ten_time"] > 0
