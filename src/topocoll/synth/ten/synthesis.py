@@ -136,7 +136,7 @@ _BYTES_PER_CHUNK_NODE = 24
 _BYTES_PER_DELIVERY = 64
 #: The same in the compact form: conditions, holder counts and bitsets (about 3), the greedy's
 #: sends (4) and the compact rows (8) at once, then the verifier's arrival state (4); measured:
-#: the 128x128 mesh all-gather, 268 million pairs, peaks at 5.35 GB with its verification
+#: the 128x128 mesh all-gather, 268 million pairs, peaks at 5.1 GiB with its verification
 #: (20 bytes a pair, interpreter included; benchmarks/ten_synthesis.py --scale).
 _BYTES_PER_COMPACT_DELIVERY = 24
 #: Bytes per chunk and node of the symmetric search (two condition tables of booleans and
