@@ -218,16 +218,17 @@ def verify(schedule, *, max_errors=10, shards=None):
     t = schedule.transfers
     found = _Collector()
     warnings = []
-    good, tg = _row_checks(schedule, t, found, warnings)
+    good, tg = _row_checks(schedule, t, found)
+    _gap_warning(np.unique(tg["step"]), warnings)
     if _isolated(topo, found, max_errors):
         return _report(schedule, found, t, good, None, max_errors, warnings)
     atoms = _simulate(schedule, tg, good, found, shards)
     return _report(schedule, found, t, good, atoms, max_errors, warnings)
 
 
-def _row_checks(schedule, t, found, warnings):
-    """The rules of single rows (malformed, missing link) and the step-gap warning; returns
-    the indices of the well-formed rows and those rows."""
+def _row_checks(schedule, t, found, offset=0):
+    """The rules of single rows (malformed, missing link) of ``t``, rows ``offset`` on of the
+    schedule; returns the indices (into ``t``) of the well-formed rows and those rows."""
     topo = schedule.topology
     coll = schedule.collective
     n = topo.num_nodes
@@ -236,8 +237,8 @@ def _row_checks(schedule, t, found, warnings):
     if malformed:
         idx = np.array([p[0] for p in malformed])
         bad[idx] = True
-        found.parts.append(("malformed", idx, {"why": np.array(
-            [f"transfers[{i}].{f}: {m}" for i, f, m in malformed], dtype=object)}))
+        found.parts.append(("malformed", idx + offset, {"why": np.array(
+            [f"transfers[{i + offset}].{f}: {m}" for i, f, m in malformed], dtype=object)}))
     good = np.flatnonzero(~bad)
     del bad
     if good.size < 2**31:
@@ -245,14 +246,17 @@ def _row_checks(schedule, t, found, warnings):
     tg = t[good] if malformed else t   # no copy of a well-formed schedule
 
     missing = topo.pair_index(tg["src"], tg["dst"]) < 0
-    found.add("missing_link", good[missing])
-
-    if tg.size:
-        used = np.unique(tg["step"])
-        gaps = int(used[-1]) - used.size
-        if gaps:
-            warnings.append(f"{gaps} of steps 1..{int(used[-1])} carry no transfer")
+    found.add("missing_link", good[missing].astype(np.int64) + offset)
     return good, tg
+
+
+def _gap_warning(steps, warnings):
+    """The warning for step numbers up to the last of ``steps`` (distinct, sorted) that
+    carry no transfer."""
+    if steps.size:
+        gaps = int(steps[-1]) - steps.size
+        if gaps:
+            warnings.append(f"{gaps} of steps 1..{int(steps[-1])} carry no transfer")
 
 
 def _isolated(topo, found, max_errors):
@@ -525,7 +529,8 @@ def _verify_symmetric(schedule, max_errors):
                             representatives=int(reps.size))
     found = _Collector()
     warnings = []
-    good, tg = _row_checks(schedule, reps, found, warnings)
+    good, tg = _row_checks(schedule, reps, found)
+    _gap_warning(np.unique(tg["step"]), warnings)
     atoms = None
     if not _isolated(topo, found, max_errors):
         hist = tg.copy()
@@ -590,24 +595,13 @@ def _verify_compact(schedule, max_errors, shards):
     bad = []
     used = []                                   # the steps of the well-formed rows
     for lo, block in schedule.blocks():
-        malformed = transfer_problems(block, n, num_shards, False)
-        ok = np.ones(block.size, dtype=bool)
-        if malformed:
-            idx = np.array([p[0] for p in malformed])
-            ok[idx] = False
-            bad.append(np.unique(idx) + lo)
-            found.parts.append(("malformed", idx + lo, {"why": np.array(
-                [f"transfers[{i + lo}].{f}: {m}" for i, f, m in malformed], dtype=object)}))
-        rows = np.flatnonzero(ok)
-        missing = topo.pair_index(block["src"][rows], block["dst"][rows]) < 0
-        found.add("missing_link", rows[missing] + lo)
-        used.append(np.unique(block["step"][rows]))
+        good, tg = _row_checks(schedule, block, found, offset=lo)
+        if good.size < block.size:
+            bad.append(np.setdiff1d(np.arange(block.size), good) + lo)
+        used.append(np.unique(tg["step"]))
     bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
     warnings = []
-    used = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
-    if used.size and int(used[-1]) - used.size:
-        warnings.append(f"{int(used[-1]) - used.size} of steps 1..{int(used[-1])} carry no "
-                        "transfer")
+    _gap_warning(np.unique(np.concatenate(used)) if used else np.zeros(0), warnings)
     steps = _StepColumn(schedule.steps())
     if _isolated(topo, found, max_errors):
         return _report(schedule, found, steps, None, None, max_errors, warnings)

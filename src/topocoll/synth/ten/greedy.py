@@ -748,8 +748,7 @@ class _Sends:
                 take = min(chunk.size - lo, block.size - at)
                 part = block[at:at + take]
                 part["chunk"], part["link"] = chunk[lo:lo + take], link[lo:lo + take]
-                part["start"] = start if np.isscalar(start) or isinstance(start, int) \
-                    else start[lo:lo + take]
+                part["start"] = start if isinstance(start, int) else start[lo:lo + take]
                 at += take
                 lo += take
                 if at == block.size:

@@ -1050,7 +1050,7 @@ def _resolve_form(form, topo, coll, chunks, method, symmetric):
     if form == "explicit":
         return form
     if form == "compact":
-        if coll.combining or coll.name in _REVERSED:
+        if not _copies_only(coll):
             raise UnsupportedError(f"form='compact' holds collectives that only copy; not "
                                    f"{coll.name}")
         return form
@@ -1087,9 +1087,13 @@ def _compact_or_explicit(transfers, coll):
     ``transfers``, one per node and shard it must reach)."""
     from ...schedule.symmetric import EXPLICIT_TRANSFER_LIMIT
 
-    if transfers > EXPLICIT_TRANSFER_LIMIT and not coll.combining and coll.name not in _REVERSED:
-        return "compact"
-    return "explicit"
+    return "compact" if transfers > EXPLICIT_TRANSFER_LIMIT and _copies_only(coll) else "explicit"
+
+
+def _copies_only(coll):
+    """True if the greedy makes ``coll`` of copies alone: what a compact schedule holds (the
+    reversed collectives are made from copies, then reduce)."""
+    return not coll.combining and coll.name not in _REVERSED
 
 
 def _symmetric_allgather(topo, *, chunks, size, seed, tries, time_step, progress):
