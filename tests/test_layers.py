@@ -18,7 +18,7 @@ FLOOR = {
     "schedule": 5,
     "throughput": 6,
     "synth": 7, "gossip": 7, "interop": 7,
-    "finder": 8, "studies": 8,
+    "finder": 8, "studies": 8, "emulate": 8,
     "runtime": 9,
     "cli": 10,
     "__init__": 11,

@@ -20,6 +20,8 @@ __all__ = [
     "ProcessGroupError",
     "PlotUnavailableError",
     "TorchUnavailableError",
+    "EmulationUnavailableError",
+    "EmulationError",
 ]
 
 
@@ -87,3 +89,13 @@ class PlotUnavailableError(UnsupportedError, ImportError):
 
 class TorchUnavailableError(UnsupportedError, ImportError):
     """Running schedules needs PyTorch, which is not installed."""
+
+
+class EmulationUnavailableError(UnsupportedError):
+    """This machine cannot emulate the network asked for: a missing privilege, kernel feature
+    (a qdisc, user namespaces) or library; the message names what is missing."""
+
+
+class EmulationError(TopocollError, RuntimeError):
+    """The kernel refused an operation while an emulated network was built, used or taken
+    down (the message names the node and the operation); nothing of the network is left."""

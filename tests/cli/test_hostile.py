@@ -113,7 +113,12 @@ BASES = {
     "lint": ["lint", "@X"],
     "train-sim": ["train-sim", "--workload", "resnet50", "-n", "8", "--no-cache"],
     "run": ["run", "@S", "--nproc", "6", "--size", "6MiB"],
+    # both would start ranks; emulate would build a network (every value here is refused first)
+    "gossip run": ["gossip", "run", "ring", "-n", "4", "--size", "64KiB"],
+    "emulate": ["emulate", "ring:3", "--no-capacity-check"],
 }
+#: commands whose runs start processes of their own: none may start in a case
+STARTS_RANKS = ("run", "gossip run")
 
 # ---- hostile values by the kind of thing an option takes (all of them must be refused)
 SIZES = ["nan", "inf", "-inf", "-1MiB", "-1", "1e400", "abc", "", D5000, "NaNMiB", "1 parsec",
@@ -163,7 +168,7 @@ def _option_values(command, param):
         return [(v, (2,)) for v in DURATIONS + ["inf"]]
     if kind == "limit":
         out = [(v, (2,)) for v in LIMITS]
-        return out + ([] if command == "run" else [("inf", loose), (D5000, loose)])
+        return out + ([] if command in STARTS_RANKS else [("inf", loose), (D5000, loose)])
     if kind == "bandwidth":
         return [(v, (2,)) for v in BANDWIDTHS]
     if kind == "spec":
@@ -179,7 +184,7 @@ def _option_values(command, param):
         high = getattr(ptype, "max", None)
         if high is not None:
             out += [(str(high + 1), (2,)), (D5000, (2,))]
-        elif param.name in WORKLOAD_INTS and command != "run":   # run would start ranks
+        elif param.name in WORKLOAD_INTS and command not in STARTS_RANKS:   # ranks would start
             out += [("1000000000", loose), (D5000, loose)]
         return out
     if isinstance(ptype, (click.types.FloatParamType, click.FloatRange)):
@@ -1058,8 +1063,8 @@ def run_case(case, inputs, cwd, scratch, cache_dir):
     cwd = Path(cwd)
     args = _expand(case.args, inputs)
     env = {"TOPOCOLL_CACHE_DIR": str(cache_dir), **dict(case.env)}
-    code, stdout, stderr, calls, escaped = _run_forked(args, cwd, env, case.command == "run",
-                                                       scratch)
+    code, stdout, stderr, calls, escaped = _run_forked(args, cwd, env,
+                                                       case.command in STARTS_RANKS, scratch)
     left = sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*"))
     return Outcome(code, stdout, stderr, calls, left, escaped)
 

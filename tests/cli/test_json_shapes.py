@@ -21,7 +21,7 @@ from topocoll.synth import ALGORITHMS, generate
 from topocoll.topology import topology
 from topocoll.schedule.verify import verify
 
-from tests.cli.conftest import leaf_commands, run_cli
+from tests.cli.conftest import leaf_commands, run_cli, run_subprocess
 
 # Commands that print no JSON because they compute nothing: none so far.
 NO_JSON = set()
@@ -103,7 +103,12 @@ def _cases():
         "lint": ([["s.xml"]], {"valid": bool}, True),
         "train-sim": ([[f("train-sim", "model"), "resnet50", f("train-sim", "nodes"), "4"]],
                       {"iteration_time": float, "baselines": dict}, True),
-        # run starts torch processes: it runs as its own process (tests/cli/conftest.py)
+        # without root or a user namespace emulate refuses; --clean answers anywhere
+        "emulate": ([[f("emulate", "clean")]], {"removed": list}, True),
+        # run and gossip run start torch processes: they run as their own processes
+        "gossip run": ([["exponential-graph", f("gossip run", "nodes"), "4",
+                         f("gossip run", "size"), "64KiB", f("gossip run", "iterations"), "1"]],
+                       {"time": float, "baseline_time": float, "ratio": float}, True),
         "run": ([["s.json", f("run", "nproc"), "4", f("run", "iters"), "1", f("run", "no_baseline"),
                   f("run", "size"), "4KiB"]], {"time": float, "busbw": float}, True),
     }
@@ -126,8 +131,8 @@ def folder(tmp_path_factory):
 def invoke(folder, path, args, monkeypatch):
     """Run ``topocoll PATH ARGS --json`` in ``folder``; (exit code, stdout, stderr)."""
     argv = [*path.split(), *args, "--json"]
-    if path == "run":
-        done = run_cli(argv, folder)
+    if path in ("run", "gossip run"):
+        done = run_subprocess(argv, folder)
         return done.returncode, done.stdout, done.stderr
     monkeypatch.chdir(folder)
     monkeypatch.setenv("TOPOCOLL_CACHE_DIR", str(folder / "cache"))

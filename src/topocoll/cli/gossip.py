@@ -6,19 +6,29 @@ from rich.table import Table
 
 from .. import defaults, units
 from ..errors import SpecError
-from ..gossip import (analyze, describe_gossip_topologies, gossip_cost, gossip_topology,
-                      parse_param_value, plot_consensus, resolve_gossip_name)
-from ..gossip.cost import GROUP_MODES, iterations_to_accuracy
 from ..units import format_size, format_time
 from ..results import Status, document
-from .common import (check_plot, TopocollGroup, out_console, print_json, progress_bar,
-                     renamed_option, unit_callback)
+from .common import (check_plot, duration_callback, err_console, Fail, LazyChoice,
+                     TopocollGroup, out_console, print_json, progress_bar, renamed_option,
+                     unit_callback)
+from .emulate import network_kwargs, network_options, prepare
 
 __all__ = ["gossip"]
+
+# The gossip package (numpy) is imported inside the commands: 'gossip run --network' must move
+# this process into a user namespace, where it needs one, before numpy starts its threads.
+
+
+def _group_modes():
+    from ..gossip.cost import GROUP_MODES
+
+    return GROUP_MODES
 
 
 def _parse_topology(text, options):
     """``NAME[:KEY=VALUE,...]`` plus the ``-O`` options that NAME takes."""
+    from ..gossip import parse_param_value, resolve_gossip_name
+
     name, _, inline = text.partition(":")
     entry = resolve_gossip_name(name)
     accepted = entry.parameters()
@@ -32,6 +42,8 @@ def _parse_topology(text, options):
 
 
 def _options(extra):
+    from ..gossip import parse_param_value
+
     options = {}
     for item in extra:
         key, sep, value = item.partition("=")
@@ -42,6 +54,8 @@ def _options(extra):
 
 
 def _build_all(names, nodes, extra):
+    from ..gossip import gossip_topology, resolve_gossip_name
+
     options = _options(extra)
     parsed = [_parse_topology(text, options) for text in names]
     for key in options:
@@ -59,6 +73,7 @@ def gossip():
     topocoll gossip info one-peer-exp --nodes 8            rho, period, exact average, degrees
     topocoll gossip info ring exp --nodes 16 --plot c.png  consensus error against iterations
     topocoll gossip cost ring --topology torus:4x4         one iteration on a physical network
+    topocoll gossip run one-peer-exp --network switch:16   measured on an emulated network
 
     A TOPOLOGY is a registered name, optionally with parameters: alternating-exp-ring:local_size=4
     (or -O local_size=4, applied to every topology that takes it).
@@ -69,6 +84,8 @@ def gossip():
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_topologies(as_json):
     """List the registered gossip topologies and their parameters."""
+    from ..gossip import describe_gossip_topologies
+
     rows = describe_gossip_topologies()
     if as_json:   # {status keys, "topologies": [{name, aliases, params, summary}, ...]}
         print_json(document(Status.SUCCESS, f"{len(rows)} gossip topologies", topologies=rows))
@@ -109,6 +126,8 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     """
     check_plot(plot)  # fail before the work, not after it
     topos = _build_all(topologies, nodes, extra)
+    from ..gossip import analyze, plot_consensus
+
     facts = [analyze(t).to_dict() for t in topos]
     if plot:
         plot_consensus(topos, plot, iterations, seed=seed)
@@ -184,7 +203,7 @@ def _span(lo, hi):
               help="Split every node's egress bandwidth evenly over its links.")
 @click.option("--ranks-per-node", type=click.IntRange(1),
               help="Ranks sharing one network node (their messages are free).")
-@click.option("--group-mode", type=click.Choice(GROUP_MODES), default="allreduce",
+@click.option("--group-mode", type=LazyChoice(_group_modes), default="allreduce",
               show_default=True, help="How a group of more than two ranks communicates: a ring "
               "allreduce (decent_dp) or every member to every other.")
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
@@ -204,6 +223,8 @@ def cost(*, topologies, network, nodes, size, alpha, link_bandwidth, node_bandwi
     group_mode and topologies, one entry each (per-iteration costs, mean_time, max_time,
     iterations_to_accuracy, time_to_accuracy, ...).
     """
+    from ..gossip import gossip_cost
+    from ..gossip.cost import iterations_to_accuracy
     from ..topology import topology as _network
 
     net = _network(network)
@@ -292,3 +313,118 @@ def _print_costs(docs, settings):
         line += (f"; fastest to 1e-6: {best['topology']} "
                  f"({format_time(best['time_to_accuracy'])})")
     out_console.print(line, markup=False)
+
+
+@gossip.command("run")
+@click.argument("topology_name", metavar="TOPOLOGY")
+@click.option("-n", "--nodes", type=click.IntRange(2), help="World size n [default: the "
+              "network's endpoints; required without a network].")
+@click.option("--topology", "--network", "network", help="Run on an emulated network of this "
+              "topology (a spec such as switch:16 or torus:4x4, or a file): one rank per "
+              "endpoint, beside the model of that network. Without it the ranks run on this "
+              "host's loopback.")
+@click.option("--size", default="4MiB", show_default=True,
+              callback=unit_callback(units.parse_size, "--size"), help="Buffer size M per rank.")
+@click.option("--iterations", type=click.IntRange(1), help="Timed iterations (iteration k "
+              "averages with W_k) [default: twice the period, at least 4].")
+@click.option("--slice-size", "slice_bytes", callback=unit_callback(units.parse_size,
+                                                                    "--slice-size"),
+              help="Bytes of one message slice of neighbor averaging [default: 1MiB].")
+@click.option("--time-limit", "timeout", default="10min", show_default=True, metavar="DURATION",
+              callback=duration_callback("--time-limit", allow_zero=False),
+              help="Wall-clock limit of the run.")
+@click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
+              help="A topology parameter, e.g. -O local_size=4 (repeatable).")
+@network_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: time (neighbor averaging), "
+              "baseline_time (all_reduce), model_time, baseline_model_time, measured_over_model, "
+              "ratio, model_ratio, network, calibration, host.")
+def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, timeout, extra,
+               link_bandwidth, scale, mtu, latency, no_capacity_check, as_json):
+    """Time one neighbor averaging of TOPOLOGY against all_reduce on the same ranks.
+
+    With --network the ranks run on an emulated network (see 'topocoll emulate'), and the
+    model of that network prices both: one averaging sends each rank's buffer to each
+    out-neighbour of W_k, all_reduce is torch's ring in rank order. Times are medians over
+    iterations of the slowest rank's time.
+
+    \b
+    topocoll gossip run one-peer-exp --network switch:16 --link-bandwidth 25Mbps --size 4MiB
+    topocoll gossip run ring-graph --network torus:4x4 --json
+    topocoll gossip run exponential-graph --nodes 4          # on this host's loopback
+    """
+    shaping = network_kwargs(link_bandwidth, scale, mtu, latency, no_capacity_check)
+    if network is None and any(v is not None for v in (link_bandwidth, scale, latency)):
+        raise Fail("--link-bandwidth, --scale and --latency shape an emulated network: add "
+                   "--network")
+    if network is not None:
+        prepare()   # first: numpy's threads would keep this process from a user namespace
+    from ..runtime.emulated import measure_gossip
+    from ..runtime.launch import require_torch
+
+    net = None
+    if network is not None:
+        from ..emulate.network import EmulatedNetwork
+
+        net = EmulatedNetwork(network, **shaping)
+        ranks = net.num_ranks
+        if nodes is not None and nodes != ranks:
+            raise Fail(f"--nodes {nodes}: the network {net.topology.name} has {ranks} "
+                       "endpoints, one rank each")
+        nodes = ranks
+    elif nodes is None:
+        raise Fail("give --nodes (the world size) or --network")
+    topo = _build_all([topology_name], nodes, extra)[0]
+    require_torch()
+    if net is None:
+        result = _gossip_measure(measure_gossip, topo, size, None, iterations, slice_bytes,
+                                 timeout)
+    else:
+        update, bar = progress_bar("emulating")
+        net.progress = update
+        with bar:
+            net.build()
+        with net:
+            for said in net.notes:
+                err_console.print(f"note: {said}", markup=False)
+            result = _gossip_measure(measure_gossip, topo, size, net, iterations, slice_bytes,
+                                     timeout)
+    _print_run(result, as_json)
+
+
+def _gossip_measure(measure, topo, size, net, iterations, slice_bytes, timeout):
+    from ..errors import ProcessGroupError
+    from .run import _first_failure
+
+    try:
+        return measure(topo, size, network=net, iterations=iterations,
+                       slice_bytes=None if slice_bytes is None else int(slice_bytes),
+                       timeout=timeout)
+    except ProcessGroupError as exc:
+        raise Fail(_first_failure(str(exc))) from None
+
+
+def _print_run(r, as_json):
+    where = f"on {r['network']['topology']} (emulated)" if "network" in r else "on loopback"
+    said = (f"{r['topology']} averaging, {r['ranks']} ranks {where}: "
+            f"{format_time(r['time'])} per iteration, {r['ratio']:.3f}x all_reduce's time")
+    if r.get("model_ratio") is not None:
+        said += f" (model {r['model_ratio']:.3f}x)"
+    if as_json:
+        print_json(document(Status.SUCCESS, said, r))
+        return
+    table = Table(title=f"{r['topology']} on {r['ranks']} ranks {where}, "
+                        f"{format_size(r['bytes'])} per rank, {r['iterations']} iterations "
+                        f"(host {r['host']['idle']:.0%} idle)")
+    for col in ("", "time", "model", "measured/model"):
+        table.add_column(col, justify="right")
+
+    def cells(t, m, ratio):
+        return (format_time(t), "-" if m is None else format_time(m),
+                "-" if ratio is None else f"{ratio:.3f}")
+    table.add_row("neighbor averaging", *cells(r["time"], r["model_time"],
+                                               r["measured_over_model"]))
+    table.add_row("all_reduce", *cells(r["baseline_time"], r["baseline_model_time"],
+                                       r["baseline_measured_over_model"]))
+    out_console.print(table)
+    out_console.print(said, markup=False)

@@ -57,6 +57,8 @@ COMMANDS = {
                   "overlapped with collectives."),
     "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
             "own collective."),
+    "emulate": ("emulate", "emulate", "Build TOPOLOGY as an emulated network (namespaces, "
+                "shaped links, routes); take it down."),
 }
 
 
@@ -100,6 +102,8 @@ def cli():
     topocoll rewire TOPO -o t.json                        degree-keeping swaps for all-to-all
     topocoll gossip info one-peer-exp --nodes 16          gossip topologies, rho, cost
     topocoll run s.json --nproc 4 --check                 run it on torch.distributed
+    topocoll emulate torus:4x4 --check                    the topology as a real network
+    topocoll run s.json --emulate --check                 run it on that network, vs the model
     topocoll export s.json -o s.xml                       MSCCL XML for the GPU runtimes
     topocoll lint s.xml                                   will the runtime accept it? correct?
     topocoll import s.xml -o s.json                       any MSCCL program as a schedule

@@ -12,7 +12,8 @@ from ..errors import ProcessGroupError, ResourceLimitError, TopocollError
 from ..limits import require_memory
 from ..results import Status, document
 from .common import (EXIT_INVALID, duration_callback, Fail, err_console, out_console, print_json,
-                     renamed_option, unit_callback)
+                     progress_bar, renamed_option, unit_callback)
+from .emulate import network_kwargs, network_options, prepare
 
 __all__ = ["run"]
 
@@ -53,9 +54,14 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
               show_default=True, help="dataflow: packets leave as soon as their data is final; "
               "steps: one batch of whole messages per step (what NCCL needs); auto: steps on "
               "nccl, else dataflow.")
+@click.option("--emulate", is_flag=True, help="Run on an emulated network of the schedule's "
+              "topology (namespaces, shaped links, routes; see 'topocoll emulate'), and price "
+              "both collectives in the calibrated model of that network.")
+@network_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
-        window, engine, as_json):
+        window, engine, emulate, link_bandwidth, scale, mtu, latency, no_capacity_check,
+        as_json):
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
     Prints the time per call and the bus bandwidth, ours and torch's; --check compares the
@@ -67,6 +73,8 @@ def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout
     \b
     topocoll run s.json --nproc 4 --check      # starts 4 local processes itself
     topocoll run algo.xml --check              # an MSCCL XML program, on CPUs (gloo)
+    topocoll run s.json --emulate --link-bandwidth 25Mbps --check --json
+                                               # on an emulated network, beside the model
     torchrun --standalone --nproc-per-node 4 -m topocoll.cli.main run s.json
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
@@ -77,7 +85,22 @@ def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout
     if window is not None:
         options["window"] = window
     torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    shaping = network_kwargs(link_bandwidth, scale, mtu, latency, no_capacity_check)
+    if not emulate and any(v is not None for v in (link_bandwidth, scale, latency)):
+        raise Fail("--link-bandwidth, --scale and --latency shape an emulated network: add "
+                   "--emulate")
+    if emulate and (torchrun or backend != "gloo"):
+        raise Fail("--emulate starts its own gloo ranks inside the network: not under "
+                   "torchrun, and with --backend gloo")
+    if emulate:
+        prepare()   # first: numpy's threads would keep this process from a user namespace
     schedule, kind, once = _load_schedule(file, torchrun)
+    if emulate:
+        result = _run_emulated(schedule, shaping, size, dtype, iters, check, not no_baseline,
+                               options, nproc, timeout)
+        result["format"] = kind
+        _report(result, as_json, check)
+        return
     n = schedule.topology.num_nodes
     cores = os.cpu_count() or 1
     if not torchrun and nproc is None and n > max(cores, _SMALL_WORLD):
@@ -210,6 +233,45 @@ def _run_here(schedule, measure, nproc, backend, note, *, source, timeout):
         raise Fail(_first_failure(str(exc))) from None
 
 
+def _run_emulated(schedule, shaping, size, dtype, iters, check, baseline, options, nproc,
+                  timeout):
+    """Build the schedule's topology as an emulated network and measure on it."""
+    from ..emulate.network import EmulatedNetwork
+    from ..runtime.emulated import measure_on_network
+
+    n = schedule.topology.num_nodes
+    if nproc is not None and nproc != n:
+        raise Fail(f"the schedule is for {n} nodes; on an emulated network each runs one rank "
+                   f"(--nproc {nproc} would not run it)")
+    size, note = _fit_size(schedule, size, dtype, False)
+    try:
+        require_memory(n * _PROCESS_BYTES, f"{n} local torch processes")
+    except ResourceLimitError as exc:
+        raise Fail(str(exc)) from None
+    net = EmulatedNetwork(schedule.topology, **shaping)
+    if note:
+        err_console.print(note, markup=False)
+    update, bar = progress_bar("emulating")
+    net.progress = update
+    with bar:
+        net.build()
+    with net:
+        for said in net.notes:
+            err_console.print(f"note: {said}", markup=False)
+        try:
+            result = measure_on_network(schedule, net, size, dtype=dtype, iters=iters,
+                                        check=check, baseline=baseline, timeout=timeout,
+                                        **options)
+        except ProcessGroupError as exc:
+            raise Fail(_first_failure(str(exc))) from None
+    result["size"] = size
+    if result["host"]["idle"] < 0.1:
+        err_console.print(f"note: the host was {result['host']['idle']:.0%} idle during the "
+                          "run: its cores, not the links, may have set the pace",
+                          markup=False)
+    return result
+
+
 def _report(result, as_json, check):
     """Print the result (a table, or one JSON document); exit 1 when --check found a
     difference."""
@@ -219,6 +281,8 @@ def _report(result, as_json, check):
                 f"{units.format_time(result['time'])} per call")
         if result.get("ratio") is not None:
             said += f", bus bandwidth {result['ratio']:.3f}x torch's"
+        if result.get("measured_over_model") is not None:
+            said += f", {result['measured_over_model']:.3f}x the model's time"
         if "correct" in result:
             said += "; RESULT DIFFERS from torch's" if wrong else "; result equal to torch's"
         print_json(document(Status.INVALID if wrong else Status.SUCCESS, said, result))
@@ -245,14 +309,31 @@ def _print_table(r):
 
     fmt_t = units.format_time
     source = " (MSCCL XML)" if r.get("format") == MSCCL_XML else ""
-    table = Table(title=f"{r['algorithm']} {r['collective']}{source} on {r['topology']}: "
-                        f"{r['ranks']} ranks, {units.format_size(r['size'])} of {r['dtype']}")
-    for col in ("", "time per call", "bus bandwidth"):
+    where = ""
+    if "network" in r:
+        rates = r["network"]["link_rates"]
+        where = (f" (emulated, links at {units.format_bandwidth(max(rates))}, host "
+                 f"{r['host']['idle']:.0%} idle)")
+    table = Table(title=f"{r['algorithm']} {r['collective']}{source} on {r['topology']}"
+                        f"{where}: {r['ranks']} ranks, {units.format_size(r['size'])} of "
+                        f"{r['dtype']}")
+    modelled = "model_time" in r
+    for col in ("", "time per call", "bus bandwidth") + (("model", "measured/model")
+                                                         if modelled else ()):
         table.add_column(col, justify="right")
-    table.add_row("topocoll", fmt_t(r["time"]), units.format_bandwidth(r["busbw"]))
+
+    def model_cells(model, ratio):
+        if not modelled:
+            return ()
+        return ("-" if model is None else fmt_t(model), "-" if ratio is None else f"{ratio:.3f}")
+
+    table.add_row("topocoll", fmt_t(r["time"]), units.format_bandwidth(r["busbw"]),
+                  *model_cells(r.get("model_time"), r.get("measured_over_model")))
     if r.get("baseline_time") is not None:
         table.add_row("torch", fmt_t(r["baseline_time"]),
-                      units.format_bandwidth(r["baseline_busbw"]))
+                      units.format_bandwidth(r["baseline_busbw"]),
+                      *model_cells(r.get("baseline_model_time"),
+                                   r.get("baseline_measured_over_model")))
     out_console.print(table)
     line = ""
     if r.get("ratio") is not None:

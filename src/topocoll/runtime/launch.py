@@ -112,12 +112,18 @@ def single_process_group(backend="gloo"):
 
 
 def _worker(rank, world_size, fn, args, *, init_method, backend, timeout, num_threads, results,
-            progress):
+            progress, endpoint=None):
+    global _progress
+    _progress = (progress, rank)
+    if endpoint is not None:
+        try:   # first: every socket and thread made from here on lives in the node's namespace
+            endpoint.enter()
+        except BaseException:
+            results.put((rank, False, traceback.format_exc()))
+            return
     import torch
     import torch.distributed as dist
 
-    global _progress
-    _progress = (progress, rank)
     # what torchrun sets too: how many ranks share this machine (the runtime's default slice
     # size depends on it)
     os.environ["LOCAL_WORLD_SIZE"] = str(world_size)
@@ -144,7 +150,7 @@ def _worker(rank, world_size, fn, args, *, init_method, backend, timeout, num_th
 
 
 def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", timeout=300.0,
-              num_threads=1):
+              num_threads=1, network=None):
     """Run ``fn(rank, world_size, *args)`` in ``world_size`` local processes in one group.
 
     Each process joins a ``backend`` process group of ``world_size`` ranks before ``fn`` runs
@@ -170,6 +176,10 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         torch intra-op threads per process (``torch.set_num_threads``); 1 by default, as
         torchrun does: processes that share cores and each spin a thread pool slow every
         elementwise op down by orders of magnitude. None leaves torch's default.
+    network : EmulatedNetwork, optional
+        A built :class:`topocoll.emulate.EmulatedNetwork` of ``world_size`` ranks: rank ``r``
+        runs inside the namespace of the network's ``r``-th endpoint and its messages cross
+        the emulated links (gloo binds to the node's interface; the rendezvous is a file).
 
     Returns
     -------
@@ -198,6 +208,7 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         raise InputTypeError(f"fn must be callable, got {type(fn).__name__}")
     if start_method != "fork":
         _check_picklable(fn, args, start_method)
+    endpoints = _endpoints(network, world_size)
     ctx = mp.get_context(start_method)
     folder = tempfile.mkdtemp(prefix="topocoll-pg-")
     results = ctx.Queue()
@@ -205,7 +216,7 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     setup = dict(init_method=f"file://{folder}/store", backend=backend, timeout=timeout,
                  num_threads=num_threads, results=results, progress=progress)
     procs = [ctx.Process(target=_worker, daemon=True, args=(r, world_size, fn, tuple(args)),
-                         kwargs=setup)
+                         kwargs=dict(setup, endpoint=endpoints[r]))
              for r in range(world_size)]
     values, failures, dead = {}, {}, {}
     deadline = time.monotonic() + timeout
@@ -261,6 +272,19 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     if timed_out:
         raise ProcessGroupError(_timeout_report(timeout, world_size, values, progress))
     return [values[r] for r in range(world_size)]
+
+
+def _endpoints(network, world_size):
+    """Where each rank runs: the network's endpoints, or None for every rank (this host)."""
+    if network is None:
+        return [None] * world_size
+    if not hasattr(network, "endpoints"):
+        raise InputTypeError(f"network must be a built topocoll.emulate.EmulatedNetwork, got "
+                             f"{type(network).__name__}")
+    if network.num_ranks != world_size:
+        raise InputTypeError(f"the emulated network {network.topology.name} has "
+                             f"{network.num_ranks} ranks, not {world_size}")
+    return network.endpoints()
 
 
 def _check_picklable(fn, args, start_method):

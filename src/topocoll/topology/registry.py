@@ -196,6 +196,13 @@ def _seeded(fields):
     return kwargs
 
 
+def _n_groups(fields):
+    parts = _ints(fields[0], ",")
+    if len(parts) not in (1, 2):
+        raise _ArgError(f"expected N or N,G, got {fields[0].strip()!r}")
+    return {"n": parts[0], **({"groups": parts[1]} if len(parts) == 2 else {})}
+
+
 def _rewired(fields):
     n, d = _ints(fields[0], ",", 2, "N,D")
     return {"n": n, "d": d, "code": fields[1].strip()}
@@ -349,6 +356,10 @@ FAMILIES = _families(
            "modified de Bruijn digraph: i -> D*i+j mod N, self-loops redirected among the loop "
            "nodes so every in- and out-degree is D", "moddebruijn:16,2",
            _gen("modified_de_bruijn_graph", "alltoall"), _pair("n", "d")),
+    Family("switch", "N[,G]",
+           "switched cluster: N endpoints on one switch (a forwarding-only node), or on G "
+           "leaf switches of N/G endpoints joined by a spine switch; a cable per attachment",
+           "switch:16", _gen("switch_graph", "switched"), _n_groups),
     Family("rewired", "N,D:CODE",
            "explicit digraph: node i links to the D heads in row i of CODE (URL-safe base64 of "
            "the heads, big-endian, as few bytes each as hold N-1); the finder's optimizer "

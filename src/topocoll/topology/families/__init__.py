@@ -29,6 +29,7 @@ _LAZY = {
     ".generative": ("optimal_circulant_graph", "random_regular_digraph", "random_regular_graph"),
     ".kautz": ("de_bruijn_graph", "generalized_kautz_graph", "kautz_graph"),
     ".lattice": ("hypercube_graph", "mesh_graph", "ring_graph", "torus_graph", "uniring_graph"),
+    ".switched": ("switch_graph",),
     ".trees": ("dbt_graph",),
     ".twisted": ("twisted_hypercube_graph", "twisted_torus_graph"),
 }
@@ -41,6 +42,7 @@ __all__ = [
     "random_regular_graph", "random_regular_digraph",
     "distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph", "johnson_graph",
     "DISTANCE_REGULAR_GRAPHS", "shifted_ring_graph", "default_shift", "dbt_graph",
+    "switch_graph",
 ]
 
 

@@ -67,14 +67,15 @@ def rows_to_links(dst):
     return src, dst
 
 
-def make_topology(name, num_nodes, src, dst, bandwidth, latency, meta, *, drop_self_loops=False):
+def make_topology(name, num_nodes, src, dst, bandwidth, latency, meta, *, drop_self_loops=False,
+                  switches=()):
     """The :class:`Topology` of a family; unit strings are accepted for bandwidth and latency."""
     if isinstance(bandwidth, str):
         bandwidth = parse_bandwidth(bandwidth)
     if isinstance(latency, str):
         latency = parse_time(latency, what="latency")
     return Topology(num_nodes, src, dst, bandwidth, latency, name=name, meta=meta,
-                    drop_self_loops=drop_self_loops)
+                    drop_self_loops=drop_self_loops, switches=switches)
 
 
 def mixed_radix_digits(num_nodes, dims):
