@@ -178,3 +178,15 @@ def test_flows_time_is_the_busiest_link_plus_the_longest_route(topo):
     hops = plan.routes.hops[src, dst]
     want = (load / per).max() + 2 * (1e-4 + (hops.max() - 1) * 1e-3)
     assert got == pytest.approx(want)
+
+
+def test_gloos_allreduce_goes_against_a_one_way_ring():
+    """gloo's allreduce sends to rank r - 1, its allgather to r + 1: on uniring:8 (links
+    i -> i+1) every allreduce message goes seven hops, so all seven flows share every link;
+    the allgather's go one hop each."""
+    plan = NetworkPlan(topology("uniring:8", bandwidth=RATE), scale=1.0)
+    m = 8e6
+    per = RATE * (1 - ack_share(plan.mtu))
+    assert torch_model_time("allreduce", plan, exact(), m) == pytest.approx(
+        7 * 2 * 7 / 8 * m / per)
+    assert torch_model_time("allgather", plan, exact(), m) == pytest.approx(7 / 8 * m / per)

@@ -12,9 +12,11 @@ Calibration`), less the share that the acknowledgements of the opposite directio
   :func:`flows_model_time` prices a set of concurrent flows as the gossip cost model does
   (docs/math.md section 1), on single-path routes: the busiest link's bytes over its goodput,
   plus per flow its steps x the latency of its route (``alpha + (h - 1) hop_delay``).
-* torch's collectives over gloo run rings in rank order (gloo's allreduce: reduce-scatter then
-  allgather around the ring, ``2(n-1)`` steps of ``M/n``; its allgather ``n-1`` steps): flows
-  from each rank's node to the next rank's, :func:`torch_model_time`.
+* torch's collectives over gloo run rings in rank order, :func:`torch_model_time`: gloo's
+  allreduce (``gloo/allreduce.cc``) reduce-scatters then allgathers around the ring, ``2(n-1)``
+  steps of ``M/n``, each rank sending to rank ``r - 1``; its allgather (``gloo/allgather.cc``)
+  takes ``n-1`` steps, each rank sending to rank ``r + 1``. The direction matters on a digraph:
+  on ``uniring:8`` every allreduce message of gloo goes seven hops the long way round.
 * A gossip iteration sends, from every rank to every out-neighbour of ``W_k``, its whole
   buffer: :func:`gossip_model_time`.
 """
@@ -31,9 +33,11 @@ _ACK_FRAME = 66
 #: IPv4 and TCP headers (with timestamps) inside each frame.
 _TCP_IP_HEADERS = 52
 #: torch's collectives over gloo that run a ring in rank order: bytes per rank as a share of
-#: the buffer M (the allgather's output), and ring steps, for n ranks.
-TORCH_RINGS = {"allreduce": (lambda n: 2 * (n - 1) / n, lambda n: 2 * (n - 1)),
-               "allgather": (lambda n: (n - 1) / n, lambda n: n - 1)}
+#: the buffer M (the allgather's output), ring steps for n ranks, and the rank each rank sends
+#: to, as an offset (facebookincubator/gloo: allreduce.cc sends to rank - 1, allgather.cc to
+#: rank + 1).
+TORCH_RINGS = {"allreduce": (lambda n: 2 * (n - 1) / n, lambda n: 2 * (n - 1), -1),
+               "allgather": (lambda n: (n - 1) / n, lambda n: n - 1, +1)}
 
 
 def ack_share(mtu):
@@ -85,10 +89,10 @@ def torch_model_time(collective, plan, calibration, size):
     ring in rank order), or None for a collective whose algorithm in gloo is not a ring."""
     if collective not in TORCH_RINGS:
         return None
-    share, steps = TORCH_RINGS[collective]
+    share, steps, offset = TORCH_RINGS[collective]
     n = plan.num_ranks
     nodes = np.asarray(plan.ranks, dtype=np.int64)
-    return flows_model_time(plan, calibration, nodes, np.roll(nodes, -1),
+    return flows_model_time(plan, calibration, nodes, np.roll(nodes, -offset),
                             share(n) * float(size), steps(n))
 
 
