@@ -43,7 +43,7 @@ test-quick: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -m "not slow"
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[plot,torch]'
+	$(BIN)/pip install --quiet -e '.[plot,torch,emulate]'
 	touch $@
 
 bench: $(VENV)/.installed-bench
@@ -59,6 +59,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/gossip.py
 	$(BIN)/python benchmarks/hostile_inputs.py
 	$(BIN)/python benchmarks/runtime.py
+	$(BIN)/python benchmarks/emulate.py   # needs root or user namespaces: about 40 minutes
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis

@@ -46,7 +46,19 @@ def test_cli_examples(path, tmp_path, monkeypatch):
                 if line.startswith("$ topocoll ")]
     assert len(commands) >= (6 if path == README else 1)
     monkeypatch.setenv("TOPOCOLL_CACHE_DIR", str(tmp_path / "cache"))  # not the user's cache
+    if any(_emulates(c) for c in commands):
+        from tests.emulate.conftest import WHY_NOT
+
+        if WHY_NOT is not None:
+            pytest.skip(f"emulation: {WHY_NOT}")
     for command in commands:
         done = run_cli(shlex.split(command)[1:], tmp_path, timeout=300)  # no traceback either
         assert done.returncode == 0, (command, done)
         assert done.stdout.strip(), (command, done)
+
+
+def _emulates(command):
+    """Whether a ``$ topocoll`` line builds an emulated network (needs root)."""
+    words = shlex.split(command)
+    return words[1:2] == ["emulate"] or "--emulate" in words or (
+        words[1:3] == ["gossip", "run"] and ("--network" in words or "--topology" in words))

@@ -49,8 +49,10 @@ def test_bad_input_errors_are_value_or_type_errors():
     assert len(classes) > 5
     for cls in classes:
         assert issubclass(cls, TopocollError)
-        # the runtime's process-group failures are not bad input; everything else is
-        if cls is not TopocollError and not issubclass(cls, errors.ProcessGroupError):
+        # the runtime's process-group failures and the kernel's refusals while an emulated
+        # network is built are not bad input; everything else is
+        if cls is not TopocollError and not issubclass(cls, (errors.ProcessGroupError,
+                                                             errors.EmulationError)):
             assert issubclass(cls, (ValueError, TypeError)), cls
 
 

@@ -100,7 +100,7 @@ def test_gossip_run_on_a_network(tmp_path):
                         "--iterations", "2", "--json"], tmp_path, timeout=300)
     assert r.returncode == 0, r
     doc = r.json()
-    assert doc["model_ratio"] == pytest.approx(4 / 6, rel=0.05)
+    assert 0.55 < doc["model_ratio"] < 4 / 6 + 0.01       # M against 2 (n-1)/n M, plus latencies
     assert doc["time"] > 0 and doc["baseline_time"] > 0 and doc["model_time"] > 0
     r = run_subprocess(["gossip", "run", "one-peer-exp", "--nodes", "3", "--network",
                         "switch:4"], tmp_path)

@@ -21,7 +21,6 @@ pytestmark = needs_root
 
 def _installed_routes(net, node):
     """``{destination: (gateway, interface)}`` read back from the kernel."""
-    from topocoll.emulate.netlink import NamespaceSocket, Templates
     from pyroute2 import IPRoute
 
     with IPRoute(netns=net.namespace(node), flags=0) as ipr:

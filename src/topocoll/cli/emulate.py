@@ -1,8 +1,8 @@
 """``topocoll emulate``: build a topology as an emulated network, look inside, take it down."""
 
+import contextlib
 import os
 import signal
-import subprocess
 import time
 
 import click
@@ -12,7 +12,7 @@ from .. import units
 from ..results import Status, document
 from .common import (Fail, err_console, out_console, print_json, progress_bar, unit_callback)
 
-__all__ = ["emulate", "network_options", "network_kwargs"]
+__all__ = ["emulate", "network_options", "network_kwargs", "prepare", "running"]
 
 
 def network_options(func):
@@ -53,6 +53,19 @@ def prepare():
     from ..emulate.system import prepare_process
 
     return prepare_process()
+
+
+@contextlib.contextmanager
+def running(net):
+    """Build ``net`` with a progress bar, say its notes, and take it down after the block."""
+    update, bar = progress_bar("emulating")
+    net.progress = update
+    with bar:
+        net.build()
+    with net:
+        for said in net.notes:
+            err_console.print(f"note: {said}", markup=False)
+        yield net
 
 
 @click.command()
@@ -105,7 +118,8 @@ def emulate(*, topology, link_bandwidth, scale, mtu, latency, no_capacity_check,
 
     net = EmulatedNetwork(topology, **shaping)
     if shell and shell_node >= net.plan.num_nodes:
-        raise Fail(f"--node {shell_node}: {net.topology.name} has nodes 0..{net.plan.num_nodes - 1}")
+        raise Fail(f"--node {shell_node}: {net.topology.name} has nodes "
+                   f"0..{net.plan.num_nodes - 1}")
     update, bar = progress_bar("building")
     net.progress = update
     with bar:

@@ -8,10 +8,10 @@ from .. import defaults, units
 from ..errors import SpecError
 from ..units import format_size, format_time
 from ..results import Status, document
-from .common import (check_plot, duration_callback, err_console, Fail, LazyChoice,
+from .common import (check_plot, duration_callback, Fail, LazyChoice,
                      TopocollGroup, out_console, print_json, progress_bar, renamed_option,
                      unit_callback)
-from .emulate import network_kwargs, network_options, prepare
+from .emulate import network_kwargs, network_options, prepare, running
 
 __all__ = ["gossip"]
 
@@ -380,13 +380,7 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
         result = _gossip_measure(measure_gossip, topo, size, None, iterations, slice_bytes,
                                  timeout)
     else:
-        update, bar = progress_bar("emulating")
-        net.progress = update
-        with bar:
-            net.build()
-        with net:
-            for said in net.notes:
-                err_console.print(f"note: {said}", markup=False)
+        with running(net):
             result = _gossip_measure(measure_gossip, topo, size, net, iterations, slice_bytes,
                                      timeout)
     _print_run(result, as_json)

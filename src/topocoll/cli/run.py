@@ -12,8 +12,8 @@ from ..errors import ProcessGroupError, ResourceLimitError, TopocollError
 from ..limits import require_memory
 from ..results import Status, document
 from .common import (EXIT_INVALID, duration_callback, Fail, err_console, out_console, print_json,
-                     progress_bar, renamed_option, unit_callback)
-from .emulate import network_kwargs, network_options, prepare
+                     renamed_option, unit_callback)
+from .emulate import network_kwargs, network_options, prepare, running
 
 __all__ = ["run"]
 
@@ -251,13 +251,7 @@ def _run_emulated(schedule, shaping, size, dtype, iters, check, baseline, option
     net = EmulatedNetwork(schedule.topology, **shaping)
     if note:
         err_console.print(note, markup=False)
-    update, bar = progress_bar("emulating")
-    net.progress = update
-    with bar:
-        net.build()
-    with net:
-        for said in net.notes:
-            err_console.print(f"note: {said}", markup=False)
+    with running(net):
         try:
             result = measure_on_network(schedule, net, size, dtype=dtype, iters=iters,
                                         check=check, baseline=baseline, timeout=timeout,

@@ -7,9 +7,9 @@ interpreter exit. Ranks run inside it through
 :func:`topocoll.runtime.run_local` (``network=``), each process entering its node's namespace
 (:meth:`Endpoint.enter`) before it opens a socket.
 
-Per namespace it sets (:data:`SYSCTLS`, :data:`TCP_SYSCTLS`): IPv4 forwarding on (messages between non-neighbours
-are forwarded by the nodes between), reverse-path filtering off (a node's one address sits on
-all its interfaces), ICMP redirects off, and TCP tuned so that a busy link stays busy, as the
+Per namespace it sets (:data:`SYSCTLS`, :data:`TCP_SYSCTLS`): IPv4 forwarding on (messages
+between non-neighbours are forwarded by the nodes between), reverse-path filtering off (a
+node's one address sits on all its interfaces), ICMP redirects off, and TCP tuned so that a busy link stays busy, as the
 model assumes: no slow start after idle (a link that idles between steps keeps its window),
 large receive windows (a window of one 64 KB frame would stall a link whose queue holds a few
 frames), Reno congestion control (built into every kernel and allowed in every namespace; BBR's
@@ -353,7 +353,7 @@ class EmulatedNetwork:
                 write_sysctls(path, {key: value})
             except EmulationError as exc:
                 said = f"TCP tuning not applied: {exc}"
-                if not any(note.startswith(f"TCP tuning not applied: ") and key in note
+                if not any(note.startswith("TCP tuning not applied: ") and key in note
                            for note in self.notes):
                     self.notes.append(said)
 

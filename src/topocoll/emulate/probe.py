@@ -35,15 +35,21 @@ def _recv_exactly(conn, count, buf):
         count -= got
 
 
+def _listen(path, address, backlog):
+    """Enter the namespace at ``path`` and listen at ``address`` on :data:`PROBE_PORT`."""
+    enter_namespace(path)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((address, PROBE_PORT))
+    listener.listen(backlog)
+    return listener
+
+
 def _serve(path, address, pipe):
     """The receiving end: read ``(size, answer)`` headers and drain ``size`` bytes, answering
     one byte when asked, until the sender closes."""
     try:
-        enter_namespace(path)
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((address, PROBE_PORT))
-        listener.listen(1)
+        listener = _listen(path, address, 1)
         pipe.send("ready")
         conn, _ = listener.accept()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -144,11 +150,7 @@ def _node_worker(path, address, targets, pipe):
     import threading
 
     try:
-        enter_namespace(path)
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((address, PROBE_PORT))
-        listener.listen(128)
+        listener = _listen(path, address, 128)
 
         def answer():
             while True:

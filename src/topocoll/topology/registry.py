@@ -27,6 +27,8 @@ The families, as ``topocoll topologies`` lists them:
 * all-to-all expanders (:mod:`~topocoll.topology.families.alltoall`):
   ``jellyfish:N,D[,SEED]``, ``xpander:N,D[,SEED]``, ``slimfly:Q``, ``polarfly:Q``,
   ``moddebruijn:N,D``;
+* switched clusters: ``switch:N[,G]`` (N endpoints on one switch, or on G leaf switches under
+  a spine; the switches forward and hold no rank);
 * explicit digraphs: ``rewired:N,D:CODE`` (the heads of every node, encoded; the bases the
   finder's optimizer rewires, see :func:`~topocoll.topology.composite.rewired_spec`).
 
