@@ -19,11 +19,10 @@ from tests.emulate.conftest import needs_root, our_namespaces
 pytestmark = needs_root
 
 
-def _installed_routes(net, node):
-    """``{destination: (gateway, interface)}`` read back from the kernel."""
+def _read_routes():
     from pyroute2 import IPRoute
 
-    with IPRoute(netns=net.namespace(node), flags=0) as ipr:
+    with IPRoute() as ipr:          # made on this thread: inside its namespace
         names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
         out = {}
         for route in ipr.get_routes(family=2, table=254):
@@ -31,6 +30,13 @@ def _installed_routes(net, node):
             if dst is not None and route["dst_len"] == 32:
                 out[dst] = (route.get_attr("RTA_GATEWAY"), names[route.get_attr("RTA_OIF")])
     return out
+
+
+def _installed_routes(net, node):
+    """``{destination: (gateway, interface)}`` read back from the kernel."""
+    from topocoll.emulate.system import in_namespace
+
+    return in_namespace(net.namespace(node), _read_routes)
 
 
 def test_a_torus_is_built_routed_and_taken_down():

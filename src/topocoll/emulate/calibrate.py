@@ -29,6 +29,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .plan import frame_bytes
+from .probe import time_transfers
+
 __all__ = ["Calibration", "calibrate"]
 
 
@@ -92,9 +95,6 @@ def calibrate(network, *, seconds=0.15, repeats=2):
     """Measure the :class:`Calibration` of a built
     :class:`~topocoll.emulate.network.EmulatedNetwork` (a few seconds at tens of Mbit/s:
     each bulk transfer takes about ``seconds``)."""
-    from .plan import frame_bytes
-    from .probe import time_transfers
-
     plan = network.plan
     started = time.monotonic()
     cable = next(c for c in plan.cables if c.linked_ab)

@@ -19,6 +19,10 @@ from dataclasses import asdict, dataclass
 
 from ..errors import EmulationError
 from .host import HostMonitor
+from .netlink import Batch, NamespaceSocket, Templates
+from .plan import node_address
+from .probe import stream
+from .runs import namespace_name, new_run_id, remove_namespace
 
 __all__ = ["HostCapacity", "probe_host", "required_cores", "fit_scale", "CPU_SHARE"]
 
@@ -46,9 +50,6 @@ class HostCapacity:
 def _scratch_pair(paths, mtu, try_netem):
     """Two namespaces at ``paths`` joined by an unshaped veth; whether netem took."""
     from pyroute2 import netns
-
-    from .netlink import Batch, NamespaceSocket, Templates
-    from .plan import node_address
 
     templates = Templates()
     socks = []
@@ -94,10 +95,6 @@ def probe_host(mtu, netns_dir, *, seconds=_PROBE_SECONDS, try_netem=False):
     """Measure :class:`HostCapacity` with a stream between two scratch namespaces in
     ``netns_dir``, built and removed here under a run id of their own (``topocoll emulate
     --clean`` finds them if this process is killed meanwhile)."""
-    from .probe import stream
-    from .plan import node_address
-    from .runs import namespace_name, new_run_id, remove_namespace
-
     run = new_run_id()
     paths = [os.path.join(netns_dir, namespace_name(run, i)) for i in (0, 1)]
     try:

@@ -22,6 +22,7 @@ know.
 """
 
 import atexit
+import math
 import os
 import signal
 import subprocess
@@ -34,6 +35,15 @@ from ..errors import EmulationError, EmulationUnavailableError, ResourceLimitErr
 from ..results import as_progress
 from ..units import format_bandwidth, format_time, parse_bandwidth, parse_time
 from .plan import DEFAULT_MTU, NetworkPlan, frame_bytes
+from ..topology import topology as build_topology
+from .calibrate import calibrate
+from .capacity import CPU_SHARE, fit_scale, probe_host, required_cores
+from .netlink import Batch, NamespaceSocket, Templates
+from .probe import reach_all, time_transfers
+from .runs import (forget_run, namespace_name, new_run_id, processes_in, record_run,
+                   remove_namespace)
+from .system import (NETNS_DIR, enter_namespace, prepare_process, release_folder,
+                     write_sysctls)
 
 __all__ = ["EmulatedNetwork", "Endpoint", "DEFAULT_LINK_BANDWIDTH", "SYSCTLS", "TCP_SYSCTLS"]
 
@@ -74,16 +84,12 @@ class Endpoint:
     def enter(self):
         """Move this process (its calling thread, and every thread and socket it makes
         afterwards) into the node's namespace, and point gloo at its interface."""
-        from .system import enter_namespace
-
         enter_namespace(self.namespace)
         os.environ["GLOO_SOCKET_IFNAME"] = self.interface
 
 
 def _nice_rate(rate):
     """``rate`` rounded down to 1, 2 or 5 times a power of ten bits per second."""
-    import math
-
     bits = rate * 8
     power = 10 ** math.floor(math.log10(bits))
     step = max(m for m in (1, 2, 5) if m * power <= bits)
@@ -129,9 +135,6 @@ class EmulatedNetwork:
 
     def __init__(self, topology, *, link_bandwidth=None, scale=None, mtu=DEFAULT_MTU,
                  latency=None, check_capacity=True, cpu_share=None, progress=None):
-        from ..topology import topology as build_topology
-        from .capacity import CPU_SHARE
-
         topo = build_topology(topology)
         if link_bandwidth is not None and scale is not None:
             raise SpecError("give link_bandwidth or scale, not both")
@@ -247,9 +250,6 @@ class EmulatedNetwork:
         :class:`~topocoll.errors.ResourceLimitError` (the host cannot carry the rates asked
         for) or :class:`~topocoll.errors.EmulationError` (the kernel refused a step); nothing
         is left behind on any of them."""
-        from .runs import new_run_id
-        from .system import NETNS_DIR, prepare_process
-
         if self._state != "new":
             raise EmulationError(f"this emulated network is {self._state}; make a new one")
         started = time.monotonic()
@@ -270,8 +270,6 @@ class EmulatedNetwork:
         return self
 
     def _fit_host(self):
-        from .capacity import fit_scale, probe_host, required_cores
-
         if not (self.check_capacity or self.latency is not None):
             return
         self._report(0, "probing the host")
@@ -310,10 +308,6 @@ class EmulatedNetwork:
     def _create(self):
         from pyroute2 import netns
 
-        from .netlink import NamespaceSocket, Templates
-        from .runs import namespace_name, record_run
-        from .system import write_sysctls
-
         plan = self.plan
         if self.mode == "root":
             record_run(self.run, self.topology.name)
@@ -346,8 +340,6 @@ class EmulatedNetwork:
             templates.close()
 
     def _tune(self, path):
-        from .system import write_sysctls
-
         for key, value in TCP_SYSCTLS.items():
             try:
                 write_sysctls(path, {key: value})
@@ -358,8 +350,6 @@ class EmulatedNetwork:
                     self.notes.append(said)
 
     def _cables(self, socks, templates):
-        from .netlink import Batch
-
         by_node = {}
         for cable in self.plan.cables:
             by_node.setdefault(cable.a, []).append(cable)
@@ -379,8 +369,6 @@ class EmulatedNetwork:
 
     def _node_batch(self, node, templates):
         """Loopback, every interface's MTU, address and shaper, and the routes of ``node``."""
-        from .netlink import Batch
-
         plan = self.plan
         frame = frame_bytes(plan.mtu)
         links = self._links[node]
@@ -431,8 +419,6 @@ class EmulatedNetwork:
     def close(self):
         """Take everything down (safe to call twice); raises
         :class:`~topocoll.errors.EmulationError` naming what could not be removed."""
-        from .runs import forget_run, processes_in, remove_namespace
-
         if self._state in ("new", "closed"):
             return
         self._release_signals()
@@ -448,8 +434,6 @@ class EmulatedNetwork:
         if self.run is not None and self.mode == "root":
             forget_run(self.run)
         if self.mode != "root" and self._dir is not None:
-            from .system import release_folder
-
             release_folder(self._dir)
         self._state = "closed"
         if problems:
@@ -460,16 +444,12 @@ class EmulatedNetwork:
 
     def popen(self, node, args, **kwargs):
         """Start ``args`` (a :class:`subprocess.Popen`) inside ``node``'s namespace."""
-        from .system import enter_namespace
-
         path = self.namespace(node)
         return subprocess.Popen(args, preexec_fn=lambda: enter_namespace(path), **kwargs)
 
     def check(self, *, timeout=120.0):
         """Connect from every node to every other once (data plane). Returns the pairs that
         failed (empty when every route reaches its node)."""
-        from .probe import reach_all
-
         self._require_built()
         nodes = [(node, self._paths[node], self.plan.address(node))
                  for node in range(self.plan.num_nodes)]
@@ -479,8 +459,6 @@ class EmulatedNetwork:
         """Bytes per second a bulk TCP transfer gets from ``u`` to ``v``: the difference of
         two transfer sizes over the difference of their times (what the first bytes of a
         transfer gain from the shaper's bucket cancels out)."""
-        from .probe import time_transfers
-
         self._require_built()
         rate = self.plan.rate(u, v) or self.plan.rate(v, u)
         size = int(max(4 * frame_bytes(self.plan.mtu), rate * seconds / 3))
@@ -494,8 +472,6 @@ class EmulatedNetwork:
     def calibration(self):
         """The :class:`~topocoll.emulate.calibrate.Calibration` of this network, measured on
         first use (a few seconds) and kept."""
-        from .calibrate import calibrate
-
         self._require_built()
         if self._calibration is None:
             self._calibration = calibrate(self)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..errors import EmulationError
 from .system import NETNS_DIR
+from .netlink import Batch, NamespaceSocket, Templates
 
 __all__ = ["PREFIX", "STATE_DIR", "new_run_id", "namespace_name", "RunRecord", "leftover_runs",
            "clean_leftovers", "remove_namespace", "processes_in", "record_run", "forget_run"]
@@ -164,8 +165,6 @@ def remove_namespace(path, links=None, *, occupied=True):
     end) would live on with it. An empty namespace goes at once with its name, interfaces and
     all (the kernel frees it), which is much faster than deleting interface by interface."""
     from pyroute2 import netns
-
-    from .netlink import Batch, NamespaceSocket, Templates
 
     label = os.path.basename(path)
     sock = None

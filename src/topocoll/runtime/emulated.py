@@ -17,6 +17,13 @@ import functools
 import statistics
 import time
 
+from ..emulate.host import HostMonitor, describe_host
+from ..emulate.model import gossip_model_time, schedule_model_time, torch_model_time
+from ..units import parse_size
+from .launch import run_local
+from .measure import measure_schedule
+from .neighbor import neighbor_allreduce
+
 __all__ = ["measure_on_network", "measure_gossip", "model_fields"]
 
 
@@ -25,15 +32,11 @@ def _ratio(a, b):
 
 
 def _host(load):
-    from ..emulate.host import describe_host
-
     return dict(describe_host(), **load.to_dict())
 
 
 def _measure_worker(rank, world_size, schedule, size, *, dtype, iters, warmup, check, baseline,
                     options):
-    from .measure import measure_schedule
-
     return measure_schedule(schedule, size, dtype=dtype, iters=iters, warmup=warmup,
                             check=check, baseline=baseline, **(options or {}))
 
@@ -41,8 +44,6 @@ def _measure_worker(rank, world_size, schedule, size, *, dtype, iters, warmup, c
 def model_fields(schedule, network, nbytes):
     """``model_time`` and ``baseline_model_time`` of ``schedule`` and of torch's collective on
     ``network`` (built, so that it is calibrated), and their calibration."""
-    from ..emulate.model import schedule_model_time, torch_model_time
-
     cal = network.calibration()
     return {"model_time": schedule_model_time(schedule, network.plan, cal, nbytes),
             "baseline_model_time": torch_model_time(schedule.collective.name, network.plan,
@@ -77,9 +78,6 @@ def measure_on_network(schedule, network, size="4MiB", *, dtype="float32", iters
         :func:`~topocoll.runtime.measure.measure_schedule`'s keys and those of the module
         text.
     """
-    from ..emulate.host import HostMonitor
-    from .launch import run_local
-
     fields = model_fields(schedule, network, 1)   # calibrates (and checks the topology) first
     worker = functools.partial(_measure_worker, dtype=dtype, iters=iters, warmup=warmup,
                                check=check, baseline=baseline, options=options)
@@ -101,8 +99,6 @@ def _gossip_worker(rank, world_size, topology, numel, iterations, warmup, slice_
     iteration k, each after a barrier; seconds of each call on this rank."""
     import torch
     import torch.distributed as dist
-
-    from .neighbor import neighbor_allreduce
 
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank))
     ours, theirs = [], []
@@ -131,10 +127,6 @@ def measure_gossip(topology, size="4MiB", *, network=None, iterations=None, warm
     ``W_k``. Times are medians over iterations of the slowest rank's time. Returns the keys of
     the module text, with ``ratio`` = ``time / baseline_time`` and ``model_ratio``.
     """
-    from ..emulate.host import HostMonitor
-    from ..units import parse_size
-    from .launch import run_local
-
     n = topology.size
     nbytes = int(parse_size(size)) // 4 * 4
     iterations = max(4, 2 * topology.period) if iterations is None else int(iterations)
@@ -150,8 +142,6 @@ def measure_gossip(topology, size="4MiB", *, network=None, iterations=None, warm
            "model_time": None, "baseline_model_time": None}
     out["ratio"] = out["time"] / out["baseline_time"]
     if network is not None:
-        from ..emulate.model import gossip_model_time, torch_model_time
-
         models = [gossip_model_time(topology, k, network.plan, cal, nbytes)
                   for k in range(iterations)]
         out["model_time"] = statistics.median(models)
