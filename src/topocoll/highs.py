@@ -28,6 +28,8 @@ import os
 import sys
 import threading
 
+from .results import Status
+
 __all__ = ["solver", "column_model", "status_of", "DEFAULT_THREADS"]
 
 #: Threads of every HiGHS solver unless the caller asks for more: the interior point, PDLP and
@@ -161,6 +163,4 @@ def status_of(model_status):
     >>> status_of(highspy.HighsModelStatus.kSolveError).name
     'FAILED'
     """
-    from .results import Status
-
     return Status(_STATUS_BY_NAME.get(model_status.name, 5))

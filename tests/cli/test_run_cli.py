@@ -104,12 +104,12 @@ def test_without_torch_run_says_how_to_install_it(tmp_path, ring3, monkeypatch):
 
 
 def test_a_rank_failure_is_one_line_with_its_reason():
-    from topocoll.cli.run import _first_failure
+    from topocoll.cli.common import first_failure
 
     report = ("rank 0 raised:\nTraceback (most recent call last):\n  File \"x\", line 1\n"
               "RuntimeError: out of memory allocating 1PiB\nrank 1 raised (after losing a "
               "peer):\nConnectionError: peer gone")
-    assert _first_failure(report) == ("rank 0 raised: RuntimeError: out of memory "
+    assert first_failure(report) == ("rank 0 raised: RuntimeError: out of memory "
                                       "allocating 1PiB")
-    assert _first_failure("rank 2 died with exit code 9\nrank 0 raised:\nx") == \
+    assert first_failure("rank 2 died with exit code 9\nrank 0 raised:\nx") == \
         "rank 2 died with exit code 9"

@@ -155,7 +155,8 @@ def test_gossip_on_a_switch_reports_both_and_their_models():
         r = measure_gossip(topo, "1MiB", network=net, iterations=2)
     # M against 2 (n-1)/n M, and each side's latencies: 6 ring steps against one message
     assert r["model_ratio"] == pytest.approx(r["model_time"] / r["baseline_model_time"])
-    assert 0.55 < r["model_ratio"] < 4 / 6 + 0.01
+    assert 0 < r["model_ratio"] <= 4 / 6 + 1e-9    # latencies only lower it
+    assert r["model_time"] >= (1 << 20) / (100e6 / 8)                 # the bytes of one port
     assert r["ratio"] == pytest.approx(r["time"] / r["baseline_time"])
     assert r["iterations"] == 2 and r["ranks"] == 4
 

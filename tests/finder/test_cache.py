@@ -48,11 +48,11 @@ def test_other_shipped_bases_make_another_version(monkeypatch):
 
 
 def test_second_run_is_a_hit_and_equal(tmp_path, monkeypatch):
-    import topocoll.finder.core as core
+    import topocoll.finder.evaluation as evaluation
 
     builds = []
-    real_build = core.build_allreduce
-    monkeypatch.setattr(core, "build_allreduce",
+    real_build = evaluation.build_allreduce
+    monkeypatch.setattr(evaluation, "build_allreduce",
                         lambda c, **kw: builds.append(c) or real_build(c, **kw))
     first = run(True)
     assert (tmp_path / "cache" / FILE_NAME).exists()

@@ -7,7 +7,7 @@ import pytest
 
 import topocoll as tc
 from topocoll.errors import InvalidScheduleError
-from topocoll.finder import Workload, find, opttable
+from topocoll.finder import Workload, find, opttable, tables
 from topocoll.finder.bases import BaseDatabase, CatalogueItem, catalogue, measure_base
 from topocoll.finder.cache import Cache
 from topocoll.finder.core import BY_CONSTRUCTION, EXPLICIT
@@ -54,7 +54,7 @@ def test_large_rows_build_valid_topologies_and_verified_schedules(row):
 
 def test_a_row_that_disagrees_with_its_verified_schedule_is_refused(monkeypatch):
     row = dict(SMALL[0], t_b_ag=SMALL[0]["t_b_ag"] * 0.9)
-    monkeypatch.setattr(opttable, "table", lambda: {row["spec"]: row})
+    monkeypatch.setattr(tables, "optimized_bases", lambda: {row["spec"]: row})
     item = CatalogueItem(row["spec"], "optimized", row["nodes"], row["degree"])
     with pytest.raises(InvalidScheduleError, match="shipped optimized base"):
         measure_base(item)
@@ -115,7 +115,7 @@ def test_large_genkautz_rows_are_shipped_and_equal_the_live_cost():
 def test_a_row_that_promises_too_much_is_caught_when_its_schedule_is_evaluated(monkeypatch):
     base = opttable.table()["metacyclic:8,2,7:0.1,5.0,6.0,7.1"]
     liar = dict(base, t_b_ag=0.95, t_b_rs=0.95)
-    monkeypatch.setattr(opttable, "table", lambda: {liar["spec"]: liar})
+    monkeypatch.setattr(tables, "optimized_bases", lambda: {liar["spec"]: liar})
     r = find(64, 4, "1MiB", cache=False)
     assert r.best.name == f"line({liar['spec']})" and r.evaluation["verified"]
     assert r.evaluated_time > r.predicted_time

@@ -19,7 +19,7 @@ from topocoll.errors import UnsupportedError
 from topocoll.interop import export_blocks, export_msccl
 from topocoll.interop.export import CAPACITY, LIMITS, WIDTHS, exact_chunks, quantize
 from topocoll.interop.export_precheck import cap_outcome, operations, precheck
-from topocoll.schedule.model import as_schedule
+from topocoll.schedule.io import as_schedule
 from topocoll.schedule.transforms import merge_pieces
 from topocoll.synth import generate
 from topocoll.topology import topology

@@ -18,7 +18,8 @@ import topocoll as tc
 from tests.cli.conftest import run_cli
 from topocoll.errors import TopocollError, UnsupportedError
 from topocoll.finder import Workload, find
-from topocoll.finder.core import BY_CONSTRUCTION, EXPLICIT, _chain
+from topocoll.finder.core import BY_CONSTRUCTION, EXPLICIT
+from topocoll.finder.evaluation import _chain
 from topocoll.schedule.cost import step_costs
 from topocoll.studies.models import model_profile
 from topocoll.studies.training import CLOSED_FORM, baseline_closed_form, baseline_cost

@@ -479,3 +479,17 @@ def _parse_duration(value, *, what="duration", allow_zero=True):
 def duration_callback(what, *, allow_zero=True):
     """Callback of an option that takes a duration (see :func:`_parse_duration`)."""
     return unit_callback(functools.partial(_parse_duration, allow_zero=allow_zero), what)
+
+
+def first_failure(report):
+    """One line from a multi-rank failure report: its first line, and where that line only
+    introduces a traceback (``rank 0 raised:``), the exception the traceback ends with."""
+    lines = report.splitlines()
+    head = lines[0] if lines else "a rank failed"
+    if head.endswith(":"):
+        nxt = next((i for i, line in enumerate(lines[1:], 1) if line.startswith("rank ")),
+                   len(lines))
+        body = [line.strip() for line in lines[1:nxt] if line.strip()]
+        if body:
+            head = f"{head} {body[-1]}"
+    return head

@@ -143,7 +143,7 @@ def _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket
 def _find_workload(workload_model, sizes_file, sizes, bucket_size):
     """The :class:`~topocoll.finder.Workload` the options describe."""
     if workload_model:
-        from .trainsim import workload_profile
+        from .trainsim import workload_profile  # train-sim's models load only for --workload
 
         return workload_profile(workload_model, bucket_size)
     elif sizes_file:

@@ -8,7 +8,7 @@ from .. import defaults, units
 from ..errors import SpecError
 from ..units import format_size, format_time
 from ..results import Status, document
-from .common import (check_plot, duration_callback, Fail, LazyChoice,
+from .common import (check_plot, duration_callback, Fail, first_failure, LazyChoice,
                      TopocollGroup, out_console, print_json, progress_bar, renamed_option,
                      unit_callback)
 from .emulate import network_kwargs, network_options, prepare, running
@@ -388,14 +388,13 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
 
 def _gossip_measure(measure, topo, size, net, iterations, slice_bytes, timeout):
     from ..errors import ProcessGroupError
-    from .run import _first_failure
 
     try:
         return measure(topo, size, network=net, iterations=iterations,
                        slice_bytes=None if slice_bytes is None else int(slice_bytes),
                        timeout=timeout)
     except ProcessGroupError as exc:
-        raise Fail(_first_failure(str(exc))) from None
+        raise Fail(first_failure(str(exc))) from None
 
 
 def _print_run(r, as_json):

@@ -11,8 +11,8 @@ from .. import units
 from ..errors import ProcessGroupError, ResourceLimitError, TopocollError
 from ..limits import require_memory
 from ..results import Status, document
-from .common import (EXIT_INVALID, duration_callback, Fail, err_console, out_console, print_json,
-                     renamed_option, unit_callback)
+from .common import (EXIT_INVALID, duration_callback, Fail, err_console, first_failure,
+                     out_console, print_json, renamed_option, unit_callback)
 from .emulate import network_kwargs, network_options, prepare, running
 
 __all__ = ["run"]
@@ -230,7 +230,7 @@ def _run_here(schedule, measure, nproc, backend, note, *, source, timeout):
     try:
         return run_local(worker, n, (source, size), timeout=timeout)[0]
     except ProcessGroupError as exc:
-        raise Fail(_first_failure(str(exc))) from None
+        raise Fail(first_failure(str(exc))) from None
 
 
 def _run_emulated(schedule, shaping, size, dtype, iters, check, baseline, options, nproc,
@@ -257,7 +257,7 @@ def _run_emulated(schedule, shaping, size, dtype, iters, check, baseline, option
                                         check=check, baseline=baseline, timeout=timeout,
                                         **options)
         except ProcessGroupError as exc:
-            raise Fail(_first_failure(str(exc))) from None
+            raise Fail(first_failure(str(exc))) from None
     result["size"] = size
     if result["host"]["idle"] < 0.1:
         err_console.print(f"note: the host was {result['host']['idle']:.0%} idle during the "
@@ -337,17 +337,3 @@ def _print_table(r):
                                           else "RESULT DIFFERS from torch's")
     if line:
         out_console.print(line, markup=False)
-
-
-def _first_failure(report):
-    """One line from a multi-rank failure report: its first line, and where that line only
-    introduces a traceback (``rank 0 raised:``), the exception the traceback ends with."""
-    lines = report.splitlines()
-    head = lines[0] if lines else "a rank failed"
-    if head.endswith(":"):
-        nxt = next((i for i, line in enumerate(lines[1:], 1) if line.startswith("rank ")),
-                   len(lines))
-        body = [line.strip() for line in lines[1:nxt] if line.strip()]
-        if body:
-            head = f"{head} {body[-1]}"
-    return head

@@ -160,7 +160,7 @@ def verify(file, as_json, max_errors):
     rules is reported as invalid (exit 1) like any other violation; one that cannot be read at
     all is bad input (exit 2). An MSCCL XML file (.xml) is linted as ``topocoll lint`` does."""
     if str(file).lower().endswith(".xml"):
-        from .interop import lint_file
+        from .interop import lint_file  # the MSCCL tools load only for XML
 
         lint_file(file, None, as_json)
     update, bar = progress_bar(f"verify {file}")

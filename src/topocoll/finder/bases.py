@@ -43,6 +43,8 @@ from ..results import as_progress
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
 from .dctable import table as dctable
 from .gktable import lookup as lookup_genkautz
+from . import tables
+from .bfbcost import bfb_cost
 
 __all__ = ["BaseEntry", "BaseDatabase", "CatalogueItem", "catalogue", "compute_base",
            "measure_base", "MAX_BASE_NODES"]
@@ -147,9 +149,8 @@ def catalogue(max_degree, max_nodes=MAX_BASE_NODES, *, optimized=True):
             add(f"moddebruijn:{d**k},{d}", "moddebruijn", d**k, d, "cost")
             k += 1
     if optimized:
-        from .opttable import table as opttable   # lazily: python -m finder.opttable runs it
 
-        for row in opttable().values():
+        for row in tables.optimized_bases().values():
             add(row["spec"], "optimized", row["nodes"], row["degree"], "table")
     items.sort(key=lambda it: (it.nodes, it.degree))
     return items
@@ -231,18 +232,16 @@ def measure_base(item):
     if item.source == "bfb":
         entry = compute_base(item.spec, item.family)
         if item.family == "optimized":
-            from .opttable import table as opttable
 
-            _check_shipped(entry, opttable()[item.spec])
+            _check_shipped(entry, tables.optimized_bases()[item.spec])
         return entry
     if item.family == "dcirculant":
         row = dctable()[item.nodes, item.degree]
         return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
                                  row["t_b_ag"], row["t_b_rs"])
     if item.family == "optimized":
-        from .opttable import table as opttable
 
-        row = opttable()[item.spec]
+        row = tables.optimized_bases()[item.spec]
         return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
                                  row["t_b_ag"], row["t_b_rs"])
     if item.family == "genkautz":
@@ -250,8 +249,6 @@ def measure_base(item):
         return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
                                  row["t_b_ag"], row["t_b_rs"])
     from ..topology.registry import topology
-    from .bfbcost import bfb_cost
-
     topo = topology(item.spec)
     ag, rs = bfb_cost(topo), bfb_cost(topo, transpose=True)
     return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, ag["steps"],

@@ -27,6 +27,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from . import tables
+
 __all__ = ["Cache", "cache_dir", "cache_version", "ALGORITHM_VERSION", "SCHEMA_VERSION",
            "ENV_VAR", "FILE_NAME"]
 
@@ -64,9 +66,8 @@ def cache_version():
     import hashlib
 
     from .. import __version__
-    from .tables import OPTIMIZED_BASES_FILE, shipped_text
 
-    digest = hashlib.sha256(shipped_text(OPTIMIZED_BASES_FILE).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(tables.shipped_text(tables.OPTIMIZED_BASES_FILE).encode()).hexdigest()[:8]
     return f"{__version__}/{ALGORITHM_VERSION}/{digest}"
 
 

@@ -32,6 +32,7 @@ import sys
 import numpy as np
 
 from .tables import data_path, parse_range, rows_of, shipped_text, write_rows
+from .bfbcost import bfb_cost
 
 __all__ = ["TABLE_VERSION", "EXHAUSTIVE", "lookup", "table", "parse_table", "best_offsets",
            "offset_diameters", "compute_row", "write_table"]
@@ -131,8 +132,6 @@ def best_offsets(n, k, *, seed=0, limit=EXHAUSTIVE):
 def compute_row(n, k):
     """One table row: the best offsets and their exact BFB costs (both phases)."""
     from ..topology.families.cayley import directed_circulant_graph
-    from .bfbcost import bfb_cost
-
     offsets, _ = best_offsets(n, k)
     topo = directed_circulant_graph(n, offsets)
     # vertex-transitive: node 0's load-balancing problems are every node's

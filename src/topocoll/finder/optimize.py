@@ -42,6 +42,9 @@ import numpy as np
 from ..errors import TopocollError, UnsupportedError
 from ..units import format_time, parse_time
 from ..topology.composite import rewired_spec
+from .bfbcost import bfb_phases
+from .evaluation import (check_algorithms, cluster_settings, evaluate_best, evaluate_candidate,
+                         frontier as _frontier, open_cache, rank_by_time)
 from .search import Candidate, expand_candidate
 
 __all__ = ["optimize", "OptimizeResult", "Skeleton", "skeleton_of", "group_presentations"]
@@ -255,7 +258,6 @@ class _Optimizer:
     def score(self, skeleton, heads, *, transitive, best_time):
         """``(time, steps, t_b)`` of a base given by its heads, or None if pruned/invalid."""
         from ..topology.metrics import distance_matrix
-        from .bfbcost import bfb_phases
 
         n = skeleton.nodes
         self.evaluations += 1
@@ -385,8 +387,6 @@ def _base_spec(candidate):
 def _find_seed(candidates, order, times, cost, tools, nodes):
     """The seed: the best-predicted frontier candidate that builds and verifies, as
     ``(candidate, evaluation, schedule, predicted time)``."""
-    from .core import evaluate_best
-
     workload, alpha, bandwidth = cost
     algorithms, store, progress = tools
     for i in order:
@@ -451,8 +451,6 @@ def _search(opt, tracks, spent, room, progress, max_evaluations):
 def _confirm(tracks, best, confirm, cost, tools):
     """Build, verify and evaluate the best optimized candidates at the target; return the
     new ``best`` tuple and the confirmation records."""
-    from .core import evaluate_best
-
     workload, alpha, bandwidth = cost
     algorithms, store, progress = tools
     seed_time = best[0]
@@ -535,9 +533,6 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
     """
     from ..results import as_progress
     from ..units import whole_number as _int
-    from .core import (check_algorithms, cluster_settings, evaluate_candidate, open_cache,
-                       rank_by_time)
-    from .core import frontier as _frontier
 
     started = time.perf_counter()
     nodes, degree, alpha, bandwidth, workload, _ = cluster_settings(

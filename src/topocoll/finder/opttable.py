@@ -27,17 +27,19 @@ the seed and the evaluation count. Regenerate (a few minutes)::
 """
 
 import argparse
-import functools
 import sys
 
-from .tables import OPTIMIZED_BASES_FILE, data_path, rows_of, shipped_text, write_rows
+from .bases import compute_base
+from .optimize import optimize
+from .search import Search
+# the shipped rows are read below the bases that offer them; their names stay importable here
+from .tables import (OPTIMIZED_BASES_FILE, OPTIMIZED_FIELDS as _FIELDS,
+                     OPTIMIZED_TABLE_VERSION as TABLE_VERSION, data_path,
+                     optimized_bases as table, parse_optimized_bases as parse_table, write_rows)
 
 __all__ = ["TABLE_VERSION", "TARGETS", "SEED", "EVALUATIONS", "table", "parse_table",
            "compute_rows", "write_table"]
 
-#: Bump when the optimizer's scoring changes meaning: rows of another version are ignored.
-TABLE_VERSION = "optimized-bases-1"
-_FIELDS = ("spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for")
 #: (nodes, degree) targets the optimizer runs at to produce the table.
 TARGETS = ((64, 4), (256, 4))
 #: The optimizer's seed and candidate count per target.
@@ -45,31 +47,9 @@ SEED = 0
 EVALUATIONS = 3000
 
 
-@functools.cache
-def table():
-    """``{spec: {"spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for"}}`` from
-    the shipped file (empty if it is missing or of another :data:`TABLE_VERSION`)."""
-    return parse_table(shipped_text(OPTIMIZED_BASES_FILE))
-
-
-def parse_table(text):
-    """The rows of a table file's ``text`` keyed by spec; ``{}`` for another version."""
-    out = {}
-    for row in rows_of(text, TABLE_VERSION):
-        out[row["spec"]] = {"spec": row["spec"], "nodes": int(row["nodes"]),
-                            "degree": int(row["degree"]), "steps": int(row["steps"]),
-                            "t_b_ag": float(row["t_b_ag"]), "t_b_rs": float(row["t_b_rs"]),
-                            "found_for": row["found_for"]}
-    return out
-
-
 def compute_rows(targets=TARGETS, *, seed=SEED, evaluations=EVALUATIONS, progress=None):
     """Run the optimizer at every target and return the table rows of the bases it found
     (each measured by a verified BFB allreduce, :func:`~topocoll.finder.bases.compute_base`)."""
-    from .bases import compute_base
-    from .optimize import optimize
-    from .search import Search
-
     found = {}
     for nodes, degree in targets:
         seed_frontier = Search(degree, optimized_bases=False).target(nodes)

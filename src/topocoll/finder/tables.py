@@ -11,12 +11,14 @@ algorithm cannot be mistaken for a current one.
 """
 
 import csv
+import functools
 import io
 import os
 from importlib import resources
 
 __all__ = ["shipped_text", "rows_of", "write_rows", "parse_range", "data_path",
-           "OPTIMIZED_BASES_FILE"]
+           "OPTIMIZED_BASES_FILE", "OPTIMIZED_TABLE_VERSION", "OPTIMIZED_FIELDS",
+           "optimized_bases", "parse_optimized_bases"]
 
 #: The optimizer's shipped bases (:mod:`~topocoll.finder.opttable`); the results cache's
 #: version carries a digest of it (:func:`~topocoll.finder.cache.cache_version`).
@@ -62,3 +64,27 @@ def parse_range(text):
     """``"2-6"`` -> ``range(2, 7)``; ``"4"`` -> ``range(4, 5)``."""
     lo, _, hi = text.partition("-")
     return range(int(lo), int(hi or lo) + 1)
+
+
+# the optimizer's shipped bases (topocoll.finder.opttable makes them)
+#: Bump when the optimizer's scoring changes meaning: rows of another version are ignored.
+OPTIMIZED_TABLE_VERSION = "optimized-bases-1"
+OPTIMIZED_FIELDS = ("spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for")
+
+
+@functools.cache
+def optimized_bases():
+    """``{spec: {"spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for"}}`` from
+    the shipped file (empty if it is missing or of another :data:`OPTIMIZED_TABLE_VERSION`)."""
+    return parse_optimized_bases(shipped_text(OPTIMIZED_BASES_FILE))
+
+
+def parse_optimized_bases(text):
+    """The rows of a table file's ``text`` keyed by spec; ``{}`` for another version."""
+    out = {}
+    for row in rows_of(text, OPTIMIZED_TABLE_VERSION):
+        out[row["spec"]] = {"spec": row["spec"], "nodes": int(row["nodes"]),
+                            "degree": int(row["degree"]), "steps": int(row["steps"]),
+                            "t_b_ag": float(row["t_b_ag"]), "t_b_rs": float(row["t_b_rs"]),
+                            "found_for": row["found_for"]}
+    return out

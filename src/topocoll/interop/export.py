@@ -38,9 +38,10 @@ import numpy as np
 
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
-from ..schedule.model import as_schedule
+from ..schedule.io import as_schedule
 from ..schedule.transforms import merge_pieces
 from ..schedule.verify import verify
+from .buffers import buffer_capacity
 from .export_blocks import assign_blocks
 from .export_deps import OpBuilder
 from .export_limits import CAPACITY, LIMITS, PROTOCOLS, WIDTHS, next_block_cap
@@ -394,8 +395,6 @@ def _translate(schedule, k, channels, astra):
 def _fitted_program(builder, channels, fuse, proto, name, schedule, step_hints):
     """``(program, channels used)``: the laid-out program whose connections need no more than
     the protocol holds (the bounded-buffer run of lint, docs/interop.md, "Bounded buffers")."""
-    from .lint import buffer_capacity
-
     while True:
         program, used, _blocks, _cap = _layout(builder, channels, fuse, proto, name, schedule,
                                                step_hints)

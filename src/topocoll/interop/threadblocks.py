@@ -6,7 +6,7 @@ Every thread block executes its steps in order: a step first waits for its depen
 (``depid``/``deps``: the named block has finished a step numbered at least ``deps`` that is
 marked ``hasdep``), a receive waits for the matching send on its channel (the sends of a
 connection ``(sender, receiver, channel)`` queue in order), and sends never wait for the receiver
-(unbounded connections; the bounded-buffer run of :func:`~topocoll.interop.lint.buffer_capacity`
+(unbounded connections; the bounded-buffer run of :func:`~topocoll.interop.buffers.buffer_capacity`
 adds the capacity). What a step does to the data is the caller's: :func:`run_blocks` calls it
 for every step that runs and queues what it returns for a send. Blocks are advanced in file
 order, each as far as it goes, until none can move (the one end state of every fair

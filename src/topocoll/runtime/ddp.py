@@ -41,6 +41,7 @@ from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from .launch import group_info
 from .mixing import as_mixing
 from .neighbor import check_tensor, post_exchange
+from .program import slice_elements
 
 __all__ = ["DecentralizedDataParallel"]
 
@@ -172,8 +173,6 @@ class DecentralizedDataParallel:
             raise InputTypeError("topology_options only apply to a topology given by name")
         self.mixing = as_mixing(topology, self.world_size)
         if slice_bytes is not None:
-            from .program import slice_elements
-
             slice_elements(slice_bytes, 1)   # checks it
         self.slice_bytes = slice_bytes
         self.module = module

@@ -23,8 +23,12 @@ import numpy as np
 
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from .launch import report_iteration
+from .engine import allocate, execute
 from .plan import (apply, finish, in_place_shards, initial_state, pack, rank_plan,
                    receives_in_place)
+from .program import (DEFAULT_WINDOW, IN_PLACE_BYTES, compile_program, default_slice_bytes,
+                      slice_elements)
+from .sources import load_runnable
 
 __all__ = ["ScheduleCollective", "ScheduleHandle", "run_schedule", "REDUCE_OPS"]
 
@@ -187,9 +191,6 @@ class ScheduleCollective:
         import torch.distributed as dist
 
         from ..schedule.verify import verify
-        from .program import DEFAULT_WINDOW, default_slice_bytes, slice_elements
-        from .sources import load_runnable
-
         self.schedule = load_runnable(schedule)
         if check:
             verify(self.schedule).raise_if_invalid()
@@ -256,8 +257,6 @@ class ScheduleCollective:
     def program(self, numel, itemsize=4):
         """The dataflow program of this rank for tensors of ``numel`` elements of
         ``itemsize`` bytes (compiled once)."""
-        from .program import IN_PLACE_BYTES, compile_program, slice_elements
-
         key = (numel, itemsize)
         if key not in self._programs:
             self._programs[key] = compile_program(
@@ -311,8 +310,6 @@ class ScheduleCollective:
             state = initial_state(plan, flat, zeros, state=None if cached is None else cached[0],
                                   views=views)
             if self.engine == "dataflow":
-                from .engine import allocate, execute
-
                 extra = allocate(plan, lambda k: torch.empty(k, dtype=flat.dtype,
                                                              device=flat.device)) \
                     if cached is None else cached[1]

@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..units import format_size, parse_size
 from .executor import ScheduleCollective
+from .sources import load_runnable
 
 __all__ = ["bus_factor", "measure_schedule", "measure_file", "buffer_elements", "rounded_bytes",
            "local_memory",
@@ -245,7 +246,5 @@ def measure_file(rank, world_size, path, size, *, dtype, iters, check, baseline,
     :class:`~topocoll.runtime.ScheduleCollective`. ``rank, world_size, path, size`` are
     positional (what :func:`~topocoll.runtime.launch.run_local` passes); the rest are
     keyword-only (bind them with :func:`functools.partial` for ``run_local``)."""
-    from .sources import load_runnable
-
     return measure_schedule(load_runnable(path), size, dtype=dtype, iters=iters, check=check,
                             baseline=baseline, **(options or {}))

@@ -35,6 +35,7 @@ next call between the same ranks is not confused by them.
 from ..errors import InputTypeError
 from .launch import group_info, report_iteration
 from .mixing import as_mixing
+from .program import DEFAULT_SLICE_BYTES, slice_elements
 
 __all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers", "check_tensor",
            "post_exchange"]
@@ -204,8 +205,6 @@ def slice_bounds(numel, itemsize, slice_bytes):
     >>> slice_bounds(10, 4, 16)
     [0, 3, 6, 10]
     """
-    from .program import slice_elements
-
     per = slice_elements(slice_bytes, itemsize)
     k = min(MAX_SLICES, max(1, -(-numel // per)))
     return [j * numel // k for j in range(k + 1)]
@@ -226,8 +225,6 @@ def post_exchange(send, plan, recvs, group, tag, *, out=None, iteration=None, po
     by slice (see the module). ``out``, ``iteration``, ``pooled`` and ``slice_bytes`` are
     keyword-only."""
     import torch.distributed as dist
-
-    from .program import DEFAULT_SLICE_BYTES
 
     if iteration is not None:
         report_iteration(iteration, entering=True)
@@ -304,8 +301,6 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     check_tensor(tensor)
     _check_tag(tag)
     if slice_bytes is not None:
-        from .program import slice_elements
-
         slice_elements(slice_bytes, 1)   # checks it before any buffer is taken
     if out is not None:
         check_tensor(out, "out")

@@ -15,9 +15,9 @@ _LAZY = {
     ".linkmodel": ("LinkModelResult", "simulate", "simulate_many"),
     ".model": ("TRANSFER_DTYPE", "Schedule", "transfer_array", "transfer_problems"),
     ".symmetric": ("EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "SymmetricSchedule",
-                   "concatenate_symmetric", "normalize", "reverse_symmetric",
-                   "symmetric_schedule"),
-    ".transforms": ("concatenate", "relabel", "reverse"),
+                   "normalize", "symmetric_schedule"),
+    ".transforms": ("concatenate", "concatenate_symmetric", "relabel", "reverse",
+                    "reverse_symmetric"),
 }
 
 __all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems", "load_schedule",

@@ -32,6 +32,7 @@ from ..collectives import COPY, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..limits import require_memory
 from ..topology.model import Topology
+from .io import as_schedule
 from .model import TRANSFER_DTYPE, Schedule, TransferRows, transfer_array
 
 __all__ = ["CompactSchedule", "compact_schedule", "compact_columns", "BLOCK_ROWS"]
@@ -232,7 +233,6 @@ def compact_schedule(schedule):
         If the collective combines, a transfer reduces, or the byte ranges are not the chunks
         of one equal cut of every shard.
     """
-    from .model import as_schedule
 
     schedule = as_schedule(schedule)
     t = schedule.transfers

@@ -21,7 +21,8 @@ from ..errors import TopologyError
 from ..topology.metrics import diameter as _diameter
 from ..units import parse_bandwidth, parse_size, parse_time
 from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_bound
-from .model import as_schedule
+from .io import as_schedule
+from .verify import verify
 
 __all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound",
            "pipelined_step_costs", "best_chunks", "PipelinedCost", "MAX_PIPELINE_CHUNKS",
@@ -296,8 +297,6 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     ``schedule`` is a :class:`Schedule`, a symmetric schedule (priced from its
     representatives) or a schedule file's path.
     """
-    from .verify import verify
-
     schedule = as_schedule(schedule, symmetric=True)
     size = parse_size(size)
     if alpha is not None or link_bandwidth is not None:

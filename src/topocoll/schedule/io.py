@@ -24,12 +24,13 @@ import re
 import numpy as np
 
 from ..collectives import COLLECTIVES, COPY, REDUCE
-from ..errors import ScheduleFormatError, TopocollError
+from ..errors import InputTypeError, ScheduleFormatError, TopocollError
 from ..fileio import open_output, parse_json, read_input
 from .model import TRANSFER_DTYPE, Schedule, transfer_problems
+from .symmetric import SymmetricSchedule
 
 __all__ = ["load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
-           "schedule_from_dict"]
+           "schedule_from_dict", "as_schedule"]
 
 FORMAT = "topocoll.schedule"
 VERSION = 1
@@ -401,8 +402,6 @@ def schedule_from_dict(doc, *, transfers=None):
         index, field, message = problems[0]
         raise ScheduleFormatError(f"transfers[{index}].{field}: {message}")
     if form == "symmetric":
-        from .symmetric import SymmetricSchedule
-
         dims = _symmetry_dims(_need(doc, "symmetry", dict, ""))
         if math.prod(dims) != topo.num_nodes:
             raise ScheduleFormatError(f"symmetry.dims: {dims} do not multiply to the "
@@ -424,3 +423,23 @@ def _symmetry_dims(doc):
     if extra:
         raise ScheduleFormatError(f"symmetry.{sorted(extra)[0]}: unknown field")
     return dims
+
+
+def as_schedule(schedule, *, symmetric=False, compact=False):
+    """``schedule`` itself if it is a :class:`Schedule`; a schedule file's path loaded.
+
+    The functions that take a schedule (verify, evaluate, simulate) accept either. A
+    :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (or a file holding one) is returned
+    as it is with ``symmetric``, a :class:`~topocoll.schedule.compact.CompactSchedule` with
+    ``compact``; else each is expanded to its explicit form (under the memory guard).
+    """
+    if isinstance(schedule, (str, os.PathLike)):
+        schedule = load_schedule(schedule)
+    if isinstance(schedule, Schedule):
+        return schedule
+    form = getattr(schedule, "form", None)
+    if form in ("symmetric", "compact") and hasattr(schedule, "expand"):
+        keep = symmetric if form == "symmetric" else compact
+        return schedule if keep else schedule.expand()
+    raise InputTypeError(f"expected a Schedule or a schedule file's path, got "
+                         f"{type(schedule).__name__}")

@@ -42,7 +42,7 @@ import numpy as np
 from ..collectives import REDUCE
 from ..errors import InputTypeError, InvalidScheduleError, TopologyError, UnsupportedError
 from ..units import parse_bandwidth, parse_size, parse_time
-from .model import as_schedule
+from .io import as_schedule
 
 __all__ = ["simulate", "simulate_many", "LinkModelResult", "WAITED", "INTERVAL_DTYPE",
            "ALPHA_CONVENTIONS", "DEFAULT_ALPHA_PER"]

@@ -4,7 +4,6 @@ A 1024-node allgather has millions of transfers, so transfers live in one struct
 (:data:`TRANSFER_DTYPE`) rather than in Python objects.
 """
 
-import os
 
 import numpy as np
 
@@ -12,7 +11,7 @@ from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError
 from ..topology.model import Topology
 
-__all__ = ["Schedule", "TransferRows", "TRANSFER_DTYPE", "as_schedule", "transfer_array", "transfer_problems",
+__all__ = ["Schedule", "TransferRows", "TRANSFER_DTYPE", "transfer_array", "transfer_problems",
            "BUILD_BYTES_PER_TRANSFER", "coerce_transfers"]
 
 #: Bytes a generator holds per transfer while it builds a schedule (the row and the index
@@ -84,28 +83,6 @@ def transfer_problems(transfers, num_nodes, num_shards, combining, limit=None):
         found.extend((int(i), field, message) for i in idx)
     found.sort(key=lambda p: p[0])
     return found if limit is None else found[:limit]
-
-
-def as_schedule(schedule, *, symmetric=False, compact=False):
-    """``schedule`` itself if it is a :class:`Schedule`; a schedule file's path loaded.
-
-    The functions that take a schedule (verify, evaluate, simulate) accept either. A
-    :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (or a file holding one) is returned
-    as it is with ``symmetric``, a :class:`~topocoll.schedule.compact.CompactSchedule` with
-    ``compact``; else each is expanded to its explicit form (under the memory guard).
-    """
-    if isinstance(schedule, (str, os.PathLike)):
-        from .io import load_schedule
-
-        schedule = load_schedule(schedule)
-    if isinstance(schedule, Schedule):
-        return schedule
-    form = getattr(schedule, "form", None)
-    if form in ("symmetric", "compact") and hasattr(schedule, "expand"):
-        keep = symmetric if form == "symmetric" else compact
-        return schedule if keep else schedule.expand()
-    raise InputTypeError(f"expected a Schedule or a schedule file's path, got "
-                         f"{type(schedule).__name__}")
 
 
 def coerce_transfers(transfers):

@@ -32,9 +32,8 @@ from ..topology.symmetry import TranslationGroup, candidates, invariant, transla
 from .model import BUILD_BYTES_PER_TRANSFER, TRANSFER_DTYPE, Schedule, TransferRows, \
     coerce_transfers, transfer_problems
 
-__all__ = ["SymmetricSchedule", "symmetric_schedule", "normalize", "reverse_symmetric",
-           "concatenate_symmetric", "translate", "group_invariant", "EXPLICIT_TRANSFER_LIMIT",
-           "SYMMETRIC_COLLECTIVES"]
+__all__ = ["SymmetricSchedule", "symmetric_schedule", "normalize", "translate",
+           "group_invariant", "EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES"]
 
 #: The collectives a symmetric schedule may hold: shard c is node c's, so a translation by v
 #: maps shard c to shard c + v.
@@ -288,27 +287,3 @@ def _groups(topology, claimed=None):
     return found
 
 
-def reverse_symmetric(schedule, collective, topology=None, *, algorithm=None):
-    """:func:`~topocoll.schedule.transforms.reverse` of a symmetric schedule, symmetric: the
-    representatives reversed (every row then leaves node 0), then put back into node 0 by
-    :func:`normalize` (the group of a topology is a group of its transpose)."""
-    from .transforms import reverse
-
-    rev = reverse(schedule.representatives(), collective, topology, algorithm=algorithm)
-    return SymmetricSchedule(rev.topology, rev.collective, schedule.group,
-                             normalize(rev.transfers, schedule.group),
-                             algorithm=rev.algorithm, meta=rev.meta)
-
-
-def concatenate_symmetric(first, second, collective, *, algorithm=None):
-    """:func:`~topocoll.schedule.transforms.concatenate` of two symmetric schedules of one
-    group: ``second``'s steps shifted past ``first``'s."""
-    from .transforms import concatenate
-
-    if tuple(first.group.dims) != tuple(second.group.dims):
-        raise TopologyError(f"concatenate: groups {list(first.group.dims)} and "
-                            f"{list(second.group.dims)} differ")
-    both = concatenate(first.representatives(), second.representatives(), collective,
-                       algorithm=algorithm)
-    return SymmetricSchedule(both.topology, both.collective, first.group, both.transfers,
-                             algorithm=both.algorithm, meta=both.meta)

@@ -40,6 +40,7 @@ from ..fileio import open_output
 from ..plotting import add_colorbar, busy_fraction, busy_heatmap, check_plot_target, gantt, \
     new_figure, save_figure, time_scale, wrap_title
 from ..units import format_time
+from .linkmodel import LinkModelResult
 
 __all__ = ["plot_timeline", "link_timeline", "timeline_rows", "MAX_ROWS", "HEAT_ROWS"]
 
@@ -141,8 +142,6 @@ def plot_timeline(results, path, *, color_by="step", max_rows=MAX_ROWS, titles=N
     -------
     path
     """
-    from .linkmodel import LinkModelResult
-
     if isinstance(results, LinkModelResult):
         results = [results]
     results = list(results)

@@ -16,8 +16,10 @@ import numpy as np
 from ..collectives import COPY, REDUCE, collective as _collective
 from ..errors import TopologyError, UnsupportedError
 from .model import Schedule
+from .symmetric import SymmetricSchedule, normalize
 
-__all__ = ["reverse", "concatenate", "relabel", "merge_pieces"]
+__all__ = ["reverse", "concatenate", "relabel", "merge_pieces", "reverse_symmetric",
+           "concatenate_symmetric"]
 
 
 def reverse(schedule, collective, topology=None, *, algorithm=None):
@@ -29,11 +31,9 @@ def reverse(schedule, collective, topology=None, *, algorithm=None):
 
     ``topology`` is the topology of the result (by default the transpose of the schedule's).
     A symmetric schedule gives a symmetric one
-    (:func:`~topocoll.schedule.symmetric.reverse_symmetric`).
+    (:func:`reverse_symmetric`).
     """
     if schedule.form == "symmetric":
-        from .symmetric import reverse_symmetric
-
         return reverse_symmetric(schedule, collective, topology, algorithm=algorithm)
     coll = _collective(collective)
     topo = schedule.topology.transpose() if topology is None else topology
@@ -54,11 +54,9 @@ def concatenate(first, second, collective, *, algorithm=None):
 
     The result lives on ``first``'s topology; e.g. reduce-scatter then allgather is an allreduce.
     Two symmetric schedules give a symmetric one
-    (:func:`~topocoll.schedule.symmetric.concatenate_symmetric`).
+    (:func:`concatenate_symmetric`).
     """
     if first.form == "symmetric" and second.form == "symmetric":
-        from .symmetric import concatenate_symmetric
-
         return concatenate_symmetric(first, second, collective, algorithm=algorithm)
     if first.form == "symmetric" or second.form == "symmetric":
         first, second = (s.expand() if s.form == "symmetric" else s for s in (first, second))
@@ -127,3 +125,25 @@ def merge_pieces(schedule):
     first = np.minimum.reduceat(order, starts)
     keep = np.lexsort((first, merged["step"]))
     return schedule.replace(transfers=merged[keep])
+
+
+def reverse_symmetric(schedule, collective, topology=None, *, algorithm=None):
+    """:func:`reverse` of a symmetric schedule, symmetric: the
+    representatives reversed (every row then leaves node 0), then put back into node 0 by
+    :func:`~topocoll.schedule.symmetric.normalize` (the group of a topology is a group of its transpose)."""
+    rev = reverse(schedule.representatives(), collective, topology, algorithm=algorithm)
+    return SymmetricSchedule(rev.topology, rev.collective, schedule.group,
+                             normalize(rev.transfers, schedule.group),
+                             algorithm=rev.algorithm, meta=rev.meta)
+
+
+def concatenate_symmetric(first, second, collective, *, algorithm=None):
+    """:func:`concatenate` of two symmetric schedules of one
+    group: ``second``'s steps shifted past ``first``'s."""
+    if tuple(first.group.dims) != tuple(second.group.dims):
+        raise TopologyError(f"concatenate: groups {list(first.group.dims)} and "
+                            f"{list(second.group.dims)} differ")
+    both = concatenate(first.representatives(), second.representatives(), collective,
+                       algorithm=algorithm)
+    return SymmetricSchedule(both.topology, both.collective, first.group, both.transfers,
+                             algorithm=both.algorithm, meta=both.meta)

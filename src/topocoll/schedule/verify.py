@@ -32,7 +32,8 @@ import numpy as np
 
 from ..collectives import REDUCE
 from ..errors import InputTypeError, InvalidScheduleError
-from .model import as_schedule, transfer_problems
+from .io import as_schedule
+from .model import transfer_problems
 
 __all__ = ["verify", "VerifyReport", "Violation", "first_missing"]
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
 from ..units import format_size, format_time, whole_number
+from .workloads import TrainingWorkload
 
 __all__ = ["simulate_training", "TrainingResult", "Run", "LOOP_POLICIES", "plot_training"]
 
@@ -380,8 +381,6 @@ def simulate_training(workload, prices, *, iterations=1, policy="wait-free", buc
     TrainingResult
     """
     from .. import defaults
-    from .workloads import TrainingWorkload
-
     if not isinstance(workload, TrainingWorkload):
         raise InputTypeError(f"workload must be a TrainingWorkload, got "
                              f"{type(workload).__name__}")

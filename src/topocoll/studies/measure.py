@@ -35,6 +35,7 @@ import platform
 import time
 
 from ..errors import TorchUnavailableError, UnsupportedError
+from .workloads import TrainingWorkload, WorkloadLayer
 
 __all__ = ["TORCH_MODELS", "require_torch", "torch_model", "measure_module", "measure_model",
            "MEASURED"]
@@ -188,8 +189,6 @@ def measure_module(module, inputs, *, name="model", repeats=5, batch=None, note=
     """Measure ``module`` applied to ``inputs`` (a tensor or a tuple of tensors) with
     ``threads`` torch threads (default: torch's); returns a
     :class:`~topocoll.studies.workloads.TrainingWorkload` (see the module docstring)."""
-    from .workloads import TrainingWorkload, WorkloadLayer
-
     torch = require_torch()
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:

@@ -54,6 +54,7 @@ from .. import defaults
 from ..errors import InputTypeError, UnsupportedError
 from ..units import format_size, format_time
 from .training import Profile, ProfileLayer
+from .workloads import TrainingWorkload, WorkloadLayer
 
 __all__ = ["MODELS", "ModelLayer", "model_layers", "model_params", "model_profile",
            "model_flops", "model_workload", "efficiency_text", "DTYPE_BYTES", "FLOPS_MODEL"]
@@ -290,8 +291,6 @@ def model_workload(name, *, batch=None, gpu_flops=None, efficiency=None, bytes_p
     >>> w.compute_model, w.layers[0].name, round(w.layers[0].input_grad / w.layers[0].forward)
     ('flops', 'conv1', 1)
     """
-    from .workloads import TrainingWorkload, WorkloadLayer
-
     p = model_profile(name, batch=batch, gpu_flops=gpu_flops, efficiency=efficiency,
                       bytes_per_param=bytes_per_param)
     func, default_batch, _ = _model(name)

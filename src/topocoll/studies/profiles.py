@@ -31,7 +31,8 @@ the text format, the line.
 import os
 
 from ..errors import ScheduleFormatError, UnsupportedError
-from .training import Profile
+from ..fileio import parse_json, read_text
+from .workloads import parse_astra_workload, profile_from_document, workload_from_text
 
 __all__ = ["load_profile", "parse_astra", "profile_from_document", "COMM_TYPES"]
 
@@ -43,41 +44,11 @@ def parse_astra(text, *, cycle_time=None, name="astra-sim workload", source="<te
     """The gradient allreduces of an ASTRA-sim workload as a
     :class:`~topocoll.studies.training.Profile` (ready times under the DATA loop; see
     :func:`topocoll.studies.workloads.parse_astra_workload`, which reads the whole file)."""
-    from .workloads import parse_astra_workload
-
     workload = parse_astra_workload(text, cycle_time=cycle_time, name=name, source=source)
     try:
         return workload.to_profile()
     except UnsupportedError as exc:
         raise ScheduleFormatError(f"{source}: {exc}") from None
-
-
-def profile_from_document(doc, *, name="profile"):
-    """A profile from a JSON document ``{"name", "compute_time", "forward_time", "layers":
-    [{"name", "bytes", "ready"}, ...]}`` (see the module docstring).
-
-    >>> p = profile_from_document({"layers": [{"name": "a", "bytes": "1KiB", "ready": "2ms"}]})
-    >>> p.layers[0].bytes, p.compute_time
-    (1024.0, 0.002)
-    """
-    if not isinstance(doc, dict):
-        raise UnsupportedError("a JSON profile is an object with a 'layers' list")
-    layers = doc.get("layers")
-    if not isinstance(layers, list) or not layers:
-        raise UnsupportedError("a JSON profile needs a non-empty 'layers' list")
-    items = []
-    for i, layer in enumerate(layers):
-        if not isinstance(layer, dict):
-            raise UnsupportedError(f"layer {i}: expected an object with bytes and ready, got "
-                                   f"{layer!r}")
-        for key in ("bytes", "ready"):
-            if key not in layer:
-                raise UnsupportedError(f"layer {i}: missing {key!r}")
-        items.append((layer.get("name", f"layer{i}"), layer["bytes"], layer["ready"]))
-    return Profile.from_layers(str(doc.get("name", name)), items,
-                               compute_time=doc.get("compute_time"),
-                               forward_time=doc.get("forward_time", 0.0),
-                               description=f"JSON profile {doc.get('name', name)}")
 
 
 def load_profile(path, *, cycle_time=None):
@@ -90,9 +61,6 @@ def load_profile(path, *, cycle_time=None):
         Naming the file (and the line, for ASTRA-sim text) when the content is malformed; its
         subclass :class:`~topocoll.errors.FileAccessError` when the file cannot be read.
     """
-    from ..fileio import parse_json, read_text
-    from .workloads import workload_from_text
-
     text = read_text(os.fspath(path), what="profile file")
     if text.lstrip().startswith("{"):
         doc = parse_json(text, what=os.fspath(path))

@@ -59,8 +59,10 @@ from .. import defaults
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..fileio import parse_json, read_text
 from ..units import format_size, format_time, parse_size, parse_time
+from .training import Profile, ProfileLayer
 
 __all__ = ["WorkloadLayer", "TrainingWorkload", "parse_astra_workload", "workload_from_document",
+           "profile_from_document",
            "load_training_workload", "workload_from_text", "from_profile", "describe", "LOOPS",
            "COLLECTIVES", "ASTRA_TYPES", "ASTRA_PARALLELISM", "PROFILE_FORMAT", "PHASES"]
 
@@ -219,8 +221,6 @@ class TrainingWorkload:
         if not any(x.weight_grad_comm and x.weight_grad_comm[0] == "allreduce"
                    for x in self.layers):
             raise UnsupportedError(f"{self.name}: no layer allreduces a weight gradient")
-        from .training import Profile, ProfileLayer
-
         t = self.forward_time
         ready = []
         for i in range(len(self.layers) - 1, -1, -1):
@@ -391,6 +391,34 @@ def _json_layer(i, doc):
                          _seconds(doc.get("update", 0.0), f"{where} update"))
 
 
+def profile_from_document(doc, *, name="profile"):
+    """A profile from a JSON document ``{"name", "compute_time", "forward_time", "layers":
+    [{"name", "bytes", "ready"}, ...]}`` (see :mod:`topocoll.studies.profiles`).
+
+    >>> p = profile_from_document({"layers": [{"name": "a", "bytes": "1KiB", "ready": "2ms"}]})
+    >>> p.layers[0].bytes, p.compute_time
+    (1024.0, 0.002)
+    """
+    if not isinstance(doc, dict):
+        raise UnsupportedError("a JSON profile is an object with a 'layers' list")
+    layers = doc.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise UnsupportedError("a JSON profile needs a non-empty 'layers' list")
+    items = []
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, dict):
+            raise UnsupportedError(f"layer {i}: expected an object with bytes and ready, got "
+                                   f"{layer!r}")
+        for key in ("bytes", "ready"):
+            if key not in layer:
+                raise UnsupportedError(f"layer {i}: missing {key!r}")
+        items.append((layer.get("name", f"layer{i}"), layer["bytes"], layer["ready"]))
+    return Profile.from_layers(str(doc.get("name", name)), items,
+                               compute_time=doc.get("compute_time"),
+                               forward_time=doc.get("forward_time", 0.0),
+                               description=f"JSON profile {doc.get('name', name)}")
+
+
 def workload_from_document(doc, *, name="profile"):
     """A workload from a JSON document: a layer profile (layers with ``forward``) or the older
     ready-time profile (layers with ``ready``); see the module docstring.
@@ -411,8 +439,6 @@ def workload_from_document(doc, *, name="profile"):
                                f"{PROFILE_FORMAT!r}")
     title = str(doc.get("name", name))
     if any(isinstance(x, dict) and "ready" in x for x in layers):
-        from .profiles import profile_from_document
-
         return from_profile(profile_from_document(doc, name=name))
     loop = doc.get("loop", "data")
     if loop not in LOOPS:

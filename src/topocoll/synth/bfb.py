@@ -37,8 +37,9 @@ from ..collectives import COPY
 from ..errors import NotStronglyConnectedError, UnsupportedError
 from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
-from ..schedule.symmetric import SymmetricSchedule, concatenate_symmetric, reverse_symmetric
-from ..schedule.transforms import concatenate, reverse
+from ..schedule.symmetric import SymmetricSchedule
+from ..schedule.transforms import (concatenate, concatenate_symmetric, reverse,
+                                   reverse_symmetric)
 from ..topology.metrics import distance_matrix, require_strongly_connected
 from ..topology.paths import hop_distances
 from ..topology.symmetry import translation_group

@@ -54,6 +54,7 @@ from ..topology.model import Topology
 from ..topology.transforms import (bidirectional_union, cartesian_power, grouped,
                                    cartesian_product, degree_expansion, line_graph, ragged)
 from ..units import whole_number
+from .bfb import bfb_schedule
 
 __all__ = ["line_graph_expansion", "degree_expansion_schedule", "cartesian_power_expansion",
            "bidirectional_expansion", "product_schedule", "expand_schedule", "predict",
@@ -629,8 +630,6 @@ def product_schedule(factors, collective="allgather", **options):
     """A schedule on the Cartesian product of different graphs: BFB on the product
     (Zhao et al., section 5.3; bandwidth-optimal when every factor's BFB is; translation symmetry of Cayley
     factors carries over). ``options`` go to :func:`~topocoll.synth.bfb.bfb_schedule`."""
-    from .bfb import bfb_schedule
-
     if isinstance(factors, (Topology, str)):
         factors = [factors]
     product = cartesian_product(*factors)

@@ -39,8 +39,10 @@ from ..topology.metrics import distance_matrix, unreachable_pair
 from . import lp as _lp
 from .lp import solve_lp
 from .dual import positive_lengths, hop_shortest_paths, link_ids, tree_paths
-from .linklp import require_alltoall_topology, disconnected_result, link_utilization
+from .linklp import (disconnected_result, link_throughput, link_utilization,
+                     require_alltoall_topology)
 from .result import AlltoallResult, PathSet
+from .schedule import alltoall_schedule, pipelined_alltoall_schedule
 
 __all__ = ["path_throughput", "hop_frontier", "hop_limits"]
 
@@ -358,8 +360,6 @@ def hop_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", siz
     ...  for p in hop_frontier(topology("genkautz:12,2", bandwidth=1.0))]
     [(0, 0.0667), (1, 0.0698), (None, 0.0698)]
     """
-    from .linklp import link_throughput
-
     best = link_throughput(topology, bounds=False, solver=solver, keep_flows=False)
     if not best.success:
         return []
@@ -383,8 +383,6 @@ def hop_frontier(topology, *, max_extra=None, tolerance=1e-6, solver="auto", siz
 
 def _schedule_times(topology, points, results, size):
     from ..schedule.cost import evaluate
-    from .schedule import alltoall_schedule, pipelined_alltoall_schedule
-
     timed = []
     for point, r in zip(points, results):
         # the lockstep schedule (few steps: small messages) and the pipelined one (near the

@@ -49,6 +49,8 @@ import numpy as np
 
 from ..errors import SpecError
 from ..units import MAX_DIGITS
+from . import transforms
+from .families._common import as_int, at_least, check_size, make_topology
 
 
 
@@ -112,8 +114,6 @@ class Operator:
 
     @property
     def builder(self) -> Callable:
-        from . import transforms
-
         return getattr(transforms, self.transform)
 
 
@@ -382,7 +382,6 @@ def build_composite(node, leaf):
     >>> build_composite(parse_composite("line(uniring:4)"), topology).dst.tolist()
     [1, 2, 3, 0]
     """
-    from .families._common import check_size
 
     if isinstance(node, str):
         return leaf(node)
@@ -452,7 +451,6 @@ def rewired_graph(n, d, code, *, bandwidth=None, latency=None):
     ('rewired:4,2:AQICAwMAAAE', 4, [0, 0, 1, 1], [1, 2, 2, 3])
     """
     from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
-    from .families._common import as_int, at_least, check_size, make_topology
 
     n = at_least(as_int(n, "rewired size"), 2, "rewired needs N >= 2")
     d = at_least(as_int(d, "rewired degree"), 1, "rewired needs D >= 1")

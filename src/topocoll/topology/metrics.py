@@ -10,6 +10,8 @@ import numpy as np
 
 from ..errors import NotStronglyConnectedError, TopologyError
 from ..limits import require_memory
+from .paths import hop_distances
+from .symmetry import translation_group
 
 __all__ = ["distance_matrix", "diameter", "is_strongly_connected", "unreachable_pair",
            "require_strongly_connected", "degree_summary", "moore_depth", "eccentricity",
@@ -23,8 +25,6 @@ def _rows(topology, sources, *, transpose=False):
     """Hop distances from each of ``sources`` (rows, int32, -1 where unreachable); with
     ``transpose`` the distances *to* them (:func:`~topocoll.topology.paths.hop_distances`:
     numpy on small graphs, scipy's Dijkstra on large ones)."""
-    from .paths import hop_distances
-
     dist = hop_distances(topology, np.asarray(sources, dtype=np.int64), transpose=transpose)
     out = np.full(dist.shape, UNREACHABLE, dtype=np.int32)
     finite = np.isfinite(dist)
@@ -105,8 +105,6 @@ def diameter(topology, *, progress=None):
 
 
 def _diameter(topology, progress):
-    from .symmetry import translation_group
-
     if "distance_matrix" not in topology._cache and translation_group(topology) is not None:
         return int(_rows(topology, [0]).max())
     n = topology.num_nodes
@@ -127,8 +125,6 @@ def eccentricity(topology, node, *, direction="out"):
 def distance_sum(topology):
     """Sum of ``dist(u, v)`` over all ordered pairs (strongly connected topologies), in
     memory that grows with N; ``N`` times one row's sum under a translation group."""
-    from .symmetry import translation_group
-
     require_strongly_connected(topology, "the distance sum")
     if "distance_matrix" not in topology._cache and translation_group(topology) is not None:
         return float(topology.num_nodes) * float(_rows(topology, [0]).sum(dtype=np.float64))

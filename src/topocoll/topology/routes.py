@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import InputTypeError, NotStronglyConnectedError
 from ..limits import require_memory
+from .metrics import distance_matrix
 
 __all__ = ["Routes", "shortest_routes"]
 
@@ -125,8 +126,6 @@ def shortest_routes(topology):
     >>> shortest_routes(topology("uniring:4")).node_path(1, 0)
     [1, 2, 3, 0]
     """
-    from .metrics import distance_matrix
-
     n = topology.num_nodes
     require_memory(12 * n * n, f"the routing tables of {topology.name} ({n} nodes)")
     dist = np.asarray(distance_matrix(topology), dtype=np.int64)   # [u, v], -1 unreachable

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import InputTypeError, TopologyError
 from ..units import whole_number
 from .model import Topology
+from .symmetry import translation_group
 
 __all__ = ["line_graph", "degree_expansion", "cartesian_product", "cartesian_power",
            "bidirectional_union", "ragged", "grouped"]
@@ -54,13 +55,15 @@ def grouped(keys, size):
 
 
 def _as_topology(value, what):
-    """A Topology from a Topology, a spec string or a networkx graph."""
+    """A Topology from a Topology or a networkx graph (a spec string is the registry's to
+    read, above this module: ``topocoll.build_topology(spec)``, or the composite spec
+    ``line(SPEC)``)."""
     if isinstance(value, Topology):
         return value
     if isinstance(value, str):
-        from .registry import topology
-
-        return topology(value)
+        raise InputTypeError(f"{what} needs a Topology or a networkx graph, got the spec "
+                             f"{value[:40]!r}: build it first with topocoll.build_topology, or "
+                             "write the composite spec (line(SPEC), degree(SPEC,m=M), ...)")
     try:
         import networkx as nx
     except ImportError:  # pragma: no cover - networkx is a dependency
@@ -71,14 +74,12 @@ def _as_topology(value, what):
             raise TopologyError(f"{what} needs a topology without self-loops, but node {u!r} "
                                 "has one")
         return Topology.from_networkx(value)
-    raise InputTypeError(f"{what} needs a Topology, a spec string or a networkx graph, got "
+    raise InputTypeError(f"{what} needs a Topology or a networkx graph, got "
                          f"{type(value).__name__}")
 
 
 def _symmetry_dims(topology):
     """The verified translation group's dims of a topology, or None."""
-    from .symmetry import translation_group
-
     group = translation_group(topology)
     return None if group is None else [int(d) for d in group.dims]
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import InputTypeError, NotStronglyConnectedError, TopologyError
 from .model import Topology
+from .metrics import unreachable_pair
 
 __all__ = ["unwind_switches", "fail_links", "fail_nodes", "parse_link_list", "parse_node_list",
            "require_connected_endpoints"]
@@ -207,7 +208,6 @@ def unwind_switches(topology, degree=None):
 
 def require_connected_endpoints(topology):
     """Raise :class:`NotStronglyConnectedError` if some node cannot reach another one."""
-    from .metrics import unreachable_pair
     pair = unreachable_pair(topology)
     if pair is not None:
         raise NotStronglyConnectedError(f"{topology.name}: node {pair[1]} cannot be reached "

@@ -49,6 +49,7 @@ from ...topology.model import Topology
 from ...topology.paths import distances
 from ...units import parse_size, parse_time
 from .cutbound import pair_cut_bound, pair_forward_bound
+from .cayley import symmetric_events, symmetric_representatives, translation_servers
 from .greedy import RULES, GreedyResult, greedy_events
 from .releasebound import release_time_bound
 
@@ -670,7 +671,6 @@ def _greedy_search(req, *, repair, symmetric):
         symmetric = mixed_links(problem)
     sym = None
     if symmetric and req.coll.name == "allgather":
-        from .cayley import symmetric_events
         sym = symmetric_events(problem.topology, problem.link_cost, problem.link_steps,
                                req.chunks, bound, seed=seed)
     if sym is not None:
@@ -736,7 +736,7 @@ def _repaired(problem, events, makespan, bound, seed):
     """A schedule's repair (:mod:`.repair`): its last slots re-solved toward the slot bound,
     then, if its replay is still above the bound, per-link deadlines no later than a horizon
     the slot repair failed at; ``(replay time, events, makespan, window solves)``."""
-    from .repair import deadline_events, link_deadlines, repair_events
+    from .repair import deadline_events, link_deadlines, repair_events  # ILPs: scipy, HiGHS
     events = _event_array(events)
     arrays = problem.arrays()
     slots = int(math.ceil(bound / problem.time_step - 1e-9))
@@ -759,7 +759,7 @@ def _repaired(problem, events, makespan, bound, seed):
 
 
 def _replay(problem, events):
-    from .repair import replay_time
+    from .repair import replay_time  # ILPs: scipy, HiGHS
     return replay_time(problem.topology.src, problem.topology.dst, problem.link_cost,
                        problem.pre, _event_array(events))
 
@@ -772,7 +772,7 @@ def _event_array(events):
 
 def _run_ilp(problem, seed, limits, window, progress):
     try:
-        from .ilp import ilp_events
+        from .ilp import ilp_events  # ILPs: scipy, HiGHS
     except ImportError:
         raise UnsupportedError("method ilp needs topocoll.synth.ten.ilp, which is not "
                                "installed; use method greedy") from None
@@ -960,7 +960,7 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
             opts = dict(opts, limits=dict(opts["limits"], time_limit=left))
         ag = _synth_one(topo, _collective("allgather"), None, **opts)
         if form == "symmetric":
-            from ...schedule.symmetric import concatenate_symmetric
+            from ...schedule.transforms import concatenate_symmetric
             out = concatenate_symmetric(rs, ag, "allreduce", algorithm=rs.algorithm)
         else:
             out = concatenate(rs, ag, "allreduce", algorithm=rs.algorithm)
@@ -992,7 +992,7 @@ def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, worker
                          limits=limits, window=window, progress=progress, repair=repair,
                          symmetric=symmetric, form=form)
         if form == "symmetric":
-            from ...schedule.symmetric import reverse_symmetric
+            from ...schedule.transforms import reverse_symmetric
             out = reverse_symmetric(fwd, coll, topo)
         else:
             out = reverse(fwd, coll, topo)
@@ -1101,8 +1101,6 @@ def _symmetric_allgather(topo, *, chunks, size, seed, tries, time_step, progress
     :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (its rows into node 0), with the
     meta of :func:`synthesize`; the bound from node 0 and its pairs (:func:`_bounds`)."""
     from ...schedule.symmetric import SymmetricSchedule
-    from .cayley import symmetric_representatives, translation_servers
-
     problem = ten_problem(topo, "allgather", chunks=chunks, size=size, time_step=time_step,
                           discretization=GREEDY_DISCRETIZATION)
     servers = translation_servers(topo, problem.link_cost)
