@@ -102,7 +102,9 @@ def test_gossip_run_on_a_network(tmp_path):
     doc = r.json()
     # M against 2 (n-1)/n M; the latencies (calibrated: more under load) only lower the ratio
     assert 0 < doc["model_ratio"] <= 4 / 6 + 1e-9
-    assert doc["model_time"] >= (1 << 20) / (100e6 / 8)
+    # at least M over one link at the calibrated goodput (measured: may sit a little above the
+    # shaper's nominal rate)
+    assert doc["model_time"] >= (1 << 20) / doc["calibration"]["goodput"] * (1 - 1e-9)
     assert doc["time"] > 0 and doc["baseline_time"] > 0 and doc["model_time"] > 0
     r = run_subprocess(["gossip", "run", "one-peer-exp", "--nodes", "3", "--network",
                         "switch:4"], tmp_path)

@@ -51,6 +51,7 @@ from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
 from ..schedule.transforms import concatenate, relabel, reverse
 from ..topology.model import Topology
+from ..topology.registry import topology as build_topology
 from ..topology.transforms import (bidirectional_union, cartesian_power, grouped,
                                    cartesian_product, degree_expansion, line_graph, ragged)
 from ..units import whole_number
@@ -632,7 +633,9 @@ def product_schedule(factors, collective="allgather", **options):
     factors carries over). ``options`` go to :func:`~topocoll.synth.bfb.bfb_schedule`."""
     if isinstance(factors, (Topology, str)):
         factors = [factors]
-    product = cartesian_product(*factors)
+    # spec strings are the registry's to read (the registry sits above topology.transforms)
+    product = cartesian_product(*(build_topology(f) if isinstance(f, str) else f
+                                  for f in factors))
     return bfb_schedule(product, _collective(collective), **options)
 
 

@@ -6,7 +6,7 @@ import pytest
 from topocoll.errors import TopologyError, UnsupportedError
 from topocoll.schedule import verify
 from topocoll.synth.ten import synthesize
-from topocoll.synth.ten.synthesis import MAX_SLOTS_PER_LINK, discretize
+from topocoll.synth.ten.problem import MAX_SLOTS_PER_LINK, discretize
 from topocoll.topology import topology
 from topocoll.topology.unwind import fail_links, fail_nodes
 

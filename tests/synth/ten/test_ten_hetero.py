@@ -15,7 +15,8 @@ from topocoll.synth.ten import (chunk_lower_bound, discretize, events_to_schedul
                                 ten_problem)
 from topocoll.synth.ten.cutbound import pair_cut_bound
 from topocoll.synth.ten.greedy import RULES, greedy_events
-from topocoll.synth.ten.synthesis import AUTO_RESTARTS, _stream_bound, auto_restarts
+from topocoll.synth.ten.bounds import stream_bound
+from topocoll.synth.ten.search import AUTO_RESTARTS, auto_restarts
 from topocoll.topology import topology
 from topocoll.topology.families.lattice import link_dimensions, with_dimension_bandwidth
 
@@ -86,8 +87,8 @@ def test_pair_cut_is_the_binding_bound_on_some_random_cables():
     # chunks through its slow links (16 slots), each node alone 15 through all its links (12)
     topo = cables("mesh:4x4", (25, 50, 100), 4)
     p = ten_problem(topo, "allgather", size=GIB)
-    node = _stream_bound(topo.dst, p.link_cost, (p.post & ~p.pre).sum(axis=0), 16)
-    pair = pair_cut_bound(topo, p.link_cost, p.pre, p.post, _stream_bound)
+    node = stream_bound(topo.dst, p.link_cost, (p.post & ~p.pre).sum(axis=0), 16)
+    pair = pair_cut_bound(topo, p.link_cost, p.pre, p.post, stream_bound)
     assert round(node / p.time_step) == 12 and round(pair / p.time_step) == 16
     assert chunk_lower_bound(p) == pair
     s = synthesize(topo, "allgather", size=GIB)

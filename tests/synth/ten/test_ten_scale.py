@@ -16,7 +16,8 @@ from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, synthesize
 from topocoll.synth.ten.cayley import symmetric_events
 from topocoll.synth.ten.cutbound import _demands
 from topocoll.synth.ten.greedy import _first_bits, _pick_draws, greedy_events
-from topocoll.synth.ten.synthesis import GREEDY_DISCRETIZATION, _bounds
+from topocoll.synth.ten.bounds import bounds_of
+from topocoll.synth.ten.search import GREEDY_DISCRETIZATION
 from topocoll.topology import Topology, topology
 from topocoll.topology.families.lattice import with_dimension_bandwidth
 
@@ -68,7 +69,7 @@ def test_node_0_bounds_equal_the_full_bounds(spec, speeds, chunks):
     if speeds:
         topo = with_dimension_bandwidth(topo, [g * GIB for g in speeds])
     p = ten_problem(topo, "allgather", chunks=chunks, size=GIB)
-    assert _bounds(p, symmetric=True) == _bounds(p)
+    assert bounds_of(p, symmetric=True) == bounds_of(p)
 
 
 def test_form_choices_and_refusals():

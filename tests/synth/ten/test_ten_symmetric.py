@@ -15,7 +15,7 @@ from topocoll.errors import UnsupportedError
 from topocoll.schedule import simulate, verify
 from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, synthesize, ten_problem
 from topocoll.synth.ten.cayley import TRIES, symmetric_events, translation_servers
-from topocoll.synth.ten.synthesis import GREEDY_DISCRETIZATION, _repaired
+from topocoll.synth.ten.search import GREEDY_DISCRETIZATION, repaired
 from topocoll.topology import topology
 from topocoll.topology.families.lattice import with_dimension_bandwidth
 
@@ -134,7 +134,7 @@ def test_deadline_windows_bring_a_translated_schedule_to_the_bound():
     first = symmetric_events(topo, p.link_cost, p.link_steps, 1, 0.0, tries=1)
     slots = math.ceil(bound / p.time_step - 1e-9)
     assert round(first.time * 1e6, 1) == 7095.0 and first.makespan == slots
-    ends, events, makespan, solves = _repaired(p, first.events, first.makespan, bound, 0)
+    ends, events, makespan, solves = repaired(p, first.events, first.makespan, bound, 0)
     assert ends == pytest.approx(bound, rel=1e-9) and solves >= 1 and makespan == slots
     s = events_to_schedule(p, events)
     assert verify(s).valid and simulate(s, GIB).time == pytest.approx(bound, rel=1e-9)

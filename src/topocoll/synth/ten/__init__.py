@@ -1,7 +1,11 @@
 """Time-expanded-network (TEN) synthesis, after TACOS: any collective on any topology.
 
-* :mod:`.synthesis` -- the TEN model (chunks, pre/postconditions, discretized links, the chunk
-  lower bound) and :func:`synthesize`, the entry point;
+* :mod:`.synthesis` -- :func:`synthesize`, the entry point: the form, the phases of combining
+  collectives, the search or the ILP;
+* :mod:`.problem` -- the TEN model (chunks, pre/postconditions, discretized links, what a
+  synthesis may cost) and events turned into schedules;
+* :mod:`.bounds` -- the chunk lower bound;
+* :mod:`.search` -- the greedy's restarts, discretizations and repair, and the exact ILP;
 * :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links;
 * :mod:`.latebind` -- the greedy on links of mixed speeds (late binding, arrival estimates);
 * :mod:`.repair` -- small ILPs that re-solve the greedy's last slots on mixed speeds;
@@ -22,10 +26,10 @@ from ...lazy import lazy_attributes
 # Public names -> the submodule that defines them. A submodule is imported when one of its
 # names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
 _LAZY = {
-    ".synthesis": ("METHODS", "TEN_COLLECTIVES", "TenProblem", "chunk_conditions",
-                   "chunk_lower_bound", "discretize", "events_to_compact", "events_to_schedule",
-                   "synthesize",
-                   "ten_problem"),
+    ".bounds": ("chunk_lower_bound",),
+    ".problem": ("METHODS", "TEN_COLLECTIVES", "TenProblem", "chunk_conditions", "discretize",
+                 "events_to_compact", "events_to_schedule", "ten_problem"),
+    ".synthesis": ("synthesize",),
     ".tenants": ("TenantsResult", "parse_tenant", "synthesize_tenants"),
 }
 

@@ -9,16 +9,16 @@ cable whose other cables are slow share the slow links' few chunks (a 4x4 mesh w
 25/50/100 GiB/s cables: 16 slots where each node alone needs 12).
 
 >>> from topocoll.synth.ten import ten_problem
->>> from topocoll.synth.ten.synthesis import _stream_bound
+>>> from topocoll.synth.ten.bounds import stream_bound
 >>> from topocoll.topology import Topology
 >>> ring = Topology(4, [0, 1, 1, 2, 2, 3, 3, 0], [1, 0, 2, 1, 3, 2, 0, 3],
 ...                 [4.0, 4.0, 1.0, 1.0, 4.0, 4.0, 1.0, 1.0], 0.0)   # 0=1-2=3-0: = fast
 >>> p = ten_problem(ring, "allgather", size=8.0, chunks=2)     # 1-byte chunks
 >>> p.link_cost.tolist()[:3]
 [0.25, 0.25, 1.0]
->>> round(_stream_bound(ring.dst, p.link_cost, (p.post & ~p.pre).sum(axis=0), 4), 2)
+>>> round(stream_bound(ring.dst, p.link_cost, (p.post & ~p.pre).sum(axis=0), 4), 2)
 1.25
->>> pair_cut_bound(ring, p.link_cost, p.pre, p.post, _stream_bound)   # 4 chunks, 2 slow links
+>>> pair_cut_bound(ring, p.link_cost, p.pre, p.post, stream_bound)   # 4 chunks, 2 slow links
 2.0
 """
 

@@ -35,7 +35,7 @@ from ...errors import UnsupportedError
 from ...schedule.model import Schedule, transfer_array
 from ...units import parse_size
 from .greedy import greedy_events
-from .synthesis import chunk_conditions, discretize, prepare_topology
+from .problem import chunk_conditions, discretize, prepare_topology
 
 __all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant"]
 
