@@ -8,7 +8,7 @@ Table 4 and appendix G).
     (c) the chosen allreduce for N = 1024, d = 4, alpha = 10 us, 100 Gbps per node, 1 MiB:
         evaluated time within 10% of the lower bound (paper: 291.0 us against 267.6 us); with
         the optimizer's shipped bases (topocoll/finder/data/optimized_bases.csv, written by
-        ``python -m topocoll.finder.opttable``) the default choice is the optimizer's 281.5 us;
+        ``python -m topocoll.finder.optimized_bases``) the default choice is the optimizer's 281.5 us;
         also ``topocoll find --nodes 1024 --degree 4`` timed cold as a command (target 10 s);
     (d) the same query with ``optimize=True`` (``topocoll find --optimize --budget``): better
         bases for the best candidates' expansion recipes, the fastest one built, verified and
@@ -68,7 +68,7 @@ def worker(mode, cache_dir, top, budget=60.0):
 
     path = os.path.join(cache_dir, "finder.sqlite")
     if mode == "table":
-        from topocoll.finder.gktable import compute_rows
+        from topocoll.finder.genkautz_table import compute_rows
 
         t0 = time.perf_counter()
         compute_rows(range(2, top + 1), [4], workers=os.cpu_count() or 1)

@@ -35,6 +35,29 @@ def test_every_exported_name_resolves():
     assert (topocoll.find, topocoll.compare, topocoll.rewire) == (find, compare, rewire)
 
 
+PACKAGES = sorted(p.parent.relative_to(SRC).as_posix().replace("/", ".")
+                  for p in SRC.rglob("__init__.py") if p.parent != SRC and p.parent.name != "cli")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_package_front_door_is_lazy_and_its_names_resolve(package):
+    # one style of front door: a name -> module map read on first use; what an __init__ still
+    # imports at once says why on the line above
+    path = SRC / package.replace(".", "/") / "__init__.py"
+    tree = ast.parse(path.read_text())
+    assigned = {t.id for node in tree.body if isinstance(node, ast.Assign)
+                for t in ast.walk(node.targets[0]) if isinstance(t, ast.Name)}
+    assert "__getattr__" in assigned, f"{package}: not a lazy front door"
+    lines = path.read_text().splitlines()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            assert lines[node.lineno - 2].lstrip().startswith("#"), \
+                f"{package}: the eager import on line {node.lineno} says not why"
+    module = __import__(f"topocoll.{package}", fromlist=["__all__"])
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
 def _fresh(code):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -217,7 +217,7 @@ def test_the_floors_inside_packages_are_what_the_code_says():
     assert table["interop.buffers"] < table["interop.lint"]
     assert table["interop.export_limits"] < table["interop.export"]
     assert table["finder.evaluation"] < table["finder.optimize"] < table["finder.core"]
-    assert table["finder.tables"] < table["finder.bases"] < table["finder.opttable"]
+    assert table["finder.tables"] < table["finder.bases"] < table["finder.optimized_bases"]
     assert table["studies.workloads"] < table["studies.profiles"]
     assert table["emulate.system"] < table["emulate.netlink"] < table["emulate.network"]
 

@@ -58,9 +58,9 @@ class ScheduleFormatError(TopocollError, ValueError):
     """A schedule or topology file does not follow the file contract; names the field."""
 
 
-class FileAccessError(ScheduleFormatError):
+class FileAccessError(TopocollError, ValueError):
     """A file cannot be read or written at all (missing, a directory, over the read limit, no
-    space left), as opposed to content that breaks the format."""
+    space left): not a fault of its content, so not a :class:`ScheduleFormatError`."""
 
 
 class InvalidScheduleError(TopocollError, ValueError):

@@ -41,14 +41,14 @@ def test_a_hand_written_program_runs_from_standard_input(run):
 def test_a_schedule_file_is_not_called_xml():
     """The table's title names MSCCL XML only for XML (no processes: the table alone)."""
     from topocoll.cli import common
-    from topocoll.cli.run import _print_table
+    from topocoll.cli.run import print_run_table
 
     row = {"algorithm": "bfb", "collective": "allgather", "topology": "ring:4", "ranks": 4,
            "size": 65536, "dtype": "float32", "time": 1e-3, "busbw": 1e9}
     titles = []
     for fmt in ("topocoll.schedule", "msccl-xml"):
         with common.out_console.capture() as out:
-            _print_table(dict(row, format=fmt))
+            print_run_table(dict(row, format=fmt))
         titles.append(out.get().splitlines()[0].strip())
     assert titles == ["bfb allgather on ring:4: 4 ranks, 64KiB of float32",
                       "bfb allgather (MSCCL XML) on ring:4: 4 ranks, 64KiB of float32"]

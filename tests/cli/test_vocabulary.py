@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.conftest import leaf_commands
 from topocoll.cli import common
-from topocoll.cli.common import RenamedChoice, _Option, _parse_duration
+from topocoll.cli.common import RenamedChoice, RenamedOption, parse_duration
 from topocoll.errors import TopocollError
 
 from tests.cli.conftest import run_cli
@@ -94,7 +94,7 @@ def problems(cmds, table):
             if not isinstance(param, click.Option):
                 continue
             names = visible(param)
-            if param.hidden and not isinstance(param, _Option):
+            if param.hidden and not isinstance(param, RenamedOption):
                 bad.append(f"{where}: {names} is hidden but not an old spelling of an option")
                 continue
             rows = [row for row in table if set(names) & row["names"]]
@@ -176,7 +176,7 @@ def test_the_check_can_fail(text):
     @click.command()
     @click.option("--bogus")
     @click.option("--size")
-    @click.option("-a", "--algorithm", cls=_Option, old=("--recipe",))
+    @click.option("-a", "--algorithm", cls=RenamedOption, old=("--recipe",))
     @click.option("--dtype", type=RenamedChoice(["float32"], old={"single": "float32"}))
     def made_up(bogus, size, algorithm, dtype):
         pass
@@ -295,13 +295,13 @@ def test_a_note_on_a_terminal_only(tmp_path, monkeypatch):
                                            ("5min", 300.0), ("2h", 7200.0), ("1.5 min", 90.0),
                                            ("45", 45.0), (12, 12.0)])
 def test_durations_take_units(text, seconds):
-    assert _parse_duration(text) == pytest.approx(seconds)
+    assert parse_duration(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["5 minutes", "min", "10x", "-1s", "h"])
 def test_bad_durations(text):
     with pytest.raises(TopocollError):
-        _parse_duration(text)
+        parse_duration(text)
 
 
 def test_zero_duration_where_refused(tmp_path):

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import topocoll as tc
 from topocoll.finder import Cache, Search, catalogue, compute_base
-from topocoll.finder import dctable
+from topocoll.finder import circulant_table
 from topocoll.finder.bases import measure_base
 from topocoll.finder.bfbcost import bfb_phases
 from topocoll.finder.optimize import group_presentations
@@ -28,7 +28,7 @@ def _phases(schedule):
 
 @pytest.mark.parametrize("n,k", [(8, 3), (13, 2), (20, 4), (31, 3), (64, 4), (45, 2)])
 def test_directed_circulant_rows_match_verified_bfb(n, k):
-    row = dctable.lookup(n, k)
+    row = circulant_table.lookup(n, k)
     topo = tc.build_topology(row["spec"])
     assert topo.num_nodes == n and set(topo.out_degree().tolist()) == {k}
     steps, rs, ag = _phases(bfb_allreduce(topo.with_node_bandwidth(1.0)))
@@ -37,9 +37,9 @@ def test_directed_circulant_rows_match_verified_bfb(n, k):
 
 
 @settings(max_examples=8, deadline=None)
-@given(st.sampled_from(sorted(k for k in dctable.table() if k[0] <= 60)))
+@given(st.sampled_from(sorted(k for k in circulant_table.table() if k[0] <= 60)))
 def test_directed_circulant_rows_equal_the_live_search(key):
-    assert dctable.compute_row(*key) == dctable.lookup(*key)
+    assert circulant_table.compute_row(*key) == circulant_table.lookup(*key)
 
 
 def test_directed_circulant_offsets_have_least_diameter_among_all_sets():
@@ -49,7 +49,7 @@ def test_directed_circulant_offsets_have_least_diameter_among_all_sets():
     best = min(tc.diameter(tc.build_topology("dcirculant:12:" + ",".join(map(str, s))))
                for s in itertools.combinations(range(1, 12), 3)
                if np.gcd.reduce([12, *s]) == 1)
-    assert dctable.lookup(12, 3)["steps"] == best
+    assert circulant_table.lookup(12, 3)["steps"] == best
 
 
 @pytest.mark.parametrize("spec", ["genkautz:15,4", "genkautz:9,2", "genkautz:24,3",

@@ -9,7 +9,7 @@ import topocoll as tc
 from topocoll.finder import Workload, find, optimize
 from topocoll.finder import build as build_module
 from topocoll.finder.bfbcost import bfb_phases
-from topocoll.finder.optimize import Skeleton, _Optimizer, _Track, skeleton_of
+from topocoll.finder.optimize import Skeleton, BaseScorer, SkeletonTrack, skeleton_of
 from topocoll.finder.search import Candidate, Search, expand_candidate
 from topocoll.schedule.model import Schedule
 
@@ -65,8 +65,8 @@ def test_rewiring_keeps_degrees_connectivity_and_never_loses():
     topo = tc.build_topology("randomdigraph:24,3:4")
     order = np.argsort(topo.src, kind="stable")
     heads = topo.dst[order].reshape(24, 3).astype(np.int64)
-    opt = _Optimizer(Workload.single("1MiB"), 1e-5, 12.5e9)
-    track = _Track(sk, "randomdigraph:24,3:4", np.random.default_rng(3))
+    opt = BaseScorer(Workload.single("1MiB"), 1e-5, 12.5e9)
+    track = SkeletonTrack(sk, "randomdigraph:24,3:4", np.random.default_rng(3))
     cost = bfb_phases(topo.with_node_bandwidth(1.0))
     start, _ = opt.time_of(sk, cost["steps"], 0.5 * (cost["t_b_ag"] + cost["t_b_rs"]))
     track.offer(start, None, heads)

@@ -10,7 +10,7 @@ import topocoll as tc
 from topocoll.finder import (Cache, Candidate, Search, bfb_cost, build_allreduce, catalogue,
                              compute_base, genkautz_cost, predict)
 from topocoll.finder.bfbcost import genkautz_diameter
-from topocoll.finder.search import (expand_candidate, _family, circulant_rule,
+from topocoll.finder.search import (expand_candidate, family_candidate, circulant_rule,
                                     optcirculant_diameter, twisted_torus_3d,
                                     twisted_torus_diameter)
 from topocoll.synth import expansions
@@ -188,7 +188,7 @@ def test_paper_table_4(search):
 
 
 def test_candidate_round_trip(search):
-    for c in search.target(48) + [_family("ring:9", 9, 2, 4)]:
+    for c in search.target(48) + [family_candidate("ring:9", 9, 2, 4)]:
         assert Candidate.from_dict(c.to_dict()) == c
     assert np.isfinite([c.t_b for c in search.target(48)]).all()
 

@@ -1,5 +1,5 @@
-"""The optimizer's shipped bases (topocoll.finder.opttable): every row builds a topology of its
-stated degree whose BFB allreduce verifies and measures what the row says; a row that does not
+"""The optimizer's shipped bases (topocoll.finder.optimized_bases): every row builds a topology
+of its stated degree whose BFB allreduce verifies and measures what the row says; a row that does not
 is refused; find's default pick at 1024 nodes of degree 4 is at least as good as the optimizer's
 281.5 us; 16384 nodes are evaluated by construction from a verified base."""
 
@@ -7,13 +7,13 @@ import pytest
 
 import topocoll as tc
 from topocoll.errors import InvalidScheduleError
-from topocoll.finder import Workload, find, opttable, tables
+from topocoll.finder import Workload, find, optimized_bases, tables
 from topocoll.finder.bases import BaseDatabase, CatalogueItem, catalogue, measure_base
 from topocoll.finder.cache import Cache
 from topocoll.finder.core import BY_CONSTRUCTION, EXPLICIT
 from topocoll.finder.search import Search
 
-ROWS = sorted(opttable.table().values(), key=lambda r: (r["nodes"], r["spec"]))
+ROWS = sorted(optimized_bases.table().values(), key=lambda r: (r["nodes"], r["spec"]))
 SMALL = [r for r in ROWS if r["nodes"] <= 64]
 LARGE = [r for r in ROWS if r["nodes"] > 64]
 #: The optimizer's best at N = 1024, d = 4, 1 MiB, 10 us, 100 Gbps per node (the paper's
@@ -71,7 +71,7 @@ def test_the_catalogue_offers_them_unless_asked_not_to():
 def test_a_stale_table_version_is_ignored():
     text = "# optimized-bases-0\n# old\nspec,nodes,degree,steps,t_b_ag,t_b_rs,found_for\n" \
            "complete:5,5,4,1,0.8,0.8,x\n"
-    assert opttable.parse_table(text) == {}
+    assert optimized_bases.parse_table(text) == {}
 
 
 def test_default_pick_at_1024_is_no_worse_than_the_optimizer():
@@ -102,18 +102,18 @@ def test_16384_nodes_by_construction_from_a_verified_base():
 
 
 def test_large_genkautz_rows_are_shipped_and_equal_the_live_cost():
-    from topocoll.finder import gktable
+    from topocoll.finder import genkautz_table
     from topocoll.finder.bfbcost import genkautz_cost
 
     for n in (4096, 8192, 16384):
-        assert gktable.lookup(n, 4) is not None, n
-    live, row = genkautz_cost(4096, 4), gktable.lookup(4096, 4)
+        assert genkautz_table.lookup(n, 4) is not None, n
+    live, row = genkautz_cost(4096, 4), genkautz_table.lookup(4096, 4)
     assert (row["steps"], row["t_b_ag"], row["t_b_rs"]) == pytest.approx(
         (live["steps"], live["t_b_ag"], live["t_b_rs"]), rel=1e-12)
 
 
 def test_a_row_that_promises_too_much_is_caught_when_its_schedule_is_evaluated(monkeypatch):
-    base = opttable.table()["metacyclic:8,2,7:0.1,5.0,6.0,7.1"]
+    base = optimized_bases.table()["metacyclic:8,2,7:0.1,5.0,6.0,7.1"]
     liar = dict(base, t_b_ag=0.95, t_b_rs=0.95)
     monkeypatch.setattr(tables, "optimized_bases", lambda: {liar["spec"]: liar})
     r = find(64, 4, "1MiB", cache=False)

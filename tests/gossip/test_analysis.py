@@ -238,9 +238,9 @@ def test_iteration_counts_are_bounded_before_any_work(call):
 
 
 def test_the_iteration_bound_itself_is_allowed(monkeypatch):
-    import topocoll.gossip.analysis as analysis
+    import topocoll.gossip.consensus as consensus
 
-    monkeypatch.setattr(analysis, "MAX_ITERATIONS", 7)
+    monkeypatch.setattr(consensus, "MAX_ITERATIONS", 7)
     assert consensus_errors(gossip_topology("one-peer-exp", 4), 7).shape == (8,)
     with pytest.raises(Exception, match="at most 7"):
         consensus_errors(gossip_topology("one-peer-exp", 4), 8)

@@ -53,9 +53,9 @@ def assert_within_runtime_limits(program):
             assert len(tb.steps) <= LIMITS["steps"]
             assert int(tb.attrs["chan"]) < LIMITS["channels"]
             assert gpu.attrs["id"] not in (tb.attrs["send"], tb.attrs["recv"])
-            for i, st in enumerate(tb.steps):
-                assert int(st.attrs["s"]) == i
-                assert int(st.attrs["cnt"]) < LIMITS["count"]
+            for i, step in enumerate(tb.steps):
+                assert int(step.attrs["s"]) == i
+                assert int(step.attrs["cnt"]) < LIMITS["count"]
 
 
 @pytest.mark.parametrize("spec, coll, algorithm, root, options", CASES,

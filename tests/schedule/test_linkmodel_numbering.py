@@ -54,5 +54,5 @@ def test_multi_atom_transfer_waits_for_every_piece():
 
 
 def test_number_counts_distinct_values():
-    count, (a, b) = linkmodel._number([np.array([5, 5, 2]), np.array([9])], 10)
+    count, (a, b) = linkmodel.number_values([np.array([5, 5, 2]), np.array([9])], 10)
     assert count == 3 and a.tolist() == [1, 1, 0] and b.tolist() == [2]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import topocoll as tc
-from topocoll.errors import ScheduleFormatError, TopocollError
+from topocoll.errors import FileAccessError, ScheduleFormatError, TopocollError
 from topocoll.schedule import dumps_schedule, load_schedule, loads_schedule, save_schedule
 
 from tests.helpers import pipe_name, schedule_fixtures
@@ -129,12 +129,12 @@ def test_canonical_layout_with_a_damaged_row_is_rejected(allreduce):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(ScheduleFormatError, match="cannot read"):
+    with pytest.raises(FileAccessError, match="cannot read"):
         load_schedule(tmp_path / "nope.json")
 
 
 def test_write_is_atomic(tmp_path, allreduce):
-    with pytest.raises(ScheduleFormatError, match="folder .* does not exist"):
+    with pytest.raises(FileAccessError, match="folder .* does not exist"):
         save_schedule(allreduce, tmp_path / "no" / "such" / "dir.json")
     path = tmp_path / "s.json"
     path.write_text("old")
@@ -152,13 +152,13 @@ def test_a_failure_while_writing_keeps_the_old_file(tmp_path, allreduce, monkeyp
 
     path = tmp_path / "s.json"
     path.write_text("old content")
-    real = module._dump_parts
+    real = module.json_parts
 
     def half_then_fail(schedule):
         yield next(iter(real(schedule)))
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(module, "_dump_parts", half_then_fail)
-    with pytest.raises(ScheduleFormatError, match="No space left on device"):
+    monkeypatch.setattr(module, "json_parts", half_then_fail)
+    with pytest.raises(FileAccessError, match="No space left on device"):
         save_schedule(allreduce, path)
     assert path.read_text() == "old content"
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]      # no temporary left
@@ -177,7 +177,7 @@ def test_devices_are_written_into_not_replaced(allreduce):
 
     save_schedule(allreduce, "/dev/null")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    with pytest.raises(ScheduleFormatError, match="/dev/full: cannot write: No space left"):
+    with pytest.raises(FileAccessError, match="/dev/full: cannot write: No space left"):
         save_schedule(allreduce, "/dev/full")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 

@@ -25,8 +25,8 @@ def test_the_symmetric_form_expands_to_the_explicit_schedule(spec, coll):
 
 
 def test_a_generator_without_a_hook_is_converted():
-    assert registry._symmetric_hook(registry.ALGORITHMS["ring"]) is None
-    assert registry._symmetric_hook(registry.ALGORITHMS["bfb"]) == "symmetric"
+    assert registry.symmetric_hook(registry.ALGORITHMS["ring"]) is None
+    assert registry.symmetric_hook(registry.ALGORITHMS["bfb"]) == "symmetric"
     s = tc.generate("uniring:6", "allgather", "ring", form="symmetric")
     assert s.form == "symmetric" and s.num_representatives == 5 and tc.verify(s).valid
     with pytest.raises(UnsupportedError, match="no translation group"):
@@ -42,3 +42,44 @@ def test_auto_is_explicit_below_the_limit_and_symmetric_above(monkeypatch):
     assert tc.generate("torus:4x4", "broadcast", "bfb").form == "explicit"
     with pytest.raises(UnsupportedError, match="form must be one of"):
         tc.generate("torus:4x4", "allgather", "bfb", form="folded")
+
+
+def test_one_list_of_forms_for_every_maker():
+    from topocoll.cli.schedule import FORMS as command_forms
+    from topocoll.schedule.forms import FORMS
+    from topocoll.synth.ten.synthesis import FORMS as ten_forms
+
+    assert registry.FORMS is FORMS and ten_forms is FORMS and command_forms is FORMS
+    assert "compact" in FORMS
+    for make in (lambda: tc.generate("ring:4", "allgather", "ring", form="folded"),
+                 lambda: tc.synthesize("ring:4", "allgather", form="folded")):
+        with pytest.raises(UnsupportedError, match="form must be one of auto, explicit, "
+                           "symmetric, compact, got 'folded'"):
+            make()
+
+
+def test_generate_makes_the_compact_form_that_synth_makes():
+    s = tc.generate("mesh:4x4", "allgather", "ten", form="compact")
+    direct = tc.synthesize("mesh:4x4", "allgather", form="compact")
+    assert s.form == "compact" and tc.verify(s).valid
+    assert np.array_equal(_rows(s.expand()), _rows(direct.expand()))
+
+
+def test_a_generator_without_the_compact_form_is_converted():
+    s = tc.generate("ring:5", "allgather", "ring", form="compact")
+    e = tc.generate("ring:5", "allgather", "ring", form="explicit")
+    assert s.form == "compact" and tc.verify(s).valid
+    assert np.array_equal(_rows(s.expand()), _rows(e))
+    with pytest.raises(UnsupportedError, match="copies only; allreduce combines"):
+        tc.generate("ring:4", "allreduce", "bfb", form="compact")
+
+
+def test_auto_is_compact_above_the_limit_where_the_generator_makes_it(monkeypatch):
+    import topocoll.schedule.symmetric as symmetric
+
+    assert tc.generate("mesh:4x4", "allgather", "ten").form == "explicit"
+    monkeypatch.setattr(registry, "EXPLICIT_TRANSFER_LIMIT", 100)
+    monkeypatch.setattr(symmetric, "EXPLICIT_TRANSFER_LIMIT", 100)
+    assert tc.generate("mesh:4x4", "allgather", "ten").form == "compact"
+    assert tc.generate("mesh:4x4", "allreduce", "ten").form == "explicit"     # combines
+    assert tc.generate("mesh:4x4", "allgather", "bfb").form == "explicit"

@@ -11,7 +11,9 @@ from topocoll.studies.loop import simulate_training
 from topocoll.studies.models import model_workload
 from topocoll.studies.prices import bound_prices, schedule_prices
 from topocoll.topology.cuts import moore_distance_sum
-from topocoll.studies.training import Profile, lower_bound_cost, simulate_iteration
+from topocoll.studies.allreduce_costs import lower_bound_cost
+from topocoll.studies.gradient_profile import Profile
+from topocoll.studies.training import simulate_iteration
 from topocoll.studies.workloads import (TrainingWorkload, WorkloadLayer, from_profile,
                                         load_training_workload, parse_astra_workload,
                                         workload_from_document)
@@ -185,7 +187,7 @@ def test_concurrent_shares_bandwidth_by_hand():
     # Concurrent: b alone 1-2 s (1 byte left), then both at half speed until 4 s, each then
     # pays its latency: both end at 4.5 s; the network is busy 1-4.5 s. Wait-free: b 1-3.5 s,
     # a 3.5-5 s.
-    from topocoll.studies.training import AllreduceCost
+    from topocoll.studies.allreduce_costs import AllreduceCost
 
     w = TrainingWorkload("t", (WorkloadLayer("a", 0.0, 0.0, 1.0, None, None, ("allreduce", 1)),
                                WorkloadLayer("b", 0.0, 0.0, 1.0, None, None, ("allreduce", 2))))

@@ -7,8 +7,10 @@ from tests.helpers import DATA
 from topocoll.errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from topocoll.studies.models import model_flops, model_layers, model_params, model_profile
 from topocoll.studies.profiles import load_profile, parse_astra
-from topocoll.studies.training import AllreduceCost, Profile, baseline_cost, lower_bound_cost, \
-    schedule_cost, simulate_iteration
+from topocoll.studies.allreduce_costs import AllreduceCost, baseline_cost, lower_bound_cost, \
+    schedule_cost
+from topocoll.studies.gradient_profile import Profile
+from topocoll.studies.training import simulate_iteration
 
 TRAINING = DATA / "training"
 

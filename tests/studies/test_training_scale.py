@@ -22,7 +22,7 @@ from topocoll.finder.core import BY_CONSTRUCTION, EXPLICIT
 from topocoll.finder.evaluation import _chain
 from topocoll.schedule.cost import step_costs
 from topocoll.studies.models import model_profile
-from topocoll.studies.training import CLOSED_FORM, baseline_closed_form, baseline_cost
+from topocoll.studies.allreduce_costs import CLOSED_FORM, baseline_closed_form, baseline_cost
 from topocoll.synth import generate
 from topocoll.synth.bfb import bfb_allreduce
 from topocoll.synth.expansions import (cartesian_power_expansion, degree_expansion_schedule,

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 import topocoll as tc
 from topocoll.errors import NotStronglyConnectedError, UnsupportedError
 from topocoll.schedule import step_costs, verify
-from topocoll.synth import bfb, bfb_allgather, bfb_allreduce, bfb_reduce_scatter
+from topocoll.synth import bfb_allgather, bfb_allreduce, bfb_reduce_scatter
+from topocoll.synth.bfb_rounding import bipartite_flow, round_to_bottleneck
 from topocoll.topology import Topology, diameter, distance_matrix, topology
 
 from tests.helpers import strongly_connected_digraphs
@@ -181,15 +182,15 @@ def test_whole_shards_within_the_bottleneck():
     # carries the bottleneck (1.5 fractional -> at most 1 whole), so unit 0 must take link 1
     unit, link = np.array([0, 0, 1]), np.array([10, 11, 10])
     share = np.array([0.5, 0.5, 1.0])
-    got = bfb._round_to_bottleneck(unit, link, share, step=np.ones(3, int), bandwidth=np.ones(3))
+    got = round_to_bottleneck(unit, link, share, step=np.ones(3, int), bandwidth=np.ones(3))
     assert got.tolist() == [0, 1, 1]
 
 
 def test_whole_shards_that_do_not_fit_are_left_short():
     # three units split over two links: 1.5 shards each fractionally, at most 1 whole each
     unit, link = np.repeat([0, 1, 2], 2), np.tile([10, 11], 3)
-    got = bfb._round_to_bottleneck(unit, link, np.full(6, 0.5), step=np.ones(6, int),
-                                   bandwidth=np.ones(6))
+    got = round_to_bottleneck(unit, link, np.full(6, 0.5), step=np.ones(6, int),
+                              bandwidth=np.ones(6))
     assert sorted(np.bincount(unit, weights=got).tolist()) == [0, 1, 1]
     assert np.bincount(link - 10, weights=got).max() == 1
 
@@ -228,7 +229,7 @@ def test_both_flow_methods_find_a_maximum_flow(seed):
     left = np.searchsorted(np.flatnonzero(keep), left)
     right = right - num_left + keep.sum()
     capacity = rng.integers(0, 4, keep.sum() + num_right)
-    flows = [bfb._bipartite_flow(left, right, capacity, method=m) for m in ("lp", "dinic")]
+    flows = [bipartite_flow(left, right, capacity, method=m) for m in ("lp", "dinic")]
     assert flows[0].sum() == flows[1].sum() > 0
     for f in flows:
         assert set(np.unique(f)) <= {0, 1}

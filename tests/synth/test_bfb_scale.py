@@ -17,7 +17,7 @@ from topocoll.topology.symmetry import TranslationGroup, translation_group
 
 from tests.helpers import strongly_connected_digraphs
 
-bfb = importlib.import_module("topocoll.synth.bfb")
+bfb_lp = importlib.import_module("topocoll.synth.bfb_lp")
 
 
 # --------------------------------------------------------------------------- symmetry
@@ -86,7 +86,7 @@ def test_symmetry_on_random_circulant_digraphs(t):
 
 
 def test_parallel_batches_equal_serial(monkeypatch):
-    monkeypatch.setattr(bfb, "_LP_BATCH", 40)  # many small batches, so the pool is used
+    monkeypatch.setattr(bfb_lp, "LP_BATCH", 40)  # many small batches, so the pool is used
     t = topology("kautz:2,4").with_links(bandwidth=np.linspace(1.0, 2.0, 48))
     one = bfb_allgather(t, workers=1, symmetry=False)
     two = bfb_allgather(t, workers=2, symmetry=False)

@@ -11,6 +11,7 @@ import pytest
 from topocoll.errors import UnsupportedError
 from topocoll.schedule import SymmetricSchedule
 from topocoll.synth import bfb_allgather, bfb_allreduce, bfb_reduce_scatter, generate
+from topocoll.synth.bfb_candidates import origin_distances
 from topocoll.topology import Topology, topology
 
 bfb = importlib.import_module("topocoll.synth.bfb")
@@ -92,7 +93,7 @@ def test_only_needed_distances_match_the_matrix():
     t = topology("circulant:17:2,5")
     psrc, pdst, _, _ = t.pairs
     into = np.flatnonzero(pdst == 0)
-    dist, column = bfb._origin_distances(t, np.arange(17), psrc[into], pdst[into])
+    dist, column = origin_distances(t, np.arange(17), psrc[into], pdst[into])
     assert column.tolist() == sorted({0, *psrc[into].tolist()})
     assert np.array_equal(dist, distance_matrix(t)[:, column])
 

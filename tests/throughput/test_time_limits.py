@@ -70,3 +70,15 @@ def test_an_lp_too_large_for_memory_is_refused_before_it_is_built(monkeypatch):
         link_throughput(topology("torus:16x16"))
     with pytest.raises(ResourceLimitError, match=r"path LP of torus:64x64"):
         path_throughput(topology("torus:64x64"))
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_path_lp_round_limit_returns_the_last_solved_master(rounds):
+    # the last round adds paths after its master is solved: the flow reported is that master's,
+    # feasible on its own paths (it used to be read against the longer path list and crash)
+    t = topology("randomdigraph:16,2:1", bandwidth=1.0)
+    r = path_throughput(t, vertex=False, max_rounds=rounds)
+    full = path_throughput(t, vertex=False)
+    assert r.success and r.rounds == rounds and full.status == Status.SUCCESS
+    assert 0 < r.lam <= full.lam * (1 + 1e-9) <= r.dual_bound * (1 + 1e-9)
+    assert r.paths.share.size and abs(r.utilization.max() - 1.0) < 1e-6

@@ -104,14 +104,14 @@ def test_power_cells_and_the_circulant_rule_name_specs():
 def test_rewired_bases_of_the_optimizer_are_specs():
     from topocoll.finder import Workload
     from topocoll.finder.bfbcost import bfb_phases
-    from topocoll.finder.optimize import Skeleton, _Optimizer, _Track
+    from topocoll.finder.optimize import Skeleton, BaseScorer, SkeletonTrack
 
     sk = Skeleton(24, 3, (("line",),))
     topo = topology("randomdigraph:24,3:4")
     order = np.argsort(topo.src, kind="stable")
     heads = topo.dst[order].reshape(24, 3).astype(np.int64)
-    opt = _Optimizer(Workload.single("1MiB"), 1e-5, 12.5e9)
-    track = _Track(sk, "randomdigraph:24,3:4", np.random.default_rng(3))
+    opt = BaseScorer(Workload.single("1MiB"), 1e-5, 12.5e9)
+    track = SkeletonTrack(sk, "randomdigraph:24,3:4", np.random.default_rng(3))
     cost = bfb_phases(topo.with_node_bandwidth(1.0))
     start, _ = opt.time_of(sk, cost["steps"], 0.5 * (cost["t_b_ag"] + cost["t_b_rs"]))
     track.offer(start, None, heads)

@@ -23,7 +23,7 @@ from topocoll.topology import (DISTANCE_REGULAR_GRAPHS, FAMILIES, circulant_grap
                                random_regular_digraph, random_regular_graph, ring_graph,
                                topology, torus_graph, twisted_hypercube_graph,
                                twisted_torus_graph, uniring_graph)
-from topocoll.topology.families import _common
+from topocoll.topology.families import checks
 from topocoll.topology.families import generative as gen
 
 
@@ -502,7 +502,7 @@ def test_subset_family_errors(spec, message):
 
 
 def test_giant_members_are_refused_before_they_are_built(monkeypatch):
-    monkeypatch.setattr(_common, "MAX_LINKS", 10_000)
+    monkeypatch.setattr(checks, "MAX_LINKS", 10_000)
     for spec in ("odd:12", "johnson:40,20", "paley:10009", "twistedhypercube:20",
                  "twistedtorus:40x40x80", "optcirculant:100000", "randomregular:100000,3",
                  "randomdigraph:100000,3", "doubledodd:12"):

@@ -7,7 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from topocoll.errors import InputTypeError, ScheduleFormatError, TopologyError
+from topocoll.errors import FileAccessError, InputTypeError, ScheduleFormatError, TopologyError
 from topocoll.defaults import LINK_BANDWIDTH, LINK_LATENCY
 from topocoll.topology import (Topology, generalized_kautz_graph, kautz_graph, load_topology,
                                save_topology, topology_from_dict, torus_graph)
@@ -205,9 +205,9 @@ def test_minimal_object_without_optional_fields():
 
 # ------------------------------------------------------------------ bad files
 def test_missing_file(tmp_path):
-    with pytest.raises(ScheduleFormatError, match=r"missing\.json: cannot read: No such file"):
+    with pytest.raises(FileAccessError, match=r"missing\.json: cannot read: No such file"):
         load_topology(tmp_path / "missing.json")
-    with pytest.raises(ScheduleFormatError, match=r"missing\.graphml: cannot read: No such file"):
+    with pytest.raises(FileAccessError, match=r"missing\.graphml: cannot read: No such file"):
         load_topology(tmp_path / "missing.graphml")
 
 
@@ -276,7 +276,7 @@ def test_unknown_suffixes_and_unwritable_paths(tmp_path):
         load_topology(tmp_path / "t.yaml")
     with pytest.raises(ScheduleFormatError, match=r"unknown topology file type '\.csv'"):
         save_topology(torus_graph([3, 3]), tmp_path / "t.csv")
-    with pytest.raises(ScheduleFormatError, match=r"t\.json: folder .*no-such-dir does not exist"):
+    with pytest.raises(FileAccessError, match=r"t\.json: folder .*no-such-dir does not exist"):
         save_topology(torus_graph([3, 3]), tmp_path / "no-such-dir" / "t.json")
     with pytest.raises(InputTypeError):
         save_topology("torus:3x3", tmp_path / "t.json")
@@ -376,7 +376,7 @@ def test_saving_a_topology_writes_through_symlinks_and_keeps_the_old_file_on_fai
             raise OSError(28, "No space left on device")
             yield fh
     monkeypatch.setattr(module, "open_output", failing)
-    with pytest.raises(ScheduleFormatError, match="link.json: cannot write: No space left"):
+    with pytest.raises(FileAccessError, match="link.json: cannot write: No space left"):
         save_topology(torus_graph([3, 3]), tmp_path / "link.json")
     assert (tmp_path / "target.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "target.json"]
@@ -388,7 +388,7 @@ def test_devices_get_the_topology_streamed_in():
 
     save_topology(mixed(), "/dev/null")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    with pytest.raises(ScheduleFormatError, match="/dev/full: cannot write: No space left"):
+    with pytest.raises(FileAccessError, match="/dev/full: cannot write: No space left"):
         save_topology(mixed(), "/dev/full")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
@@ -403,6 +403,6 @@ def test_a_stream_that_is_no_topology_is_refused_at_its_first_byte(monkeypatch):
 def test_the_read_limit_holds_for_topology_files(tmp_path, monkeypatch):
     save_topology(torus_graph([3, 3]), tmp_path / "t.json")
     monkeypatch.setenv("TOPOCOLL_MAX_FILE_BYTES", "100")
-    with pytest.raises(ScheduleFormatError, match="read limit of 100 bytes .*"
+    with pytest.raises(FileAccessError, match="read limit of 100 bytes .*"
                                                   "TOPOCOLL_MAX_FILE_BYTES"):
         load_topology(tmp_path / "t.json")

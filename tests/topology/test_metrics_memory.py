@@ -9,6 +9,7 @@ from topocoll.errors import ResourceLimitError
 from topocoll.topology import Topology, diameter, distance_matrix, eccentricity, topology
 from topocoll.topology import metrics
 from topocoll.topology.metrics import distance_sum
+from topocoll.topology.paths import hop_distances
 
 from tests.helpers import strongly_connected_digraphs
 
@@ -60,5 +61,5 @@ def test_unreachable_pairs_are_found_without_the_matrix(monkeypatch):
     t = Topology(n, np.r_[src, 5], np.r_[src + 1, 0])
     u, v = metrics.unreachable_pair(t)
     assert metrics.unreachable_pair(t) is not None and u != v
-    reach = metrics._rows(t, [u])[0]
-    assert reach[v] == metrics.UNREACHABLE
+    reach = hop_distances(t, [u])[0]
+    assert reach[v] == np.inf

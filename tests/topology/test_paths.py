@@ -73,8 +73,8 @@ def test_the_scipy_fallback_gives_the_same_values(graph):
 
 def test_the_budget_hands_large_problems_to_scipy(monkeypatch):
     calls = []
-    real = paths._scipy
-    monkeypatch.setattr(paths, "_scipy", lambda *a: calls.append(a) or real(*a))
+    real = paths.scipy_distances
+    monkeypatch.setattr(paths, "scipy_distances", lambda *a: calls.append(a) or real(*a))
     ring = np.arange(50)
     paths.distances(50, ring, (ring + 1) % 50, [0], budget=10**6)
     assert calls == []                      # 50 rounds of 50 links: within the budget

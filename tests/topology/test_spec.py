@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topocoll.errors import InputTypeError, ScheduleFormatError, SpecError, UnitError
+from topocoll.errors import (FileAccessError, InputTypeError, ScheduleFormatError, SpecError,
+                             UnitError)
 from topocoll.topology import (FAMILIES, Topology, circulant_graph, describe_families, diameter,
                                parse_spec, save_topology, topology, torus_graph)
-from topocoll.topology.families import _common
+from topocoll.topology.families import checks
 
 # spec -> (canonical name, nodes, links, family)
 TABLE = {
@@ -170,8 +171,8 @@ def test_files_are_loaded_by_name_and_path(tmp_path, monkeypatch):
     assert topology("./k.graphml").num_nodes == 12
 
 
-def test_missing_file_is_a_format_error_not_a_spec_error(tmp_path):
-    with pytest.raises(ScheduleFormatError, match=r"nope\.json: cannot read: No such file"):
+def test_missing_file_is_a_file_access_error_not_a_spec_error(tmp_path):
+    with pytest.raises(FileAccessError, match=r"nope\.json: cannot read: No such file"):
         topology(str(tmp_path / "nope.json"))
     with pytest.raises(ScheduleFormatError, match=r"unknown topology file type '\.txt'"):
         topology(str(tmp_path / "x.txt"))
@@ -217,11 +218,11 @@ TOKENS = st.sampled_from(list(FAMILIES) + ["foo", "", "x", ",", ":", "double", "
 def test_junk_specs_give_a_topology_or_a_spec_error(tokens):
     spec = "".join(tokens)
     if spec.strip() == "-":   # standard input, which the test runner does not let us read
-        with pytest.raises(ScheduleFormatError, match="<stdin>: cannot read"):
+        with pytest.raises(FileAccessError, match="<stdin>: cannot read"):
             topology(spec)
         return
     with pytest.MonkeyPatch.context() as mp:   # keep accidental giants cheap: refuse them
-        mp.setattr(_common, "MAX_LINKS", 20_000)
+        mp.setattr(checks, "MAX_LINKS", 20_000)
         try:
             t = topology(spec)
         except SpecError as err:

@@ -357,11 +357,11 @@ def _say_renamed(old, new):
                    err=True)
 
 
-class _Option(click.Option):
+class RenamedOption(click.Option):
     """An option that still answers to its old spellings (``old=("--method",)``; a boolean
     flag's pair as ``"--symmetric/--no-symmetric"``), hidden from ``--help`` and error hints.
 
-    Use it as ``@click.option("-a", "--algorithm", "method", cls=_Option, old=("--method",))``
+    Use it as ``@click.option("-a", "--algorithm", "method", cls=RenamedOption, old=("--method",))``
     or through :func:`renamed_option`."""
 
     def __init__(self, param_decls=None, *, old=(), **attrs):
@@ -414,7 +414,7 @@ class _Option(click.Option):
 def renamed_option(*param_decls, old, **attrs):
     """``click.option(*param_decls, **attrs)`` that also accepts the ``old`` spellings
     (hidden; a note on stderr when used)."""
-    return click.option(*param_decls, cls=_Option, old=old, **attrs)
+    return click.option(*param_decls, cls=RenamedOption, old=old, **attrs)
 
 
 class RenamedChoice(click.Choice):
@@ -454,11 +454,11 @@ class LazyChoice(click.Choice):
 _DURATION_UNITS = {"min": 60.0, "h": 3600.0}
 
 
-def _parse_duration(value, *, what="duration", allow_zero=True):
+def parse_duration(value, *, what="duration", allow_zero=True):
     """Seconds from a duration: ``"10us"``, ``"500ms"``, ``"30s"``, ``"5min"``, ``"2h"``, or a
     bare number of seconds. Every option that takes a length of time parses it here.
 
-    >>> [_parse_duration(text) for text in ("5min", "1.5h", "10us", "30")]
+    >>> [parse_duration(text) for text in ("5min", "1.5h", "10us", "30")]
     [300.0, 5400.0, 1e-05, 30.0]
     """
     text = value.strip() if isinstance(value, str) else value
@@ -477,8 +477,8 @@ def _parse_duration(value, *, what="duration", allow_zero=True):
 
 
 def duration_callback(what, *, allow_zero=True):
-    """Callback of an option that takes a duration (see :func:`_parse_duration`)."""
-    return unit_callback(functools.partial(_parse_duration, allow_zero=allow_zero), what)
+    """Callback of an option that takes a duration (see :func:`parse_duration`)."""
+    return unit_callback(functools.partial(parse_duration, allow_zero=allow_zero), what)
 
 
 def first_failure(report):

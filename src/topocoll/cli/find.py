@@ -143,9 +143,10 @@ def _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket
 def _find_workload(workload_model, sizes_file, sizes, bucket_size):
     """The :class:`~topocoll.finder.Workload` the options describe."""
     if workload_model:
-        from .trainsim import workload_profile  # train-sim's models load only for --workload
+        from ..studies.resolve import resolve_profile  # the models load only for --workload
 
-        return workload_profile(workload_model, bucket_size)
+        profile = resolve_profile(workload_model)
+        return Workload.from_layers(profile.forward_order_bytes(), bucket_size)
     elif sizes_file:
         return load_workload(sizes_file, bucket_size=bucket_size)
     elif sizes:

@@ -281,7 +281,7 @@ def _report(result, as_json, check):
             said += "; RESULT DIFFERS from torch's" if wrong else "; result equal to torch's"
         print_json(document(Status.INVALID if wrong else Status.SUCCESS, said, result))
     else:
-        _print_table(result)
+        print_run_table(result)
     if check and not result["correct"]:
         raise Fail(f"the result differs from torch's {result['collective']} on "
                    f"{result['mismatched_ranks']} rank(s)", EXIT_INVALID)
@@ -298,7 +298,7 @@ def _measure_loaded(rank, world_size, schedule, size, *, dtype, iters, check, ba
                             baseline=baseline, **(options or {}))
 
 
-def _print_table(r):
+def print_run_table(r):
     from ..runtime.sources import MSCCL_XML
 
     fmt_t = units.format_time

@@ -6,6 +6,7 @@ import click
 
 from .. import defaults, units
 from ..errors import FileAccessError, ScheduleFormatError
+from ..schedule.forms import FORMS
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.verify import verify as _verify
 from ..units import format_size, format_time
@@ -15,9 +16,6 @@ from .common import (EXIT_INVALID, check_output_option, Fail, LazyChoice, load_t
 
 __all__ = ["schedule", "verify", "evaluate", "form_note", "form_facts", "FORMS"]
 
-#: The forms of ``--form`` (``topocoll.synth.registry.FORMS``, spelt here so that the command
-#: line starts without importing the generators).
-FORMS = ("auto", "explicit", "symmetric")
 
 
 def form_note(s):
@@ -33,7 +31,7 @@ def form_facts(s):
     if s.form == "symmetric":
         return {"form": "symmetric", "representatives": s.num_representatives,
                 "symmetry": [int(d) for d in s.group.dims]}
-    return {"form": "explicit"}
+    return {"form": s.form}
 
 #: The fields of an evaluation that do not depend on the size (the top of evaluate's --json).
 _SIZE_FREE = ("collective", "algorithm", "topology", "nodes", "degree", "steps", "T_L",
@@ -79,8 +77,9 @@ def _algorithm_names():
 @click.option("--form", type=click.Choice(FORMS), default="auto", show_default=True,
               help="explicit: every transfer; symmetric: one representative per orbit of the "
               "topology's translations (allgather, reduce_scatter, allreduce; see "
-              "docs/format.md); auto: symmetric only where the explicit form would be too "
-              "large.")
+              "docs/format.md); compact: whole-chunk copies in narrow columns (collectives that "
+              "only copy; written as the explicit file); auto: symmetric (or, for ten, compact) "
+              "only where the explicit form would be too large.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: what was made, where, and "
               "the generator's meta.")
 def schedule(*, topo, collective, algorithm, root, link_bandwidth, node_bandwidth, alpha, output,

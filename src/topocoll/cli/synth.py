@@ -322,8 +322,6 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
     entry per file (file, collective, algorithm, time, the per-link busy times and critical
     path in the link model, step_model for the step model).
     """
-    from rich.table import Table  # imported here: start-up time
-
     from ..schedule.cost import evaluate as _step_model
     from ..schedule.timeline import plot_timeline
 
@@ -348,18 +346,33 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
             plot_timeline(results, plot, titles=[f"{f}: {s.collective.name} {s.algorithm}"
                                                  for f, s in zip(files, schedules)])
     if as_json:
-        rows = [_simulate_row(f, s, r, e, model, plot)
-                for f, s, r, e in zip(files, schedules, results or [None] * len(files), steps)]
-        finish = max(row["time"] for row in rows)
-        where = ("in the step model" + (", each alone" if len(rows) > 1 else "")
-                 if model == "step" else
-                 "in the link model" + (", sharing one network" if len(rows) > 1 else ""))
-        print_json(document(Status.SUCCESS, f"{len(rows)} schedule{'s' if len(rows) > 1 else ''}"
-                             f" at {format_size(size)} {where}: done after "
-                             f"{format_time(finish)}", model=model,
-                             alpha_per="step" if model == "step" else alpha_per, size=float(size),
-                             time=finish, plot=plot, schedules=rows))
+        _print_simulate_json(files, schedules, results, steps, model=model, alpha_per=alpha_per,
+                             size=size, plot=plot)
         return
+    out_console.print(_simulate_table(files, schedules, results, steps, model=model,
+                                      alpha_per=alpha_per, size=size))
+    if plot:
+        out_console.print(f"plot written to {plot}", markup=False)
+
+
+def _print_simulate_json(files, schedules, results, steps, *, model, alpha_per, size, plot):
+    rows = [_simulate_row(f, s, r, e, model, plot)
+            for f, s, r, e in zip(files, schedules, results or [None] * len(files), steps)]
+    finish = max(row["time"] for row in rows)
+    where = ("in the step model" + (", each alone" if len(rows) > 1 else "")
+             if model == "step" else
+             "in the link model" + (", sharing one network" if len(rows) > 1 else ""))
+    print_json(document(Status.SUCCESS, f"{len(rows)} schedule{'s' if len(rows) > 1 else ''}"
+                         f" at {format_size(size)} {where}: done after "
+                         f"{format_time(finish)}", model=model,
+                         alpha_per="step" if model == "step" else alpha_per, size=float(size),
+                         time=finish, plot=plot, schedules=rows))
+
+
+def _simulate_table(files, schedules, results, steps, *, model, alpha_per, size):
+    """The table ``topocoll simulate`` prints: one row per file, in the model(s) asked for."""
+    from rich.table import Table  # imported here: start-up time
+
     shared = " sharing one network" if len(files) > 1 and model != "step" else ""
     if model == "step":
         title = (f"step model at {format_size(size)}: step t costs its largest link latency + "
@@ -380,23 +393,26 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
         if model == "step":
             row += [str(e.steps), format_time(e.T_L), format_time(e.T_B), format_time(e.time)]
         else:
-            d = results[i].to_dict()
-            path = results[i].critical_path()
-            waits = results[i].waited[path]
-            row += [f"{d['links_used']}/{d['links']}", format_time(d["time"]),
-                    format_time(d["max_link_busy"]),
-                    f"{path.size} ({int((waits == 1).sum())} on links)"]
-            if model == "link":
-                row.append(f"{format_time(e.time)} ({e.steps} steps)")
-            else:
-                ratio = f"{d['time'] / e.time:.3f}" if e.time > 0 else "-"
-                row += [f"{format_time(e.time)} ({e.steps} steps)", format_time(e.T_L),
-                        format_time(e.T_B), ratio]
+            row += _link_model_cells(results[i], e, model)
         table.add_row(*row)
-    out_console.print(table)
-    if plot:
-        out_console.print(f"plot written to {plot}", markup=False)
+    return table
 
+
+def _link_model_cells(result, evaluation, model):
+    """A table row's link-model cells, then the step model's beside them."""
+    e = evaluation
+    d = result.to_dict()
+    path = result.critical_path()
+    waits = result.waited[path]
+    row = [f"{d['links_used']}/{d['links']}", format_time(d["time"]),
+           format_time(d["max_link_busy"]), f"{path.size} ({int((waits == 1).sum())} on links)"]
+    if model == "link":
+        row.append(f"{format_time(e.time)} ({e.steps} steps)")
+    else:
+        ratio = f"{d['time'] / e.time:.3f}" if e.time > 0 else "-"
+        row += [f"{format_time(e.time)} ({e.steps} steps)", format_time(e.T_L),
+                format_time(e.T_B), ratio]
+    return row
 
 def _simulate_row(file, schedule, result, evaluation, model, plot):
     """One file's JSON document: the link model's summary with its per-link busy times and

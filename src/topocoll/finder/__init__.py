@@ -21,19 +21,29 @@ al., "Efficient Direct-Connect Topologies for Collective Communications", NSDI 2
 ('NOT_PROVEN', 64, True)
 """
 
-from .bases import BaseDatabase, BaseEntry, catalogue, compute_base
-from .bfbcost import bfb_cost, genkautz_cost
-from .build import build_allreduce, priced
-from .cache import ALGORITHM_VERSION, Cache, cache_dir
+from ..lazy import lazy_attributes
+# eager: ``optimize`` names a function and its submodule; importing the submodule binds it here
+# first, so that a later ``import topocoll.finder.optimize`` cannot shadow the function
 from .optimize import OptimizeResult, optimize
-from .core import FindResult, as_workload, find, find_range, frontier
-from .plot import plot_frontier
-from ..synth.expansions import predict
-from .search import Candidate, Search, pareto_frontier
-from .workload import Workload, bucket_layers, load_workload
+
+# Public names -> the module that defines them, imported on first use (PEP 562).
+_LAZY = {
+    ".bases": ("BaseDatabase", "BaseEntry", "catalogue", "compute_base"),
+    ".bfbcost": ("bfb_cost", "genkautz_cost"),
+    ".build": ("build_allreduce", "priced"),
+    ".cache": ("ALGORITHM_VERSION", "Cache", "cache_dir"),
+    ".core": ("FindResult", "as_workload", "find", "find_range", "frontier"),
+    ".plot": ("plot_frontier",),
+    "..synth.expansions": ("predict",),
+    ".search": ("Candidate", "Search", "pareto_frontier"),
+    ".workload": ("Workload", "bucket_layers", "load_workload"),
+}
 
 __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "Search",
            "Candidate", "pareto_frontier", "predict", "Workload", "bucket_layers",
            "load_workload", "BaseDatabase", "BaseEntry", "catalogue", "compute_base", "Cache",
            "cache_dir", "ALGORITHM_VERSION", "build_allreduce", "priced", "plot_frontier",
            "bfb_cost", "genkautz_cost", "optimize", "OptimizeResult"]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

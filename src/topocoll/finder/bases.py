@@ -13,15 +13,15 @@ distance-regular graphs of :data:`~topocoll.topology.families.DISTANCE_REGULAR_G
 tori, and three more families of Table 9:
 
 * directed circulants ``dcirculant:N:1,A2,..`` of degree 2..4 and least diameter, for every N
-  (offsets and exact BFB costs shipped in :mod:`~topocoll.finder.dctable`: all
+  (offsets and exact BFB costs shipped in :mod:`~topocoll.finder.circulant_table`: all
   bandwidth-optimal, and far fewer steps than bidirectional circulants of the same degree);
 * generalized Kautz digraphs ``genkautz:N,D`` where they are D-regular (D+1 divides N, so no
-  self-loop is dropped), costs from the shipped :mod:`~topocoll.finder.gktable`;
+  self-loop is dropped), costs from the shipped :mod:`~topocoll.finder.genkautz_table`;
 * modified de Bruijn digraphs ``moddebruijn:N,D`` for N = D^k (diameter k, every degree D),
   costs from the exact evaluator :func:`~topocoll.finder.bfbcost.bfb_cost`;
 
 and the bases the optimizer found offline (family ``"optimized"``, shipped in
-:mod:`~topocoll.finder.opttable`: Cayley digraphs of metacyclic groups such as
+:mod:`~topocoll.finder.optimized_bases`: Cayley digraphs of metacyclic groups such as
 ``metacyclic:8,2,7:0.1,5.0,6.0,7.1``, 16 nodes of degree 4 at diameter 2, which no circulant
 reaches; ``optimized=False`` leaves them out). The search reads their costs from the table like
 the other shipped rows; a candidate built on one has its schedule built from the base's BFB
@@ -41,8 +41,8 @@ from dataclasses import asdict, dataclass
 from ..errors import InvalidScheduleError
 from ..results import as_progress
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
-from .dctable import table as dctable
-from .gktable import lookup as lookup_genkautz
+from .circulant_table import table as circulant_table
+from .genkautz_table import lookup as lookup_genkautz
 from . import tables
 from .bfbcost import bfb_cost
 
@@ -138,7 +138,7 @@ def catalogue(max_degree, max_nodes=MAX_BASE_NODES, *, optimized=True):
         add(f"drg:{name}", "drg", facts["nodes"], facts["degree"])
     for dims in _small_tori(max_degree):
         add("torus:" + "x".join(map(str, dims)), "torus", math.prod(dims), 2 * len(dims))
-    for (n, k), row in sorted(dctable().items()):
+    for (n, k), row in sorted(circulant_table().items()):
         add(row["spec"], "dcirculant", n, k, "table")
     for d in range(2, max_degree + 1):
         for n in range(d + 1, max_nodes + 1, d + 1):
@@ -236,7 +236,7 @@ def measure_base(item):
             _check_shipped(entry, tables.optimized_bases()[item.spec])
         return entry
     if item.family == "dcirculant":
-        row = dctable()[item.nodes, item.degree]
+        row = circulant_table()[item.nodes, item.degree]
         return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
                                  row["t_b_ag"], row["t_b_rs"])
     if item.family == "optimized":
@@ -268,7 +268,7 @@ class BaseDatabase:
         ``progress(done, total, stage)`` while bases are computed
         (:func:`~topocoll.results.as_progress`).
     optimized : bool
-        Include the optimizer's shipped bases (:mod:`~topocoll.finder.opttable`).
+        Include the optimizer's shipped bases (:mod:`~topocoll.finder.optimized_bases`).
     """
 
     def __init__(self, cache, max_degree, *, progress=None, optimized=True):

@@ -271,10 +271,7 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
     if nodes > MAX_NODES:
         raise UnsupportedError(f"find handles at most {MAX_NODES} nodes, got {nodes}")
     if (evaluate or keep_schedule) and (method == "explicit" or keep_schedule):
-        # fail before the search, not after it
-        require_memory(allreduce_bytes(nodes), f"building and verifying the allreduce of "
-                       f"{nodes} nodes (about {2.5 * nodes * nodes:.3g} transfers; --no-evaluate or "
-                       "evaluate=False gives the predictions only)")
+        _require_allreduce_memory(nodes)   # fail before the search, not after it
     store = open_cache(cache)
     try:
         candidates, cached = frontier(nodes, degree, cache=store, products=products,
@@ -293,41 +290,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
             result.message = (f"chose {result.best.name}: predicted {format_time(times[order[0]])}"
                               f", {result.predicted_ratio:.3f}x the lower bound (not evaluated)")
             return result
-        failures = []
-        for rank, i in enumerate(order):
-            c = candidates[i]
-            try:
-                evaluation, schedule, seconds = evaluate_best(
-                    c, algorithms, (workload, alpha, bandwidth), store=store,
-                    keep_schedule=keep_schedule, progress=progress, method=method)
-            except (TopocollError, MemoryError) as exc:
-                failures.append(f"{c.name}: {exc}")
-                continue
-            result.best, result.predicted_time = c, times[i]
-            result.predicted_ratio = times[i] / lower
-            result.evaluation = evaluation
-            result.evaluated_time = evaluation["time"]
-            result.ratio = evaluation["time"] / lower
-            result.schedule = schedule
-            result.from_cache["evaluation"] = evaluation["source"] == "cache"
-            result.seconds.update(seconds)
-            result.status = Status.SUCCESS if rank == 0 else Status.NOT_PROVEN
-            result.message = (f"chose {c.name}: evaluated {format_time(result.evaluated_time)} "
-                              f"(predicted {format_time(times[i])}), {result.ratio:.3f}x the "
-                              f"two-phase bound {format_time(lower)}")
-            if evaluation["algorithm"] == "bfb" and evaluation["time"] > times[i] * (1 + 1e-9):
-                # every BFB prediction is exact or an upper bound: a shipped cost is wrong
-                result.warnings.append(f"{c.name}: evaluated {format_time(evaluation['time'])}"
-                                       f" exceeds its prediction {format_time(times[i])}; a "
-                                       "shipped base cost may be wrong")
-            if failures:
-                result.message += f"; skipped {len(failures)} better-predicted candidate(s): " \
-                                  + "; ".join(failures)
-            break
-        else:
-            result.status = Status.FAILED
-            result.message = "no frontier candidate could be built and verified: " + \
-                "; ".join(failures)
+        _evaluate_in_order(result, candidates, times, order, (workload, alpha, bandwidth),
+                           algorithms=algorithms, store=store, keep_schedule=keep_schedule,
+                           progress=progress, method=method)
         if optimize and result.status != Status.FAILED:
             _optimize_into(result, store, products, progress, algorithms, budget,
                            max_evaluations, seed)
@@ -338,3 +303,51 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
             result.seconds["total"] = time.perf_counter() - started
         if not isinstance(cache, Cache):
             store.close()
+
+
+def _require_allreduce_memory(nodes):
+    require_memory(allreduce_bytes(nodes), f"building and verifying the allreduce of "
+                   f"{nodes} nodes (about {2.5 * nodes * nodes:.3g} transfers; --no-evaluate or "
+                   "evaluate=False gives the predictions only)")
+
+
+def _evaluate_in_order(result, candidates, times, order, settings, *, algorithms, store,
+                       keep_schedule, progress, method):
+    """Build, verify and evaluate the candidates best-predicted first until one succeeds; its
+    evaluation goes into ``result`` (``FAILED`` when none does)."""
+    lower = result.lower_bound
+    failures = []
+    for rank, i in enumerate(order):
+        c = candidates[i]
+        try:
+            evaluation, schedule, seconds = evaluate_best(
+                c, algorithms, settings, store=store,
+                keep_schedule=keep_schedule, progress=progress, method=method)
+        except (TopocollError, MemoryError) as exc:
+            failures.append(f"{c.name}: {exc}")
+            continue
+        result.best, result.predicted_time = c, times[i]
+        result.predicted_ratio = times[i] / lower
+        result.evaluation = evaluation
+        result.evaluated_time = evaluation["time"]
+        result.ratio = evaluation["time"] / lower
+        result.schedule = schedule
+        result.from_cache["evaluation"] = evaluation["source"] == "cache"
+        result.seconds.update(seconds)
+        result.status = Status.SUCCESS if rank == 0 else Status.NOT_PROVEN
+        result.message = (f"chose {c.name}: evaluated {format_time(result.evaluated_time)} "
+                          f"(predicted {format_time(times[i])}), {result.ratio:.3f}x the "
+                          f"two-phase bound {format_time(lower)}")
+        if evaluation["algorithm"] == "bfb" and evaluation["time"] > times[i] * (1 + 1e-9):
+            # every BFB prediction is exact or an upper bound: a shipped cost is wrong
+            result.warnings.append(f"{c.name}: evaluated {format_time(evaluation['time'])}"
+                                   f" exceeds its prediction {format_time(times[i])}; a "
+                                   "shipped base cost may be wrong")
+        if failures:
+            result.message += f"; skipped {len(failures)} better-predicted candidate(s): " \
+                              + "; ".join(failures)
+        break
+    else:
+        result.status = Status.FAILED
+        result.message = "no frontier candidate could be built and verified: " + \
+            "; ".join(failures)

@@ -21,7 +21,7 @@ from ..units import parse_time, whole_number
 from .bfbcost import genkautz_cost
 from .build import ALGORITHMS, build_allreduce, priced
 from .cache import Cache
-from .gktable import lookup as lookup_genkautz
+from .genkautz_table import lookup as lookup_genkautz
 from .search import Candidate, Search
 from .workload import Workload
 

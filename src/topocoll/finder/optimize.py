@@ -212,7 +212,7 @@ def _legal_swap(heads, u1, i1, u2, i2):
     return a != b and a != u2 and b != u1 and b not in heads[u1] and a not in heads[u2]
 
 
-class _Track:
+class SkeletonTrack:
     """The search of one skeleton: its best base so far and its rewiring walk."""
 
     def __init__(self, skeleton, seed_base, rng):
@@ -233,7 +233,7 @@ class _Track:
         return False
 
 
-class _Optimizer:
+class BaseScorer:
     """Scores bases for skeletons and makes the moves; counts the candidates it scores."""
 
     def __init__(self, workload, alpha, bandwidth):
@@ -415,7 +415,7 @@ def _make_tracks(candidates, picked, target, seed, cost):
         if sk is None or (sk.nodes, sk.degree, sk.chain) in keys or sk.degree >= sk.nodes:
             continue
         keys.add((sk.nodes, sk.degree, sk.chain))
-        track = _Track(sk, spec, np.random.default_rng([int(seed), len(tracks)]))
+        track = SkeletonTrack(sk, spec, np.random.default_rng([int(seed), len(tracks)]))
         if spec is not None:
             track.offer(c.time(workload, alpha=alpha, bandwidth=bandwidth), c,
                         _seed_heads(spec, sk))
@@ -555,7 +555,7 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
     cost = (workload, alpha, bandwidth)
     seed_cand, seed_eval, seed_sched, seed_pred = _find_seed(
         candidates, order, times, cost, (algorithms, store, progress), nodes)
-    opt = _Optimizer(workload, alpha, bandwidth)
+    opt = BaseScorer(workload, alpha, bandwidth)
     tracks = _make_tracks(candidates, order[:max(int(seeds), 1)], (nodes, degree), seed, cost)
 
     def spent():

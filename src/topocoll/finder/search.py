@@ -58,7 +58,7 @@ from ..synth.expansions import predict
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
 from .bases import MAX_BASE_NODES, BaseDatabase
 from .bfbcost import MAX_IN_DEGREE, genkautz_cost
-from .gktable import lookup as lookup_genkautz
+from .genkautz_table import lookup as lookup_genkautz
 from .cache import Cache
 
 __all__ = ["Candidate", "Search", "pareto_frontier", "optcirculant_diameter",
@@ -68,7 +68,7 @@ __all__ = ["Candidate", "Search", "pareto_frontier", "optcirculant_diameter",
 #: Relative tolerance of T_B comparisons inside the search (equal within it: a tie).
 TOL = 1e-9
 #: Largest N whose generalized Kautz digraph's exact BFB cost is computed at the target when it
-#: is neither shipped (:mod:`~topocoll.finder.gktable`) nor cached: the work grows as N^2
+#: is neither shipped (:mod:`~topocoll.finder.genkautz_table`) nor cached: the work grows as N^2
 #: (seconds at 8192 nodes, ten minutes at 16384); beyond it the candidate is left out.
 GENKAUTZ_LIVE_MAX = 8192
 
@@ -190,7 +190,8 @@ def _bound(nodes):
     return (nodes - 1) / nodes
 
 
-def _family(spec, nodes, degree, steps, *, exact=True):
+def family_candidate(spec, nodes, degree, steps, *, exact=True):
+    """The candidate of a family's spec with a known number of BFB steps (at the bound T_B)."""
     return Candidate(spec, nodes, degree, int(steps), _bound(nodes), ("spec", spec), "family",
                      exact, True)
 
@@ -327,7 +328,7 @@ class Search:
         ``progress(done, total, stage)`` during expensive work
         (:func:`~topocoll.results.as_progress`).
     optimized_bases : bool
-        Offer the optimizer's shipped bases (:mod:`~topocoll.finder.opttable`; default). The
+        Offer the optimizer's shipped bases (:mod:`~topocoll.finder.optimized_bases`; default). The
         optimizer's table is regenerated without them.
     """
 
@@ -361,7 +362,7 @@ class Search:
         def family(spec, steps, exact=True):
             if spec not in specs:
                 specs.add(spec)
-                out.append(_family(spec, n, d, steps, exact=exact))
+                out.append(family_candidate(spec, n, d, steps, exact=exact))
 
         if d == n - 1 and n >= 2:
             family(f"complete:{n}", 1)
@@ -462,11 +463,11 @@ class Search:
                                  t_b <= _bound(n) * (1 + TOL)))
         rule = circulant_rule(n, d)
         if rule is not None:
-            out.append(_family(rule[0], n, d, rule[1], exact=False))
+            out.append(family_candidate(rule[0], n, d, rule[1], exact=False))
         if d == 6:
             twisted = twisted_torus_3d(n)
             if twisted is not None:
-                out.append(_family(twisted[0], n, d, twisted[1]))
+                out.append(family_candidate(twisted[0], n, d, twisted[1]))
         return out
 
     def genkautz(self, n, d):

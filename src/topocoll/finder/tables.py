@@ -1,5 +1,5 @@
-"""Shipped CSV tables of the finder (:mod:`~topocoll.finder.gktable`,
-:mod:`~topocoll.finder.dctable`): a version line, comment lines, a header, rows.
+"""Shipped CSV tables of the finder (:mod:`~topocoll.finder.genkautz_table`,
+:mod:`~topocoll.finder.circulant_table`): a version line, comment lines, a header, rows.
 
 A table whose first line is not ``# <version>`` is never read, so a table written by an older
 algorithm cannot be mistaken for a current one.
@@ -20,7 +20,7 @@ __all__ = ["shipped_text", "rows_of", "write_rows", "parse_range", "data_path",
            "OPTIMIZED_BASES_FILE", "OPTIMIZED_TABLE_VERSION", "OPTIMIZED_FIELDS",
            "optimized_bases", "parse_optimized_bases"]
 
-#: The optimizer's shipped bases (:mod:`~topocoll.finder.opttable`); the results cache's
+#: The optimizer's shipped bases (:mod:`~topocoll.finder.optimized_bases`); the results cache's
 #: version carries a digest of it (:func:`~topocoll.finder.cache.cache_version`).
 OPTIMIZED_BASES_FILE = "optimized_bases.csv"
 
@@ -66,7 +66,7 @@ def parse_range(text):
     return range(int(lo), int(hi or lo) + 1)
 
 
-# the optimizer's shipped bases (topocoll.finder.opttable makes them)
+# the optimizer's shipped bases (topocoll.finder.optimized_bases makes them)
 #: Bump when the optimizer's scoring changes meaning: rows of another version are ignored.
 OPTIMIZED_TABLE_VERSION = "optimized-bases-1"
 OPTIMIZED_FIELDS = ("spec", "nodes", "degree", "steps", "t_b_ag", "t_b_rs", "found_for")

@@ -378,7 +378,8 @@ def iterations_to_accuracy(topology, cost=None, eps=1e-6):
     """
     import math
 
-    from .analysis import exact_average_after, period_rho  # analysis loads scipy
+    from .consensus import exact_average_after  # consensus loads scipy (through spectrum)
+    from .spectrum import period_rho  # spectrum loads scipy
 
     if not 0 < eps < 1:
         raise SpecError(f"the accuracy must be in (0, 1), got {eps!r}")

@@ -9,57 +9,22 @@ that says whether the runtime accepts a file and whether it is correct (docs/int
 (True, 4)
 """
 
-import os
-
-from ..fileio import open_output, read_input
-from .export import ExportResult, export_msccl
-from .lint import Finding, LintReport, lint_msccl
-from .mscclxml import Program, format_msccl, parse_msccl
+from ..lazy import lazy_attributes
+# eager: ``replay`` names a function and its submodule; importing the submodule binds it here
+# first, so that a later ``import topocoll.interop.replay`` cannot shadow the function
 from .replay import Replay, replay
 
-__all__ = ["export_msccl", "ExportResult", "import_msccl", "lint_msccl", "LintReport", "Finding",
-           "read_msccl", "write_msccl", "parse_msccl", "format_msccl", "Program", "replay",
-           "Replay"]
+# Public names -> the submodule that defines them, imported on first use (PEP 562).
+_LAZY = {
+    ".export": ("ExportResult", "export_msccl"),
+    ".lint": ("Finding", "LintReport", "lint_msccl"),
+    ".msccl_files": ("ImportedProgram", "import_msccl", "read_msccl", "write_msccl"),
+    ".mscclxml": ("Program", "format_msccl", "parse_msccl"),
+}
+
+__all__ = ["export_msccl", "ExportResult", "import_msccl", "ImportedProgram", "lint_msccl",
+           "LintReport", "Finding", "read_msccl", "write_msccl", "parse_msccl", "format_msccl",
+           "Program", "replay", "Replay"]
 
 
-def read_msccl(path):
-    """Parse an MSCCL XML file (``-`` for standard input) into a :class:`Program`."""
-    data = read_input(path, starts=b"<", what="MSCCL XML file")
-    return parse_msccl(data, source="<stdin>" if path == "-" else os.fspath(path))
-
-
-def write_msccl(program, target):
-    """Write a :class:`Program` (or an :class:`ExportResult`) as XML to a path or ``-``."""
-    program = getattr(program, "program", program)
-    text = format_msccl(program).encode()
-    if hasattr(target, "write"):
-        target.write(text)
-        return
-    with open_output(target) as fh:
-        fh.write(text)
-
-
-def import_msccl(source, *, topology=None):
-    """Read an MSCCL program (a path, or XML text containing ``<``) into our schedule.
-
-    The program is linted on the way (:func:`lint_msccl`): the result's ``lint`` says whether
-    the runtime would accept it and whether it is correct; ``schedule`` is what it performs.
-    """
-    if isinstance(source, Program):
-        program = source
-    elif isinstance(source, (bytes, str)) and ("<" in (source if isinstance(source, str)
-                                                       else source.decode("latin-1"))):
-        program = parse_msccl(source)
-    else:
-        program = read_msccl(source)
-    report = lint_msccl(program, topology=topology)
-    return _Imported(report.schedule, report, program)
-
-
-class _Imported:
-    """What :func:`import_msccl` returns: ``schedule``, ``lint`` and ``program``."""
-
-    __slots__ = ("schedule", "lint", "program")
-
-    def __init__(self, schedule, lint, program):
-        self.schedule, self.lint, self.program = schedule, lint, program
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -167,6 +167,23 @@ class OpBuilder:
 
     def step(self, rows):
         """All transfers of one step: reads first, then writes."""
+        pieces = self._pieces(rows)
+        dsts = self._receive(pieces)
+        sends, recvs = [], []
+        for piece, dst in zip(pieces, dsts):
+            self._lower(piece, dst, sends, recvs)
+        for op, cells in sends:
+            self.cells.read(op, cells)
+            op.index = len(self.ops)
+            self.ops.append(op)
+        for op, cells, reads in recvs:
+            self.cells.write(op, cells, reads=reads)
+            op.index = len(self.ops)
+            self.ops.append(op)
+
+    def _pieces(self, rows):
+        """The senders' side: per transfer and channel copy, ``(row, instance, chunks, where
+        the sender holds them)``."""
         kk, m = self.kk, self.m
         pieces = []
         for row in rows:
@@ -182,7 +199,11 @@ class OpBuilder:
                                            "sender does not hold what it sends; verify the "
                                            "schedule first")
                 pieces.append((row, inst, gs, srcs))
-        # the receivers' side, in the same order as the writes happen
+        return pieces
+
+    def _receive(self, pieces):
+        """The receivers' side, in the same order as the writes happen: per piece ``(homes,
+        partial sums, reduce)``; the chunks now live at their homes."""
         dsts = []
         for row, inst, gs, srcs in pieces:
             dst = int(row["dst"])
@@ -195,38 +216,34 @@ class OpBuilder:
             for g, h in zip(gs, homes):
                 self.loc[dst][g] = h
             dsts.append((homes, local, reduce))
-        sends, recvs = [], []
-        for (row, inst, gs, srcs), (homes, local, reduce) in zip(pieces, dsts):
-            src, dst, step = int(row["src"]), int(row["dst"]), int(row["step"])
-            keys = [(a, b) + ((c,) if reduce else ()) for a, b, c in
-                    zip(srcs, homes, local if reduce else homes)]
-            for a, b in runs(keys, LIMITS["count"] - 1):
-                cnt = b - a
-                send = Op(src, "s", dst, (src, dst, inst), srcs[a], homes[a], cnt, step)
-                recv = Op(dst, "rrc" if reduce else "r", src, (src, dst, inst),
-                           local[a] if reduce else srcs[a], homes[a], cnt, step)
-                send.pair, recv.pair = recv, send
-                if self.astra:
-                    # the runtime reads only a send's source and a receive's destination; the
-                    # other side is a label, which the converter requires equal to this one
-                    send.dstoff = send.srcoff
-                    if recv.kind == "r":
-                        recv.srcoff = recv.dstoff
-                    elif recv.srcoff != recv.dstoff:     # cannot happen: canon() above
-                        raise UnsupportedError(f"rank {dst}: a receive-reduce at step {step} "
-                                               "reads and writes different offsets, which "
-                                               "ASTRA-sim's converter rejects")
-                sends.append((send, [self.cell(src, (srcs[a][0], srcs[a][1] + i))
-                                     for i in range(cnt)]))
-                recvs.append((recv, [self.cell(dst, (homes[a][0], homes[a][1] + i))
-                                     for i in range(cnt)],
-                              [self.cell(dst, (local[a][0], local[a][1] + i))
-                               for i in range(cnt)] if reduce else []))
-        for op, cells in sends:
-            self.cells.read(op, cells)
-            op.index = len(self.ops)
-            self.ops.append(op)
-        for op, cells, reads in recvs:
-            self.cells.write(op, cells, reads=reads)
-            op.index = len(self.ops)
-            self.ops.append(op)
+        return dsts
+
+    def _lower(self, piece, receiving, sends, recvs):
+        """One piece's send and receive operations, a pair per run of consecutive chunks, with
+        the cells they read and write appended to ``sends`` and ``recvs``."""
+        (row, inst, _, srcs), (homes, local, reduce) = piece, receiving
+        src, dst, step = int(row["src"]), int(row["dst"]), int(row["step"])
+        keys = [(a, b) + ((c,) if reduce else ()) for a, b, c in
+                zip(srcs, homes, local if reduce else homes)]
+        for a, b in runs(keys, LIMITS["count"] - 1):
+            cnt = b - a
+            send = Op(src, "s", dst, (src, dst, inst), srcs[a], homes[a], cnt, step)
+            recv = Op(dst, "rrc" if reduce else "r", src, (src, dst, inst),
+                      local[a] if reduce else srcs[a], homes[a], cnt, step)
+            send.pair, recv.pair = recv, send
+            if self.astra:
+                # the runtime reads only a send's source and a receive's destination; the
+                # other side is a label, which the converter requires equal to this one
+                send.dstoff = send.srcoff
+                if recv.kind == "r":
+                    recv.srcoff = recv.dstoff
+                elif recv.srcoff != recv.dstoff:     # cannot happen: canon() above
+                    raise UnsupportedError(f"rank {dst}: a receive-reduce at step {step} "
+                                           "reads and writes different offsets, which "
+                                           "ASTRA-sim's converter rejects")
+            sends.append((send, [self.cell(src, (srcs[a][0], srcs[a][1] + i))
+                                 for i in range(cnt)]))
+            recvs.append((recv, [self.cell(dst, (homes[a][0], homes[a][1] + i))
+                                 for i in range(cnt)],
+                          [self.cell(dst, (local[a][0], local[a][1] + i))
+                           for i in range(cnt)] if reduce else []))

@@ -42,7 +42,7 @@ from .layout import Layout, collective_of_runtime_name
 from .mscclxml import RECVS, REDUCES, SENDS, WRITES
 from .threadblocks import dep_ready, int_attr as _int, read_blocks, run_blocks
 
-__all__ = ["replay", "Replay", "program_layout", "program_modes"]
+__all__ = ["replay", "Replay", "program_layout", "program_modes", "program_root"]
 
 
 
@@ -126,7 +126,10 @@ class Replay:
         return not (self.problems or self.hang or self.wrong_outputs)
 
 
-def _root_of(program, coll, n, given):
+def program_root(program, coll, given=None):
+    """The root of a program of collective ``coll``: ``None`` for a collective without one, else
+    ``given``, the ``root`` attribute, or the one rank that only sends (broadcast, scatter) or
+    only receives (reduce, gather), else 0."""
     if not coll.rooted:
         return None
     if given is not None:
@@ -192,7 +195,7 @@ def replay(program, *, inplace=False, topology=None, root=None, max_problems=20)
     _check_sizes(program, n)
     if "outofplace" not in program.attrs:
         inplace = program_modes(program)[0]
-    root = _root_of(program, coll, n, root)
+    root = program_root(program, coll, root)
     if coll.rooted and not 0 <= root < n:
         raise ScheduleFormatError(f"{program.where(program)}: root {root} is not a rank")
     lay = Layout(coll, n, k, root)

@@ -1,16 +1,17 @@
-"""The one interpreter of MSCCL thread blocks that the replay (:mod:`.replay`) and the lint
-(:mod:`.lint`) share: reading a program's blocks and steps, and running them as the runtime
-does.
+"""The one interpreter of MSCCL thread blocks that the replay (:mod:`.replay`), the lint
+(:mod:`.lint_steps`) and the bounded-buffer run (:mod:`.buffers`) share: reading a program's
+blocks and steps, and running them as the runtime does.
 
 Every thread block executes its steps in order: a step first waits for its dependency
 (``depid``/``deps``: the named block has finished a step numbered at least ``deps`` that is
 marked ``hasdep``), a receive waits for the matching send on its channel (the sends of a
 connection ``(sender, receiver, channel)`` queue in order), and sends never wait for the receiver
-(unbounded connections; the bounded-buffer run of :func:`~topocoll.interop.buffers.buffer_capacity`
-adds the capacity). What a step does to the data is the caller's: :func:`run_blocks` calls it
-for every step that runs and queues what it returns for a send. Blocks are advanced in file
-order, each as far as it goes, until none can move (the one end state of every fair
-interleaving: every wait is on a flag or a queue that only grows).
+unless the run is given a connection ``capacity`` (docs/interop.md, "Bounded buffers"): then a
+send also waits for room on its connection, or streams (see :meth:`Run.stream`). What a step
+does to the data is the caller's: :func:`run_blocks` calls it for every step that runs and
+queues what it returns for a send. Blocks are advanced in file order, each as far as it goes,
+until none can move (the one end state of every fair interleaving: every wait is on a flag or a
+queue that only its own block empties, so what can advance stays able to until it does).
 
 >>> from topocoll.topology import topology
 >>> from topocoll.synth import generate
@@ -20,6 +21,8 @@ interleaving: every wait is on a flag or a queue that only grows).
 >>> run = run_blocks(blocks, lambda blk, op, incoming: op.cnt)
 >>> run.done, len(blocks), sorted(run.fifo)[:2]
 (True, 6, [(0, 1, 0), (1, 2, 0)])
+>>> [run_blocks(blocks, lambda blk, op, incoming: None, capacity=c).done for c in (1, 2)]
+[False, True]
 """
 
 from typing import NamedTuple
@@ -86,6 +89,11 @@ class Op:
         if self.cnt < 0:
             raise ScheduleFormatError(f"{program.where(el)}: cnt must not be negative")
 
+    @property
+    def units(self):
+        """What a send of this step takes of its connection: ``cnt``, at least 1."""
+        return max(1, self.cnt)
+
 
 class Block(NamedTuple):
     """A thread block: its rank, id (``None`` for the older dialect's ``<copy>`` elements, which
@@ -132,54 +140,108 @@ def dep_ready(flags, rank, op):
 class Run:
     """The state of a run: ``pcs`` (each block's next step), ``flags`` (``(rank, block)`` ->
     the largest ``s`` finished with ``hasdep``), ``fifo`` (connection ``(src, dst, chan)`` ->
-    what its sends queued) and ``head`` (how many of those were received)."""
+    what its sends queued), ``head`` (how many of those were received) and ``held`` (the units,
+    :attr:`Op.units`, queued on a connection and not yet received). ``capacity``: the units a
+    connection holds before its sender waits (``None``: unbounded)."""
 
-    def __init__(self, blocks):
+    def __init__(self, blocks, capacity=None):
         self.blocks = blocks
+        self.capacity = capacity
         self.pcs = [0] * len(blocks)
         self.flags = {}
         self.fifo = {}
         self.head = {}
+        self.held = {}
+        self.sizes = {}      # connection -> units of each queued send, beside fifo
+        self.receiver = {}   # connection -> the block that receives on it
+        for bi, blk in enumerate(blocks):
+            if blk.recv >= 0:
+                self.receiver.setdefault((blk.recv, blk.rank, blk.chan), bi)
 
     @property
     def done(self):
         """Whether every block ran all its steps."""
         return all(pc >= len(b.ops) for pc, b in zip(self.pcs, self.blocks))
 
+    def ready(self, blk, op):
+        """Whether ``op`` of ``blk`` can start: its dependency met and, for a receive, a send
+        queued for it."""
+        if not dep_ready(self.flags, blk.rank, op):
+            return False
+        if op.kind in RECVS:
+            key = (blk.recv, blk.rank, blk.chan)
+            return self.head.get(key, 0) < len(self.fifo.get(key, ()))
+        return True
+
+    def room(self, blk, op):
+        """Whether ``op``'s send (if any) fits what its connection holds."""
+        if self.capacity is None or op.kind not in SENDS or blk.send < 0:
+            return True
+        return self.held.get((blk.rank, blk.send, blk.chan), 0) + op.units <= self.capacity
+
     def advance(self, bi, on_step):
         """Run block ``bi`` as far as it goes; whether it moved."""
         blk = self.blocks[bi]
-        rank, bid, send_peer, recv_peer, chan, ops = blk
         moved = False
-        while self.pcs[bi] < len(ops):
-            op = ops[self.pcs[bi]]
-            if not dep_ready(self.flags, rank, op):
+        while self.pcs[bi] < len(blk.ops):
+            op = blk.ops[self.pcs[bi]]
+            if not self.ready(blk, op):
                 break
-            incoming = None
-            if op.kind in RECVS:
-                key = (recv_peer, rank, chan)
-                q = self.fifo.get(key, [])
-                h = self.head.get(key, 0)
-                if h >= len(q):
-                    break
-                self.head[key] = h + 1
-                incoming = q[h]
-            payload = on_step(blk, op, incoming)
-            if op.kind in SENDS and send_peer >= 0:
-                self.fifo.setdefault((rank, send_peer, chan), []).append(payload)
-            if op.hasdep and bid is not None:
-                self.flags[(rank, bid)] = max(self.flags.get((rank, bid), -1), op.s)
-            self.pcs[bi] += 1
+            if self.room(blk, op):
+                self.run_step(bi, op, on_step)
+            elif not self.stream(bi, op, on_step):
+                break
             moved = True
         return moved
 
+    def run_step(self, bi, op, on_step):
+        """Run ``op``, the next step of block ``bi``, whose waits are over: take what it
+        receives, call ``on_step`` and queue what a send returns."""
+        blk = self.blocks[bi]
+        rank, bid, send_peer, recv_peer, chan, _ = blk
+        incoming = None
+        if op.kind in RECVS:
+            key = (recv_peer, rank, chan)
+            h = self.head.get(key, 0)
+            self.head[key] = h + 1
+            self.held[key] -= self.sizes[key][h]
+            incoming = self.fifo[key][h]
+        payload = on_step(blk, op, incoming)
+        if op.kind in SENDS and send_peer >= 0:
+            key = (rank, send_peer, chan)
+            self.fifo.setdefault(key, []).append(payload)
+            self.sizes.setdefault(key, []).append(op.units)
+            self.held[key] = self.held.get(key, 0) + op.units
+        if op.hasdep and bid is not None:
+            self.flags[(rank, bid)] = max(self.flags.get((rank, bid), -1), op.s)
+        self.pcs[bi] += 1
 
-def run_blocks(blocks, on_step):
+    def stream(self, bi, op, on_step):
+        """A send larger than the room left on its connection: it completes together with its
+        receive when the connection holds nothing and the receiver stands at that receive
+        ready to run (its dependency met, room for what it forwards); whether it did."""
+        blk = self.blocks[bi]
+        key = (blk.rank, blk.send, blk.chan)
+        ri = self.receiver.get(key)
+        if self.held.get(key, 0) or ri is None or self.pcs[ri] >= len(self.blocks[ri].ops):
+            return False
+        rblk = self.blocks[ri]
+        rop = rblk.ops[self.pcs[ri]]
+        if rop.kind not in RECVS or not dep_ready(self.flags, rblk.rank, rop) or \
+                not self.room(rblk, rop):
+            return False
+        self.run_step(bi, op, on_step)
+        self.run_step(ri, rop, on_step)
+        return True
+
+
+def run_blocks(blocks, on_step, capacity=None):
     """Run ``blocks`` (see the module docstring): ``on_step(block, op, incoming)`` is called for
     every step that runs, ``incoming`` being what the matching send's ``on_step`` returned (for
-    a receive; else ``None``); a send queues what its ``on_step`` returns. Returns the
-    :class:`Run` where no block can move."""
-    run = Run(blocks)
+    a receive; else ``None``); a send queues what its ``on_step`` returns. ``capacity``: the
+    units a connection holds (``None``: unbounded). Returns the :class:`Run` where no block can
+    move."""
+    run = Run(blocks, capacity)
     progress = True
     while progress:
         progress = False

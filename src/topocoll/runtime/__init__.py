@@ -24,14 +24,22 @@ torch is imported only when a function needs it.
 3.0
 """
 
-from .ddp import DecentralizedDataParallel
-from .executor import ScheduleCollective, ScheduleHandle, run_schedule
-from .launch import group_info, report_iteration, run_local, single_process_group
-from .mixing import Mixing, MixingPlan, as_mixing
-from .neighbor import NeighborHandle, neighbor_allreduce, release_buffers
-from .sources import load_runnable
+from ..lazy import lazy_attributes
+
+# Public names -> the submodule that defines them, imported on first use (PEP 562).
+_LAZY = {
+    ".ddp": ("DecentralizedDataParallel",),
+    ".executor": ("ScheduleCollective", "ScheduleHandle", "run_schedule"),
+    ".launch": ("group_info", "report_iteration", "run_local", "single_process_group"),
+    ".mixing": ("Mixing", "MixingPlan", "as_mixing"),
+    ".neighbor": ("NeighborHandle", "neighbor_allreduce", "release_buffers"),
+    ".sources": ("load_runnable",),
+}
 
 __all__ = ["neighbor_allreduce", "NeighborHandle", "DecentralizedDataParallel", "Mixing",
            "MixingPlan", "as_mixing", "group_info", "run_local", "single_process_group",
            "report_iteration", "release_buffers", "ScheduleCollective", "ScheduleHandle",
            "run_schedule", "load_runnable"]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -51,6 +51,38 @@ STATE_FORMAT = "topocoll.gossip-ddp"
 TAG_BASE = 1 << 16
 
 
+def _check_settings(module, lr, optimizer, bucket_size_mb):
+    """The constructor's checks of its arguments, before anything communicates."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise InputTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    if (lr is None) == (optimizer is None):
+        raise InputTypeError("give exactly one of lr (plain SGD) and optimizer (a factory)")
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, numbers.Real)
+                           or not lr >= 0):
+        raise InputTypeError(f"lr must be a real number >= 0, got {lr!r}")
+    if optimizer is not None and not callable(optimizer):
+        raise InputTypeError("optimizer must be a callable params -> torch.optim.Optimizer")
+    if isinstance(bucket_size_mb, bool) or not isinstance(bucket_size_mb, numbers.Real) \
+            or not bucket_size_mb > 0:
+        raise InputTypeError(f"bucket_size_mb must be > 0, got {bucket_size_mb!r}")
+
+
+def _mixing(topology, world_size, topology_options):
+    """The mixing matrices of ``topology`` (a built-in gossip topology's name among them)."""
+    if isinstance(topology, str):
+        try:
+            from ..gossip import gossip_topology
+        except ImportError:
+            raise UnsupportedError("named topologies need topocoll.gossip; pass a matrix or "
+                                   "a callable k -> W instead") from None
+        topology = gossip_topology(topology, world_size, **(topology_options or {}))
+    elif topology_options:
+        raise InputTypeError("topology_options only apply to a topology given by name")
+    return as_mixing(topology, world_size)
+
+
 class _Bucket:
     """Contiguous storage of some parameters (their ``.data`` are views of ``flat``)."""
 
@@ -146,32 +178,11 @@ class DecentralizedDataParallel:
     def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
                  group=None, broadcast_parameters=True, topology_options=None, slice_bytes=None):
         import torch
-        import torch.distributed as dist
 
-        if not isinstance(module, torch.nn.Module):
-            raise InputTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-        if (lr is None) == (optimizer is None):
-            raise InputTypeError("give exactly one of lr (plain SGD) and optimizer (a factory)")
-        if lr is not None and (isinstance(lr, bool) or not isinstance(lr, numbers.Real)
-                               or not lr >= 0):
-            raise InputTypeError(f"lr must be a real number >= 0, got {lr!r}")
-        if optimizer is not None and not callable(optimizer):
-            raise InputTypeError("optimizer must be a callable params -> torch.optim.Optimizer")
-        if isinstance(bucket_size_mb, bool) or not isinstance(bucket_size_mb, numbers.Real) \
-                or not bucket_size_mb > 0:
-            raise InputTypeError(f"bucket_size_mb must be > 0, got {bucket_size_mb!r}")
+        _check_settings(module, lr, optimizer, bucket_size_mb)
         self.rank, self.world_size = group_info(group)
         self.group = group
-        if isinstance(topology, str):
-            try:
-                from ..gossip import gossip_topology
-            except ImportError:
-                raise UnsupportedError("named topologies need topocoll.gossip; pass a matrix or "
-                                       "a callable k -> W instead") from None
-            topology = gossip_topology(topology, self.world_size, **(topology_options or {}))
-        elif topology_options:
-            raise InputTypeError("topology_options only apply to a topology given by name")
-        self.mixing = as_mixing(topology, self.world_size)
+        self.mixing = _mixing(topology, self.world_size, topology_options)
         if slice_bytes is not None:
             slice_elements(slice_bytes, 1)   # checks it
         self.slice_bytes = slice_bytes
@@ -186,12 +197,7 @@ class DecentralizedDataParallel:
         # global_avg like the rest (as torch's DistributedDataParallel treats them)
         self._frozen = [p for p in module.parameters() if not p.requires_grad]
         if broadcast_parameters and self.world_size > 1:
-            src = 0 if group is None else dist.get_global_rank(group, 0)
-            with torch.no_grad():
-                for b in self._buckets:
-                    dist.broadcast(b.flat, src=src, group=group)
-                for t in self._frozen + list(module.buffers()):
-                    dist.broadcast(t.data, src=src, group=group)
+            self._broadcast_start()
         self._params = params
         self.lr = None if lr is None else float(lr)
         self.optimizer = None  # plain SGD needs none (and torch.optim costs seconds to import)
@@ -204,6 +210,18 @@ class DecentralizedDataParallel:
         self._pending = None
         self._closed = False
         self._launch()  # gossip of x^0 overlaps the first forward and backward
+
+    def _broadcast_start(self):
+        """Group rank 0's buckets, frozen parameters and buffers to every rank."""
+        import torch
+        import torch.distributed as dist
+
+        src = 0 if self.group is None else dist.get_global_rank(self.group, 0)
+        with torch.no_grad():
+            for b in self._buckets:
+                dist.broadcast(b.flat, src=src, group=self.group)
+            for t in self._frozen + list(self.module.buffers()):
+                dist.broadcast(t.data, src=src, group=self.group)
 
     # -- the module's face -------------------------------------------------------------------
 

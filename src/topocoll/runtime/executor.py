@@ -19,15 +19,13 @@ Inside a program that torchrun started (or any initialized process group of N ra
 
 import threading
 
-import numpy as np
-
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from .launch import report_iteration
 from .engine import allocate, execute
 from .plan import (apply, finish, in_place_shards, initial_state, pack, rank_plan,
                    receives_in_place)
-from .program import (DEFAULT_WINDOW, IN_PLACE_BYTES, compile_program, default_slice_bytes,
-                      slice_elements)
+from .program import (DEFAULT_WINDOW, IN_PLACE_BYTES, check_window, compile_program,
+                      default_slice_bytes, slice_elements)
 from .sources import load_runnable
 
 __all__ = ["ScheduleCollective", "ScheduleHandle", "run_schedule", "REDUCE_OPS"]
@@ -147,6 +145,36 @@ def _timedelta(seconds):
     return timedelta(seconds=seconds)
 
 
+def _check_rank_map(rank_map, n):
+    """``rank_map`` as a list of ints, checked to be a permutation of the ``n`` nodes."""
+    if rank_map is None:
+        rank_map = list(range(n))
+    rank_map = [int(r) for r in rank_map]
+    if sorted(rank_map) != list(range(n)):
+        raise InputTypeError(f"rank_map must be a permutation of 0..{n - 1}, got {rank_map}")
+    return rank_map
+
+
+def _least_slice_bytes(slice_bytes, group, timeout):
+    """The least of the ranks' ``slice_bytes`` (an all_reduce every rank of ``group`` joins)."""
+    import torch
+    import torch.distributed as dist
+
+    least = torch.tensor([slice_bytes], dtype=torch.int64)
+    work = dist.all_reduce(least, op=dist.ReduceOp.MIN, group=group, async_op=True)
+    try:
+        done = work.wait() if timeout is None else work.wait(_timedelta(timeout))
+    except RuntimeError as exc:
+        done = str(exc).splitlines()[0][:120] if str(exc) else False
+    if done is not True:
+        why = f" ({done})" if isinstance(done, str) else ""
+        raise ProcessGroupError(
+            "the ranks did not agree on the slice size: not every rank of the group "
+            f"built this ScheduleCollective{'' if timeout is None else f' within {timeout:g} s'}"
+            f"{why}; build it on every rank, or give slice_bytes") from None
+    return int(least.item())
+
+
 class ScheduleCollective:
     """A schedule prepared for one process group: programs are compiled once per tensor size
     and buffers kept for reuse, so that calling it many times costs only the messages.
@@ -198,10 +226,7 @@ class ScheduleCollective:
             raise InputTypeError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         self.slice_bytes = default_slice_bytes() if slice_bytes is None else slice_bytes
         slice_elements(self.slice_bytes, 1)     # checks it
-        window = DEFAULT_WINDOW if window is None else window
-        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-            raise InputTypeError(f"window must be a positive integer, got {window!r}")
-        self.window = int(window)
+        self.window = check_window(DEFAULT_WINDOW if window is None else window)
         self.slice_bytes = int(self.slice_bytes)
         if not dist.is_initialized():
             raise ProcessGroupError("torch.distributed is not initialized; call "
@@ -212,12 +237,7 @@ class ScheduleCollective:
         if world != n:
             raise ProcessGroupError(f"the schedule is for {n} nodes but the group has {world} "
                                     "ranks; run it on a group of exactly that many")
-        if rank_map is None:
-            rank_map = list(range(n))
-        rank_map = [int(r) for r in rank_map]
-        if sorted(rank_map) != list(range(n)):
-            raise InputTypeError(f"rank_map must be a permutation of 0..{n - 1}, got {rank_map}")
-        self.rank_map = rank_map
+        self.rank_map = rank_map = _check_rank_map(rank_map, n)
         self.node = rank_map.index(dist.get_rank(group))
         self.op = _op_name(op)
         if timeout is not None and not timeout > 0:
@@ -228,21 +248,7 @@ class ScheduleCollective:
         self.engine = engine
         if slice_bytes is None and engine == "dataflow" and world > 1:
             # every rank must cut messages alike: the least of the ranks' defaults
-            import torch
-
-            least = torch.tensor([self.slice_bytes], dtype=torch.int64)
-            work = dist.all_reduce(least, op=dist.ReduceOp.MIN, group=group, async_op=True)
-            try:
-                done = work.wait() if timeout is None else work.wait(_timedelta(timeout))
-            except RuntimeError as exc:
-                done = str(exc).splitlines()[0][:120] if str(exc) else False
-            if done is not True:
-                why = f" ({done})" if isinstance(done, str) else ""
-                raise ProcessGroupError(
-                    "the ranks did not agree on the slice size: not every rank of the group "
-                    f"built this ScheduleCollective{'' if timeout is None else f' within {timeout:g} s'}"
-                    f"{why}; build it on every rank, or give slice_bytes") from None
-            self.slice_bytes = int(least.item())
+            self.slice_bytes = _least_slice_bytes(self.slice_bytes, group, timeout)
         self._plans = {}
         self._programs = {}
         self._buffers = {}

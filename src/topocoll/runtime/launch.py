@@ -199,15 +199,7 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     require_torch()
     import torch.multiprocessing as mp
 
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise InputTypeError(f"world_size must be a positive integer, got {world_size!r}")
-    if num_threads is not None and (isinstance(num_threads, bool)
-                                    or not isinstance(num_threads, int) or num_threads < 1):
-        raise InputTypeError(f"num_threads must be a positive integer or None, got {num_threads!r}")
-    if not callable(fn):
-        raise InputTypeError(f"fn must be callable, got {type(fn).__name__}")
-    if start_method != "fork":
-        _check_picklable(fn, args, start_method)
+    _check_run_args(fn, world_size, args, start_method, num_threads)
     endpoints = _endpoints(network, world_size)
     ctx = mp.get_context(start_method)
     folder = tempfile.mkdtemp(prefix="topocoll-pg-")
@@ -220,51 +212,15 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
              for r in range(world_size)]
     values, failures, dead = {}, {}, {}
     deadline = time.monotonic() + timeout
-    settle = None            # when to stop listening once something failed
     timed_out = False
     finished = False         # False on the way out of an interrupt (Ctrl-C) or an error
     try:
         for p in procs:
             p.start()
-        while len(values) + len(failures) + len(dead) < world_size:
-            now = time.monotonic()
-            if settle is not None and now > settle:
-                break
-            if now > deadline:
-                timed_out = True
-                break
-            try:
-                rank, ok, value = results.get(timeout=0.05)
-            except _queue.Empty:
-                for r, p in enumerate(procs):
-                    if r not in values and r not in failures and r not in dead \
-                            and p.exitcode is not None:   # gone, even with status 0
-                        p.join(0.5)               # its last words may still be in the pipe
-                        time.sleep(0.2)          # it may have reported just before it exited
-                        _drain_queue(results, values, failures)
-                        if r not in values and r not in failures:
-                            dead[r] = p.exitcode
-                if (failures or dead) and settle is None:
-                    settle = time.monotonic() + _GRACE
-                continue
-            if ok:
-                values[rank] = value
-            else:
-                failures[rank] = value
-                if settle is None:
-                    settle = time.monotonic() + _GRACE
+        timed_out = _listen(procs, results, deadline, values, failures, dead)
         finished = True
     finally:
-        # one wait for all the processes, not one per process: after Ctrl-C (or any failure)
-        # 16 ranks must not take 16 x 5 s to go
-        calm = finished and not (failures or dead or timed_out)
-        until = time.monotonic() + (5.0 if calm else 0.5)
-        for p in procs:
-            p.join(timeout=max(0.0, until - time.monotonic()))
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join()
+        _stop(procs, calm=finished and not (failures or dead or timed_out))
         results.close()
         shutil.rmtree(folder, ignore_errors=True)
     if failures or dead:
@@ -272,6 +228,65 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     if timed_out:
         raise ProcessGroupError(_timeout_report(timeout, world_size, values, progress))
     return [values[r] for r in range(world_size)]
+
+
+def _check_run_args(fn, world_size, args, start_method, num_threads):
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise InputTypeError(f"world_size must be a positive integer, got {world_size!r}")
+    if num_threads is not None and (isinstance(num_threads, bool)
+                                    or not isinstance(num_threads, int) or num_threads < 1):
+        raise InputTypeError(f"num_threads must be a positive integer or None, got {num_threads!r}")
+    if not callable(fn):
+        raise InputTypeError(f"fn must be callable, got {type(fn).__name__}")
+    if start_method != "fork":
+        _check_picklable(fn, args, start_method)
+
+
+def _listen(procs, results, deadline, values, failures, dead):
+    """Collect each rank's value (``values``), exception (``failures``) or exit code when it
+    died silently (``dead``) until every rank is accounted for, a short grace after the first
+    failure, or ``deadline``; True when the deadline ended it."""
+    settle = None            # when to stop listening once something failed
+    while len(values) + len(failures) + len(dead) < len(procs):
+        now = time.monotonic()
+        if settle is not None and now > settle:
+            break
+        if now > deadline:
+            return True
+        try:
+            rank, ok, value = results.get(timeout=0.05)
+        except _queue.Empty:
+            for r, p in enumerate(procs):
+                if r not in values and r not in failures and r not in dead \
+                        and p.exitcode is not None:   # gone, even with status 0
+                    p.join(0.5)               # its last words may still be in the pipe
+                    time.sleep(0.2)          # it may have reported just before it exited
+                    _drain_queue(results, values, failures)
+                    if r not in values and r not in failures:
+                        dead[r] = p.exitcode
+            if (failures or dead) and settle is None:
+                settle = time.monotonic() + _GRACE
+            continue
+        if ok:
+            values[rank] = value
+        else:
+            failures[rank] = value
+            if settle is None:
+                settle = time.monotonic() + _GRACE
+    return False
+
+
+def _stop(procs, *, calm):
+    """Wait for the processes (5 s when all went well, else 0.5 s), then kill what is left."""
+    # one wait for all the processes, not one per process: after Ctrl-C (or any failure)
+    # 16 ranks must not take 16 x 5 s to go
+    until = time.monotonic() + (5.0 if calm else 0.5)
+    for p in procs:
+        p.join(timeout=max(0.0, until - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 def _endpoints(network, world_size):

@@ -58,7 +58,7 @@ from ..errors import InputTypeError
 from .plan import rank_plan
 
 __all__ = ["SendOp", "RecvOp", "Program", "compile_program", "packets", "slice_elements",
-           "default_slice_bytes", "DEFAULT_SLICE_BYTES", "WHOLE_MESSAGES", "DEFAULT_WINDOW",
+           "check_window", "default_slice_bytes", "DEFAULT_SLICE_BYTES", "WHOLE_MESSAGES", "DEFAULT_WINDOW",
            "IN_PLACE_BYTES"]
 
 #: Packet size in bytes where the ranks of this machine have cores to spare
@@ -342,28 +342,47 @@ def compile_program(schedule, rank, numel, *, slice_numel, window=DEFAULT_WINDOW
     if isinstance(slice_numel, bool) or not isinstance(slice_numel, (int, np.integer)) \
             or slice_numel < 1:
         raise InputTypeError(f"slice_numel must be a positive integer, got {slice_numel!r}")
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise InputTypeError(f"window must be a positive integer, got {window!r}")
+    check_window(window)
     plan = rank_plan(schedule, rank, numel, element_ranges=element_ranges)
-    raw_sends, raw_recvs = [], []           # (key, peer, step, packet) before dependencies
-    send_count, recv_count = {}, {}
-    for step in plan.steps:
-        for peer in sorted(step.sends):
-            for j, pkt in enumerate(packets(step.sends[peer], slice_numel)):
-                tag = send_count.get(peer, 0)
-                send_count[peer] = tag + 1
-                raw_sends.append(((step.step, j, peer), peer, step.step, tag, tuple(pkt)))
-        for peer in sorted(step.recvs):
-            for j, pkt in enumerate(packets(step.recvs[peer], slice_numel)):
-                tag = recv_count.get(peer, 0)
-                recv_count[peer] = tag + 1
-                raw_recvs.append(((step.step, j, peer), peer, step.step, tag, tuple(pkt)))
-    raw_sends.sort(key=lambda r: r[0])
-    raw_recvs.sort(key=lambda r: r[0])
-
+    raw_sends = _numbered_packets(plan.steps, "sends", slice_numel)
+    raw_recvs = _numbered_packets(plan.steps, "recvs", slice_numel)
     send_regions = _Regions([(r[2], r[4]) for r in raw_sends])
     write_regions = _Regions([(r[2], r[4]) for r in raw_recvs])
+    sends = _send_ops(raw_sends, write_regions)
+    recvs, staging = _recv_ops(raw_recvs, send_regions, write_regions, window=window,
+                               in_place_numel=in_place_numel)
+    send_links, recv_links = _links(sends), _links(recvs)
+    return Program(rank, plan.layout, plan.shards, sends, recvs, send_links, recv_links,
+                   staging, int(window), int(slice_numel),
+                   None if in_place_numel is None else int(in_place_numel))
 
+
+def check_window(window):
+    """``window`` (staging buffers per peer) as an int, checked to be a positive integer."""
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise InputTypeError(f"window must be a positive integer, got {window!r}")
+    return int(window)
+
+
+def _numbered_packets(steps, which, slice_numel):
+    """The packets of every step's ``which`` (``"sends"`` or ``"recvs"``) as ``(key, peer,
+    step, tag, packet)`` sorted by key ``(step, packet, peer)``; tags count each peer's
+    packets."""
+    raw, count = [], {}
+    for step in steps:
+        messages = getattr(step, which)
+        for peer in sorted(messages):
+            for j, pkt in enumerate(packets(messages[peer], slice_numel)):
+                tag = count.get(peer, 0)
+                count[peer] = tag + 1
+                raw.append(((step.step, j, peer), peer, step.step, tag, tuple(pkt)))
+    raw.sort(key=lambda r: r[0])
+    return raw
+
+
+def _send_ops(raw_sends, write_regions):
+    """Each send waits for the earlier receives that write its range (``after``) and
+    snapshots its data where a receive of its own step writes there."""
     sends = []
     for (_, peer, step, tag, pkt) in raw_sends:
         rows = write_regions.overlapping(pkt)
@@ -372,7 +391,12 @@ def compile_program(schedule, rank, numel, *, slice_numel, window=DEFAULT_WINDOW
         snapshot = bool((rows[:, 1] == step).any())
         sends.append(SendOp(peer, step, tag, pkt, sum(b - a for _, a, b in pkt), after,
                             _contiguous(pkt), snapshot))
+    return sends
 
+
+def _recv_ops(raw_recvs, send_regions, write_regions, *, window, in_place_numel):
+    """Each receive in place or into a staging buffer of its peer; returns the receives and
+    the most elements a staging buffer of each peer holds."""
     recvs, staging, staged_by_peer = [], {}, {}
     for index, (_, peer, step, tag, pkt) in enumerate(raw_recvs):
         region = [p[:3] for p in pkt]
@@ -400,15 +424,14 @@ def compile_program(schedule, rank, numel, *, slice_numel, window=DEFAULT_WINDOW
                             len(mine) % window, release))
         mine.append(index)
         staging[peer] = max(staging.get(peer, 0), numel_)
+    return recvs, staging
 
-    send_links, recv_links = {}, {}
-    for i, op in enumerate(sends):
-        send_links.setdefault(op.peer, []).append(i)
-    for i, op in enumerate(recvs):
-        recv_links.setdefault(op.peer, []).append(i)
-    for links, ops in ((send_links, sends), (recv_links, recvs)):
-        for peer, idx in links.items():
-            idx.sort(key=lambda i: ops[i].tag)
-    return Program(rank, plan.layout, plan.shards, sends, recvs, send_links, recv_links,
-                   staging, int(window), int(slice_numel),
-                   None if in_place_numel is None else int(in_place_numel))
+
+def _links(ops):
+    """``{peer: [index of op]}`` in the order of their tags."""
+    links = {}
+    for i, op in enumerate(ops):
+        links.setdefault(op.peer, []).append(i)
+    for peer, idx in links.items():
+        idx.sort(key=lambda i: ops[i].tag)
+    return links

@@ -2,6 +2,8 @@
 step model (:mod:`.cost`) and the link model (:mod:`.linkmodel`)."""
 
 from ..lazy import lazy_attributes
+# eager: ``verify`` names a function and its submodule; importing the submodule binds it here
+# first, so that a later ``import topocoll.schedule.verify`` cannot shadow the function
 from .verify import VerifyReport, Violation, verify
 
 # Public names -> the submodule that defines them. A submodule is imported when one of its

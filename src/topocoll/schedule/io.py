@@ -103,7 +103,8 @@ def dumps_schedule(schedule):
     return _dump_bytes(schedule).decode("ascii")
 
 
-def _dump_parts(schedule):
+def json_parts(schedule):
+    """The schedule file's bytes in pieces, in order (what a writer streams out)."""
     head = _header(schedule)
     yield b"{\n"
     for key, value in head.items():
@@ -119,7 +120,7 @@ def _dump_parts(schedule):
 
 
 def _dump_bytes(schedule):
-    return b"".join(bytes(part) for part in _dump_parts(schedule))
+    return b"".join(bytes(part) for part in json_parts(schedule))
 
 
 def save_schedule(schedule, target):
@@ -136,14 +137,14 @@ def save_schedule(schedule, target):
     gzip-compressed when the name ends in ``.gz``.
     """
     if hasattr(target, "write"):
-        for part in _dump_parts(schedule):
+        for part in json_parts(schedule):
             try:
                 target.write(part)
             except TypeError:
                 target.write(bytes(part).decode("ascii"))
         return
     with open_output(target) as fh:
-        for part in _dump_parts(schedule):
+        for part in json_parts(schedule):
             fh.write(part)
 
 

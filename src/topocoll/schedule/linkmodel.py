@@ -234,17 +234,17 @@ def _links_of(schedule, alpha, link_bandwidth):
     return topo, np.asarray(lat, dtype=float), np.asarray(bw, dtype=float)
 
 
-#: the dense numbering of :func:`_number` is used while its table stays within this many
+#: the dense numbering of :func:`number_values` is used while its table stays within this many
 #: entries per value numbered (plus a constant); past it, a sort numbers the values
 _DENSE_FACTOR = 4
 
 
-def _number(parts, bound):
+def number_values(parts, bound):
     """Number the distinct values of the int64 arrays ``parts`` (all in ``0..bound-1``) in
     increasing order: the count of distinct values and, per part, each value's number (int32
     where it fits). A table over ``0..bound-1`` when it is small, else a sort.
 
-    >>> count, (a, b) = _number([np.array([7, 3]), np.array([3, 9])], 10)
+    >>> count, (a, b) = number_values([np.array([7, 3]), np.array([3, 9])], 10)
     >>> count, a.tolist(), b.tolist()
     (3, [1, 0], [0, 2])
     """
@@ -275,7 +275,7 @@ def _breakpoints(t, shards):
     every = np.arange(shards, dtype=np.int64) * r
     ends = np.concatenate([every + np.searchsorted(values, 0.0),
                            every + np.searchsorted(values, 1.0)])
-    count, (a, b, e) = _number([key_lo, key_hi, ends], shards * r)
+    count, (a, b, e) = number_values([key_lo, key_hi, ends], shards * r)
     point_shard = np.empty(count, dtype=np.int64)
     point_shard[e] = np.r_[np.arange(shards), np.arange(shards)]
     point_shard[a] = t["shard"]
@@ -319,7 +319,7 @@ class _Tenant:
         src, dst = t["src"], t["dst"]
         if rep is not None:
             src, dst = src[rep], dst[rep]
-        self.num_keys, (self.send_idx, self.recv_idx) = _number(
+        self.num_keys, (self.send_idx, self.recv_idx) = number_values(
             [src.astype(np.int64) * self.num_atoms + atoms,
              dst.astype(np.int64) * self.num_atoms + atoms], n * self.num_atoms)
         self.copy_ready = np.full(self.num_keys, np.inf)

@@ -42,7 +42,7 @@ from ..plotting import add_colorbar, busy_fraction, busy_heatmap, check_plot_tar
 from ..units import format_time
 from .linkmodel import LinkModelResult
 
-__all__ = ["plot_timeline", "link_timeline", "timeline_rows", "MAX_ROWS", "HEAT_ROWS"]
+__all__ = ["plot_timeline", "timeline_rows", "MAX_ROWS", "HEAT_ROWS"]
 
 #: above this many used links a timeline panel becomes a heat map of link groups
 MAX_ROWS = 64
@@ -51,12 +51,6 @@ HEAT_ROWS = 40
 _BINS = 400
 #: at most this many shards are told apart by a legend; more get a colour bar
 _MAX_LEGEND = 10
-
-
-def link_timeline(result):
-    """Per transfer, its link's busy interval: ``result.intervals()`` (fields ``link, start,
-    end, step, shard, transfer``, sorted by link and start)."""
-    return result.intervals()
 
 
 def timeline_rows(result, max_rows=MAX_ROWS, *, order="link"):
@@ -186,57 +180,17 @@ def _title(result):
 
 def _panel(fig, ax, cax, side, result, *, layout, heat, color_by, finish, title, scale, unit,
            title_inches, panel_inches):
-    from matplotlib import colormaps
-    from matplotlib.colors import ListedColormap
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     row_of_link, labels, capacity = layout
-    t = result.schedule.transfers
     row = row_of_link[result.link]
     start, end = result.start * scale, result.end * scale
     path = result.critical_path()
-    on_path = np.zeros(result.num_transfers, dtype=bool)
-    on_path[path] = True
     rows = len(labels)
-    handles = []
     if heat:
-        edges = np.linspace(0.0, finish if finish > 0 else 1.0, _BINS + 1)
-        image = busy_heatmap(ax, busy_fraction(row, result.start, result.end, rows, edges,
-                                               capacity), edges * scale)
-        add_colorbar(fig, image, "busy fraction (0 idle, 1 always busy)", cax=cax)
-        if path.size:
-            ax.hlines(row[path], start[path], end[path], colors="red", linewidth=2.0)
-        handles.append(Line2D([], [], color="red", linewidth=2.0, label="critical path"))
-        grouped = bool(np.any(capacity > 1))
-        n = int(capacity.sum())
-        what = (f"{n} links, busiest first, in {rows} rows of up to {int(capacity.max())}"
-                if grouped else f"{n} links, busiest first")
-        ax.set_ylabel("links ranked by busy time" if grouped else "link (src->dst)",
-                      fontsize=8)
+        handles, what = _heat_panel(fig, ax, cax, result, row, start, end, path, capacity,
+                                    finish=finish, scale=scale)
     else:
-        value = np.asarray(t[color_by], dtype=np.int64)
-        distinct = np.unique(value)
-        if color_by == "shard" and distinct.size <= _MAX_LEGEND:
-            # a few categories: one colour each, told apart by a legend
-            index = np.searchsorted(distinct, value)
-            palette = colormaps["tab10"].colors[:distinct.size]
-            gantt(ax, row, start, end, index, outlined=on_path, cmap=ListedColormap(palette),
-                  vmin=-0.5, vmax=distinct.size - 0.5)
-            handles += [Patch(facecolor=c, label=f"shard {v}") for c, v in zip(palette,
-                                                                                distinct)]
-            cax.set_visible(False)
-        else:
-            lo, hi = (int(distinct.min()), int(distinct.max())) if distinct.size else (0, 0)
-            cmap = colormaps["viridis"].resampled(max(hi - lo + 1, 2))
-            bars = gantt(ax, row, start, end, value, outlined=on_path, cmap=cmap,
-                         vmin=lo - 0.5, vmax=hi + 0.5)
-            add_colorbar(fig, bars, color_by, cax=cax, integer=True)
-        handles.append(Patch(facecolor="none", edgecolor="black", linewidth=1.2,
-                             label="critical path (outlined)"))
-        ax.set_xlim(0.0, finish * scale * 1.01 if finish > 0 else 1.0)
-        what = f"{rows} links"
-        ax.set_ylabel("link (src->dst)", fontsize=8)
+        handles, what = _gantt_panel(fig, ax, cax, result, row, start, end, path, rows,
+                                     color_by=color_by, finish=finish, scale=scale)
     ax.set_yticks(np.arange(rows))
     ax.set_yticklabels(labels, fontsize=6 if rows > 24 else 8)
     ax.set_xlabel(f"time ({unit})")
@@ -246,7 +200,69 @@ def _panel(fig, ax, cax, side, result, *, layout, heat, color_by, finish, title,
     below = 0.5 / max(panel_inches - 1.5, 0.5)
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -below),
               ncol=len(handles) if len(handles) <= 8 else 6, fontsize=7, frameon=False)
-    # utilization per row: busy seconds over finish time and the row's links
+    _utilization(side, result, row, rows, capacity)
+    ax.set_ylim(rows - 0.5, -0.5)
+
+
+def _heat_panel(fig, ax, cax, result, row, start, end, path, capacity, *, finish, scale):
+    """A heat map of the rows' busy fraction with the critical path drawn over it; returns the
+    legend's handles and what the title says about the rows."""
+    from matplotlib.lines import Line2D
+
+    rows = capacity.size
+    edges = np.linspace(0.0, finish if finish > 0 else 1.0, _BINS + 1)
+    image = busy_heatmap(ax, busy_fraction(row, result.start, result.end, rows, edges,
+                                           capacity), edges * scale)
+    add_colorbar(fig, image, "busy fraction (0 idle, 1 always busy)", cax=cax)
+    if path.size:
+        ax.hlines(row[path], start[path], end[path], colors="red", linewidth=2.0)
+    handles = [Line2D([], [], color="red", linewidth=2.0, label="critical path")]
+    grouped = bool(np.any(capacity > 1))
+    n = int(capacity.sum())
+    what = (f"{n} links, busiest first, in {rows} rows of up to {int(capacity.max())}"
+            if grouped else f"{n} links, busiest first")
+    ax.set_ylabel("links ranked by busy time" if grouped else "link (src->dst)",
+                  fontsize=8)
+    return handles, what
+
+
+def _gantt_panel(fig, ax, cax, result, row, start, end, path, rows, *, color_by, finish,
+                 scale):
+    """One bar per transfer colored by ``color_by``, the critical path outlined; returns the
+    legend's handles and what the title says about the rows."""
+    from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    on_path = np.zeros(result.num_transfers, dtype=bool)
+    on_path[path] = True
+    handles = []
+    value = np.asarray(result.schedule.transfers[color_by], dtype=np.int64)
+    distinct = np.unique(value)
+    if color_by == "shard" and distinct.size <= _MAX_LEGEND:
+        # a few categories: one colour each, told apart by a legend
+        index = np.searchsorted(distinct, value)
+        palette = colormaps["tab10"].colors[:distinct.size]
+        gantt(ax, row, start, end, index, outlined=on_path, cmap=ListedColormap(palette),
+              vmin=-0.5, vmax=distinct.size - 0.5)
+        handles += [Patch(facecolor=c, label=f"shard {v}") for c, v in zip(palette,
+                                                                            distinct)]
+        cax.set_visible(False)
+    else:
+        lo, hi = (int(distinct.min()), int(distinct.max())) if distinct.size else (0, 0)
+        cmap = colormaps["viridis"].resampled(max(hi - lo + 1, 2))
+        bars = gantt(ax, row, start, end, value, outlined=on_path, cmap=cmap,
+                     vmin=lo - 0.5, vmax=hi + 0.5)
+        add_colorbar(fig, bars, color_by, cax=cax, integer=True)
+    handles.append(Patch(facecolor="none", edgecolor="black", linewidth=1.2,
+                         label="critical path (outlined)"))
+    ax.set_xlim(0.0, finish * scale * 1.01 if finish > 0 else 1.0)
+    ax.set_ylabel("link (src->dst)", fontsize=8)
+    return handles, f"{rows} links"
+
+
+def _utilization(side, result, row, rows, capacity):
+    """The side panel: each row's busy seconds over the finish time and its links."""
     busy = np.bincount(row, weights=result.end - result.start, minlength=rows)
     util = busy / (capacity * result.time) if result.time > 0 else np.zeros(rows)
     side.barh(np.arange(rows), util, color="tab:gray")
@@ -256,4 +272,3 @@ def _panel(fig, ax, cax, side, result, *, layout, heat, color_by, finish, title,
     mean = float(result.link_utilization[used].mean()) if used.any() else 0.0
     side.set_title(f"mean {mean:.0%}", fontsize=8)
     side.tick_params(labelleft=False)
-    ax.set_ylim(rows - 0.5, -0.5)

@@ -365,16 +365,8 @@ def _lowest_bit(bits):
 
 def _simulate_combining(te, entry, atom, atoms, *, a0, a1, schedule, found, good):
     n = schedule.topology.num_nodes
-    words = (n + 63) // 64
     width = a1 - a0
-    state = np.zeros((n, width, words), dtype=np.uint64)
-    nodes = np.arange(n)
-    state[nodes, :, nodes // 64] = (np.uint64(1) << (nodes % 64).astype(np.uint64))[:, None]
-    full = np.zeros(words, dtype=np.uint64)
-    full[: n // 64] = np.uint64(0xFFFFFFFFFFFFFFFF)
-    if n % 64:
-        full[n // 64] = np.uint64((1 << (n % 64)) - 1)
-
+    state, full = _own_bits(n, width)
     by_step = np.argsort(te["step"], kind="stable")
     steps = te["step"][by_step]
     bounds = np.flatnonzero(np.diff(steps)) + 1
@@ -392,42 +384,63 @@ def _simulate_combining(te, entry, atom, atoms, *, a0, a1, schedule, found, good
         if np.any(clash):
             found.add("conflict", good[ids[clash]],
                       why=np.full(int(clash.sum()), "copy and reduce into one piece in one step"))
-        # copies: all copies into one piece in one step must agree
-        cp = np.flatnonzero(~reduce)
-        if cp.size:
-            o = cp[np.argsort(key[cp], kind="stable")]
-            k = key[o]
-            starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-            first = o[np.repeat(starts, np.diff(np.r_[starts, o.size]))]
-            differ = np.any(sent[o] != sent[first], axis=1)
-            if np.any(differ):
-                found.add("conflict", good[ids[o[differ]]],
-                          why=np.full(int(differ.sum()), "different copies into one piece in one step"))
-            state[dst[o[starts]], at[o[starts]]] = sent[o[starts]]
-        rd = np.flatnonzero(reduce & ~clash)
-        if rd.size:
-            o = rd[np.argsort(key[rd], kind="stable")]
-            k = key[o]
-            starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-            bits = sent[o]
-            union = np.bitwise_or.reduceat(bits, starts, axis=0)
-            together = np.add.reduceat(_popcount(bits), starts)
-            base = had[o[starts]]
-            overlap_sim = _popcount(union) < together
-            overlap_old = np.any(bits & had[o], axis=1)
-            group_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, o.size]))
-            dup = overlap_old | overlap_sim[group_of]
-            if np.any(dup):
-                rows = o[dup]
-                twice = np.where(overlap_old[dup][:, None], bits[dup] & had[rows],
-                                 union[group_of[dup]])
-                who = np.full(rows.size, -1, dtype=np.int64)
-                who[:64] = _lowest_bit(twice[:64])
-                found.add("double_count", good[ids[rows]], who=who)
-            state[dst[o[starts]], at[o[starts]]] = base | union
+        _combine_copies(state, np.flatnonzero(~reduce), key, sent, dst, at, ids, found, good)
+        _combine_reduces(state, np.flatnonzero(reduce & ~clash), key, sent, had, dst, at, ids,
+                         found, good)
     complete = np.all(state == full, axis=2)
     _end_state(complete, atoms, a0, a1, schedule, found)
 
+
+def _own_bits(n, width):
+    """Each node's pieces holding its own contribution only (one bit per node, ``n`` bits in
+    64-bit words), and the words of a piece holding every node's."""
+    words = (n + 63) // 64
+    state = np.zeros((n, width, words), dtype=np.uint64)
+    nodes = np.arange(n)
+    state[nodes, :, nodes // 64] = (np.uint64(1) << (nodes % 64).astype(np.uint64))[:, None]
+    full = np.zeros(words, dtype=np.uint64)
+    full[: n // 64] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if n % 64:
+        full[n // 64] = np.uint64((1 << (n % 64)) - 1)
+    return state, full
+
+
+def _combine_copies(state, cp, key, sent, dst, at, ids, found, good):
+    """One step's copies ``cp``: all copies into one piece in one step must agree."""
+    if cp.size:
+        o = cp[np.argsort(key[cp], kind="stable")]
+        k = key[o]
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        first = o[np.repeat(starts, np.diff(np.r_[starts, o.size]))]
+        differ = np.any(sent[o] != sent[first], axis=1)
+        if np.any(differ):
+            found.add("conflict", good[ids[o[differ]]],
+                      why=np.full(int(differ.sum()), "different copies into one piece in one step"))
+        state[dst[o[starts]], at[o[starts]]] = sent[o[starts]]
+
+
+def _combine_reduces(state, rd, key, sent, had, dst, at, ids, found, good):
+    """One step's reductions ``rd``: no contribution may arrive twice at one piece."""
+    if rd.size:
+        o = rd[np.argsort(key[rd], kind="stable")]
+        k = key[o]
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        bits = sent[o]
+        union = np.bitwise_or.reduceat(bits, starts, axis=0)
+        together = np.add.reduceat(_popcount(bits), starts)
+        base = had[o[starts]]
+        overlap_sim = _popcount(union) < together
+        overlap_old = np.any(bits & had[o], axis=1)
+        group_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, o.size]))
+        dup = overlap_old | overlap_sim[group_of]
+        if np.any(dup):
+            rows = o[dup]
+            twice = np.where(overlap_old[dup][:, None], bits[dup] & had[rows],
+                             union[group_of[dup]])
+            who = np.full(rows.size, -1, dtype=np.int64)
+            who[:64] = _lowest_bit(twice[:64])
+            found.add("double_count", good[ids[rows]], who=who)
+        state[dst[o[starts]], at[o[starts]]] = base | union
 
 _SAMPLE = 1000   # missing pieces kept per batch to render the first few (all are counted)
 _ORDER = {"isolated": -1, "malformed": 0, "missing_link": 1, "causality": 2, "double_count": 3, "conflict": 4,

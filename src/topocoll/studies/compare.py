@@ -298,6 +298,53 @@ def _unique(names):
     return out
 
 
+def _jobs(resolved, algorithms):
+    """``(entry, algorithm or None)`` for every row: a schedule or an unreadable entry once, a
+    topology once per algorithm (or the one its pair asks for)."""
+    jobs = []
+    for entry, only in resolved:
+        if entry.problem is not None:
+            jobs.append((entry, None))
+        elif entry.schedule is not None:
+            if only is not None:
+                raise UnsupportedError(f"{entry.source} is a schedule: it keeps its own "
+                                       f"algorithm, {only!r} cannot be asked of it")
+            jobs.append((entry, None))
+        else:
+            jobs.extend((entry, a) for a in ([only] if only is not None else algorithms))
+    return jobs
+
+
+def _job_row(entry, algorithm, coll, sizes, settings):
+    """The :class:`ComparisonRow` of one job: invalid (unreadable), a schedule priced as it
+    is, or a topology's schedule generated (unsupported when the generator says so) and
+    priced."""
+    alpha, node_bandwidth, link_bandwidth = (settings["alpha"], settings["node_bandwidth"],
+                                             settings["link_bandwidth"])
+    suffix = f" [{entry.label}]" if entry.label else ""
+    if entry.problem is not None:
+        return ComparisonRow(name=entry.label, source=entry.source, topology=None,
+                             algorithm=None, collective=coll, nodes=None, degree=None,
+                             verdict="invalid", verified=False, reason=entry.problem,
+                             **settings)
+    if entry.schedule is not None:
+        s = entry.schedule
+        s = s.replace(topology=_fair(s.topology, alpha, node_bandwidth, link_bandwidth))
+        return _row(s, f"{s.topology.name} {s.algorithm}{suffix}", entry.source, sizes,
+                    settings)
+    topo = _fair(entry.topology, alpha, node_bandwidth, link_bandwidth)
+    name = f"{topo.name} {algorithm}{suffix}"
+    try:
+        s = generate(topo, coll, algorithm)
+    except UnsupportedError as exc:
+        return ComparisonRow(name=name, source=entry.source, topology=topo.name,
+                             algorithm=algorithm, collective=coll, nodes=topo.num_nodes,
+                             degree=_degree(topo), verdict="unsupported", verified=None,
+                             reason=str(exc), **settings)
+    return _row(s, name, entry.source, sizes, settings,
+                pipelined=algorithm in PIPELINED_ALGORITHMS)
+
+
 def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algorithms=("bfb",), *,
             alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None):
     """Verify and price schedules side by side under the same latency and bandwidth.
@@ -355,45 +402,10 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
     if not resolved:
         raise UnsupportedError("nothing to compare: give topology specs or schedule files")
 
-    jobs = []  # (entry, algorithm or None)
-    for entry, only in resolved:
-        if entry.problem is not None:
-            jobs.append((entry, None))
-        elif entry.schedule is not None:
-            if only is not None:
-                raise UnsupportedError(f"{entry.source} is a schedule: it keeps its own "
-                                       f"algorithm, {only!r} cannot be asked of it")
-            jobs.append((entry, None))
-        else:
-            jobs.extend((entry, a) for a in ([only] if only is not None else algorithms))
-
+    jobs = _jobs(resolved, algorithms)
     rows = []
     for done, (entry, algorithm) in enumerate(jobs, 1):
-        suffix = f" [{entry.label}]" if entry.label else ""
-        if entry.problem is not None:
-            rows.append(ComparisonRow(name=entry.label, source=entry.source, topology=None,
-                                      algorithm=None, collective=coll, nodes=None, degree=None,
-                                      verdict="invalid", verified=False, reason=entry.problem,
-                                      **settings))
-        elif entry.schedule is not None:
-            s = entry.schedule
-            s = s.replace(topology=_fair(s.topology, alpha, node_bandwidth, link_bandwidth))
-            rows.append(_row(s, f"{s.topology.name} {s.algorithm}{suffix}", entry.source, sizes,
-                             settings))
-        else:
-            topo = _fair(entry.topology, alpha, node_bandwidth, link_bandwidth)
-            name = f"{topo.name} {algorithm}{suffix}"
-            try:
-                s = generate(topo, coll, algorithm)
-            except UnsupportedError as exc:
-                rows.append(ComparisonRow(name=name, source=entry.source, topology=topo.name,
-                                          algorithm=algorithm, collective=coll,
-                                          nodes=topo.num_nodes, degree=_degree(topo),
-                                          verdict="unsupported", verified=None,
-                                          reason=str(exc), **settings))
-            else:
-                rows.append(_row(s, name, entry.source, sizes, settings,
-                                 pipelined=algorithm in PIPELINED_ALGORITHMS))
+        rows.append(_job_row(entry, algorithm, coll, sizes, settings))
         if progress:
             progress(done, len(jobs))
 

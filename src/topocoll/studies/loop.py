@@ -60,7 +60,8 @@ from ..results import Result, Status
 from ..units import format_size, format_time, whole_number
 from .workloads import TrainingWorkload
 
-__all__ = ["simulate_training", "TrainingResult", "Run", "LOOP_POLICIES", "plot_training"]
+__all__ = ["simulate_training", "TrainingResult", "Run", "LOOP_POLICIES", "plot_training",
+           "serial_runs"]
 
 #: How collectives share the network.
 LOOP_POLICIES = ("wait-free", "buckets", "concurrent")
@@ -202,6 +203,25 @@ class _Serial:
         self.runs.append(Run(start, end, head.type, size,
                              tuple(x for r in group for x in r.layers), head.phase,
                              head.iteration))
+
+
+def serial_runs(gradients, price, *, bucket_size=None):
+    """Gradients ``(name, bytes, ready)``, in ready order, sent as allreduces priced by
+    ``price`` to the one-at-a-time network of :func:`simulate_training`: under the wait-free
+    rules (``bucket_size`` None) or fused in order into buckets of at least ``bucket_size``
+    bytes, the rest being the last. The runs in the order they ran (iteration 1), for
+    :func:`topocoll.studies.training.simulate_iteration`, which gives the ready times as they
+    are."""
+    net = _Serial({"allreduce": price}, bucket_size is None)
+    names, held = [], 0.0
+    for k, (name, size, ready) in enumerate(gradients):
+        names.append(name)
+        held += size
+        if bucket_size is None or held >= bucket_size or k == len(gradients) - 1:
+            net.issue(_Request("allreduce", held, names, "weight_grad", 1, ready))
+            names, held = [], 0.0
+    net.advance(math.inf)
+    return net.runs
 
 
 def _latency(price, total):

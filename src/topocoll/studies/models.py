@@ -3,7 +3,7 @@
 Each model is written out layer by layer (a layer is a module whose parameters form one
 gradient: a convolution with its batch norm, a linear layer, a layer norm, an embedding); its
 parameter count and forward FLOPs per sample follow from the shapes. :func:`model_profile` turns
-them into a :class:`~topocoll.studies.training.Profile` for one GPU and batch.
+them into a :class:`~topocoll.studies.gradient_profile.Profile` for one GPU and batch.
 
 The models and what they count:
 
@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from .. import defaults
 from ..errors import InputTypeError, UnsupportedError
 from ..units import format_size, format_time
-from .training import Profile, ProfileLayer
+from .gradient_profile import Profile, ProfileLayer
 from .workloads import TrainingWorkload, WorkloadLayer
 
 __all__ = ["MODELS", "ModelLayer", "model_layers", "model_params", "model_profile",

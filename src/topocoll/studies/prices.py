@@ -27,7 +27,7 @@ Bandwidth: B is a node's egress. The functions that price a topology take ``link
 (default 100 Gbps per link, :mod:`topocoll.defaults`) or ``bandwidth`` (B itself, the NSDI 2025
 paper's per-node convention); :func:`bound_prices` per link takes ``B = d * link_bandwidth``;
 :func:`ring_prices` and :func:`phase_prices` take B (see
-:func:`~topocoll.studies.training.node_bandwidth_of`).
+:func:`~topocoll.studies.allreduce_costs.node_bandwidth_of`).
 
 >>> p = bound_prices(64, 4, alpha="10us", bandwidth="100Gbps")
 >>> p["allgather"].steps, round(p["allgather"].per_byte * 12.5e9, 6)   # 3 steps, 63/64 M/B
@@ -39,7 +39,7 @@ paper's per-node convention); :func:`bound_prices` per link takes ``B = d * link
 from ..defaults import bandwidth_convention
 from ..topology.cuts import moore_distance_sum
 from ..units import parse_bandwidth, parse_time, whole_number
-from .training import AllreduceCost, lower_bound_cost, priced_network
+from .allreduce_costs import AllreduceCost, lower_bound_cost, priced_network
 
 __all__ = ["bound_prices", "ring_prices", "phase_prices", "schedule_prices",
            "alltoall_distance_cost", "DISTANCE_BOUND"]

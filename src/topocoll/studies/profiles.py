@@ -42,7 +42,7 @@ COMM_TYPES = ("NONE", "ALLREDUCE", "ALLGATHER", "ALLTOALL", "REDUCESCATTER")
 
 def parse_astra(text, *, cycle_time=None, name="astra-sim workload", source="<text>"):
     """The gradient allreduces of an ASTRA-sim workload as a
-    :class:`~topocoll.studies.training.Profile` (ready times under the DATA loop; see
+    :class:`~topocoll.studies.gradient_profile.Profile` (ready times under the DATA loop; see
     :func:`topocoll.studies.workloads.parse_astra_workload`, which reads the whole file)."""
     workload = parse_astra_workload(text, cycle_time=cycle_time, name=name, source=source)
     try:

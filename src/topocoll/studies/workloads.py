@@ -59,7 +59,7 @@ from .. import defaults
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..fileio import parse_json, read_text
 from ..units import format_size, format_time, parse_size, parse_time
-from .training import Profile, ProfileLayer
+from .gradient_profile import Profile, ProfileLayer
 
 __all__ = ["WorkloadLayer", "TrainingWorkload", "parse_astra_workload", "workload_from_document",
            "profile_from_document",
@@ -217,7 +217,8 @@ class TrainingWorkload:
 
     def to_profile(self):
         """The gradient allreduces' ready times under the DATA loop, as a
-        :class:`~topocoll.studies.training.Profile` (what ``find --workload`` sizes from)."""
+        :class:`~topocoll.studies.gradient_profile.Profile` (what ``find --workload`` sizes
+        from)."""
         if not any(x.weight_grad_comm and x.weight_grad_comm[0] == "allreduce"
                    for x in self.layers):
             raise UnsupportedError(f"{self.name}: no layer allreduces a weight gradient")
@@ -454,7 +455,7 @@ def workload_from_document(doc, *, name="profile"):
 
 
 def from_profile(profile):
-    """A DATA workload from a ready-time :class:`~topocoll.studies.training.Profile`: each
+    """A DATA workload from a ready-time :class:`~topocoll.studies.gradient_profile.Profile`: each
     gradient is one layer whose weight-gradient compute runs from the previous ready time to
     its own (input gradients folded in, 0), and the forward time is shared among the layers in
     proportion to their backward time (the profile does not say more)."""

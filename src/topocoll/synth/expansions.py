@@ -521,21 +521,11 @@ def _bidirectional_allgather(ag, phi, topology=None):
 def _expand(kind, schedule, params, make_topology, expand_ag, collective, phi=None):
     """Shared driver: expanded allgather, reduce-scatter (reversed expansion of the transposed
     base's allgather) or allreduce (both), with meta and predictions."""
-    if not isinstance(schedule, Schedule):
-        raise InputTypeError(f"{kind} expansion needs a Schedule, got {type(schedule).__name__}")
-    have = schedule.collective.name
-    want = have if collective is None else _collective(collective).name
-    for name in (have, want):
-        if name not in _SUPPORTED:
-            raise UnsupportedError(f"{kind} expansion handles {', '.join(_SUPPORTED)} "
-                                   f"schedules, not {name}")
+    have, want = _collectives(kind, schedule, collective)
     g = schedule.topology
     gt = g.transpose()
-    ag, ag_t = _base_allgathers(schedule, gt)
+    bases = _base_allgathers(schedule, gt)
     target = make_topology(g)
-    symmetric = _self_transpose(target)
-    need_ag = want in ("allgather", "allreduce")
-    need_rs = want in ("reduce_scatter", "allreduce")
     predicted = []
     base_costs = {}
 
@@ -545,25 +535,9 @@ def _expand(kind, schedule, params, make_topology, expand_ag, collective, phi=No
         predicted.append(predict(kind, steps, t_b, g.num_nodes, **params))
         return expand_ag(base, topology)
 
-    out_ag = out_rs = None
-    if symmetric and need_rs:
-        # X(G) = X(G)^T: one expanded allgather serves both directions
-        if ag is not None:
-            out_ag = run(ag, target, "allgather")
-        else:
-            out_ag = run(ag_t, None, "transposed_allgather").replace(topology=target)
-        out_rs = reverse(out_ag, "reduce_scatter", target)
-        if want == "allreduce":
-            predicted.append(predicted[0])
-    else:
-        if need_rs:
-            if ag_t is None:
-                ag_t = _transpose_allgather(ag, gt, phi)
-            out_rs = reverse(run(ag_t, None, "transposed_allgather"), "reduce_scatter", target)
-        if need_ag:
-            if ag is None:
-                ag = _transpose_allgather(ag_t, g, phi)
-            out_ag = run(ag, target, "allgather")
+    out_ag, out_rs, shared = _expanded_parts(bases, (g, gt, target), want, run, phi)
+    if shared and want == "allreduce":
+        predicted.append(predicted[0])
     if want == "allgather":
         result = out_ag
     elif want == "reduce_scatter":
@@ -583,6 +557,47 @@ def _expand(kind, schedule, params, make_topology, expand_ag, collective, phi=No
             "predicted": {"steps": int(steps), "t_b": float(t_b)},
             "t_b_unit": "M/B, B = smallest node egress bandwidth"}
     return result.replace(algorithm=f"{label}({schedule.algorithm}{extra})", meta=meta)
+
+
+def _collectives(kind, schedule, collective):
+    """``(have, want)``: the base schedule's collective and the one to make, both checked."""
+    if not isinstance(schedule, Schedule):
+        raise InputTypeError(f"{kind} expansion needs a Schedule, got {type(schedule).__name__}")
+    have = schedule.collective.name
+    want = have if collective is None else _collective(collective).name
+    for name in (have, want):
+        if name not in _SUPPORTED:
+            raise UnsupportedError(f"{kind} expansion handles {', '.join(_SUPPORTED)} "
+                                   f"schedules, not {name}")
+    return have, want
+
+
+def _expanded_parts(bases, graphs, want, run, phi):
+    """``(allgather, reduce-scatter, shared)`` on the expanded topology as ``want`` needs them
+    (None for one it does not), each expanded by ``run(base, topology, label)`` from ``bases``
+    (:func:`_base_allgathers`); ``graphs``: ``(G, G^T, expanded G)``; ``shared``: one expanded
+    allgather serves both directions (the expanded topology is its own transpose)."""
+    ag, ag_t = bases
+    g, gt, target = graphs
+    need_ag = want in ("allgather", "allreduce")
+    need_rs = want in ("reduce_scatter", "allreduce")
+    out_ag = out_rs = None
+    if _self_transpose(target) and need_rs:
+        # X(G) = X(G)^T: one expanded allgather serves both directions
+        if ag is not None:
+            out_ag = run(ag, target, "allgather")
+        else:
+            out_ag = run(ag_t, None, "transposed_allgather").replace(topology=target)
+        return out_ag, reverse(out_ag, "reduce_scatter", target), True
+    if need_rs:
+        if ag_t is None:
+            ag_t = _transpose_allgather(ag, gt, phi)
+        out_rs = reverse(run(ag_t, None, "transposed_allgather"), "reduce_scatter", target)
+    if need_ag:
+        if ag is None:
+            ag = _transpose_allgather(ag_t, g, phi)
+        out_ag = run(ag, target, "allgather")
+    return out_ag, out_rs, False
 
 
 def line_graph_expansion(schedule, *, collective=None):
@@ -629,8 +644,9 @@ def bidirectional_expansion(schedule, isomorphism=None, *, collective=None):
 
 def product_schedule(factors, collective="allgather", **options):
     """A schedule on the Cartesian product of different graphs: BFB on the product
-    (Zhao et al., section 5.3; bandwidth-optimal when every factor's BFB is; translation symmetry of Cayley
-    factors carries over). ``options`` go to :func:`~topocoll.synth.bfb.bfb_schedule`."""
+    (Zhao et al., section 5.3; bandwidth-optimal when every factor's BFB is; translation
+    symmetry of Cayley factors carries over). ``options`` go to
+    :func:`~topocoll.synth.bfb.bfb_schedule`."""
     if isinstance(factors, (Topology, str)):
         factors = [factors]
     # spec strings are the registry's to read (the registry sits above topology.transforms)

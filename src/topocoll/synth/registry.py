@@ -29,6 +29,8 @@ from typing import Callable
 from ..collectives import COLLECTIVES, collective as _collective
 from ..errors import UnsupportedError
 from ..limits import require_memory
+from ..schedule.compact import compact_schedule
+from ..schedule.forms import FORMS, check_form
 from ..schedule.model import BUILD_BYTES_PER_TRANSFER
 from ..schedule.symmetric import (EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES,
                                   symmetric_schedule)
@@ -39,10 +41,6 @@ from .options import (any_option, bool_option, choice_option, dims_option, fract
                       size_option, take_options, time_option)
 
 __all__ = ["Generator", "ALGORITHMS", "generate", "lp_alltoall_schedule", "FORMS"]
-
-#: The forms :func:`generate` makes: ``"explicit"`` (every transfer), ``"symmetric"`` (orbit
-#: representatives, :class:`~topocoll.schedule.symmetric.SymmetricSchedule`) or ``"auto"``.
-FORMS = ("auto", "explicit", "symmetric")
 
 
 @dataclass(frozen=True)
@@ -250,10 +248,14 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
         ``"explicit"`` (a :class:`~topocoll.schedule.model.Schedule`),
         ``"symmetric"`` (a :class:`~topocoll.schedule.symmetric.SymmetricSchedule`: the
         generator's own symmetric hook, else the explicit schedule converted; allgather,
-        reduce-scatter and allreduce on a topology with a translation group), or ``"auto"``:
-        the default: symmetric where the explicit form would hold more than
+        reduce-scatter and allreduce on a topology with a translation group), ``"compact"``
+        (a :class:`~topocoll.schedule.compact.CompactSchedule`: whole-chunk copies; made by a
+        generator that takes ``form``, such as ``ten``, else the explicit schedule converted),
+        or ``"auto"``: the default: symmetric where the explicit form would hold more than
         :data:`~topocoll.schedule.symmetric.EXPLICIT_TRANSFER_LIMIT` transfers (2**25: at least
-        4 GiB to build) and the generator has a symmetric hook, else explicit.
+        4 GiB to build) and the generator has a symmetric hook, compact there for a collective
+        that only copies where the generator makes that form, else explicit. The one list of
+        forms is :data:`topocoll.schedule.forms.FORMS`.
     **options
         Options of the algorithm (e.g. ``shift`` for shiftedring, ``chunks`` for dbt,
         ``multiport`` for torusrings; see ``ALGORITHMS[name].options``); one it does not know
@@ -279,7 +281,9 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     parsed = take_options(algorithm, options, generator.options)
     fewest = least_transfers(coll.name, topo.num_nodes)
     form = _form(form, topo, coll, generator, fewest)
-    hook = _symmetric_hook(generator)
+    hook = symmetric_hook(generator)
+    if form == "compact":
+        return _compact(generator, hook, topo, coll, root, progress, parsed)
     if form == "symmetric" and hook is not None:
         require_memory(fewest // topo.num_nodes * BUILD_BYTES_PER_TRANSFER,
                        f"the symmetric {coll.name} schedule on {topo.num_nodes} nodes (at least "
@@ -296,7 +300,7 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     return made.expand() if getattr(made, "form", None) == "symmetric" else made
 
 
-def _symmetric_hook(generator):
+def symmetric_hook(generator):
     """How the generator builds the symmetric form itself: ``"form"`` (it takes
     ``form="symmetric"``), ``"symmetric"`` (it takes ``symmetric=True``) or ``None``."""
     try:
@@ -308,16 +312,29 @@ def _symmetric_hook(generator):
 
 def _form(form, topo, coll, generator, fewest):
     """``form`` checked, with ``"auto"`` decided: symmetric iff the explicit form would hold
-    more than EXPLICIT_TRANSFER_LIMIT transfers and a symmetric one can be made cheaply."""
-    if form not in FORMS:
-        raise UnsupportedError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
-    if form != "auto":
+    more than EXPLICIT_TRANSFER_LIMIT transfers and a symmetric one can be made cheaply; else
+    compact where the generator makes that form itself and the collective only copies."""
+    if check_form(form) != "auto":
         return form
     big = fewest > EXPLICIT_TRANSFER_LIMIT
-    if big and coll.name in SYMMETRIC_COLLECTIVES and _symmetric_hook(generator) is not None \
+    hook = symmetric_hook(generator)
+    if big and coll.name in SYMMETRIC_COLLECTIVES and hook is not None \
             and translation_group(topo) is not None:
         return "symmetric"
+    if big and hook == "form" and not coll.combining:
+        return "compact"
     return "explicit"
+
+
+def _compact(generator, hook, topo, coll, root, progress, parsed):
+    """The compact form: made by a generator that takes ``form``, else the explicit schedule
+    converted (whole-chunk copies only; anything else is refused in one line)."""
+    if coll.combining:
+        raise UnsupportedError(f"form='compact' holds copies only; {coll.name} combines")
+    if hook == "form":
+        return generator.make(topo, coll, root=root, progress=progress, form="compact",
+                              **parsed)
+    return compact_schedule(generator.make(topo, coll, root=root, progress=progress, **parsed))
 
 
 def least_transfers(collective, n):

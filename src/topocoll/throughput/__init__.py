@@ -18,18 +18,25 @@ once; an all-to-all of a per-node buffer of M bytes (M/N bytes per pair) then ta
 ('path', 1.0, 1)
 """
 
-from .balance import balanced_throughput, shortest_path_sample
-from .colgen import colgen_throughput
-from .dual import certificate, hop_shortest_paths, pair_distances
-from .linklp import link_lp, link_throughput
-from .pathlp import hop_frontier, hop_limits, path_throughput
-from .result import AlltoallResult, PathSet
+from ..lazy import lazy_attributes
+# eager: ``rewire`` names a function and its submodule; importing the submodule binds it here
+# first, so that a later ``import topocoll.throughput.rewire`` cannot shadow the function
 from .rewire import (OBJECTIVES, RewireResult, RewireStep, alltoall_objective, distance_objective,
                      rewire)
-from .schedule import Quantized, alltoall_schedule, quantize_paths, rational_chunks
-from .mwu import MwuRun, mwu_lengths
-from .solve import METHODS, alltoall_routes, throughput
-from .symmetric import symmetric_certificate, symmetric_throughput
+
+# Public names -> the submodule that defines them, imported on first use (PEP 562).
+_LAZY = {
+    ".balance": ("balanced_throughput", "shortest_path_sample"),
+    ".colgen": ("colgen_throughput",),
+    ".dual": ("certificate", "hop_shortest_paths", "pair_distances"),
+    ".linklp": ("link_lp", "link_throughput"),
+    ".mwu": ("MwuRun", "mwu_lengths"),
+    ".pathlp": ("hop_frontier", "hop_limits", "path_throughput"),
+    ".result": ("AlltoallResult", "PathSet"),
+    ".schedule": ("Quantized", "alltoall_schedule", "quantize_paths", "rational_chunks"),
+    ".solve": ("METHODS", "alltoall_routes", "throughput"),
+    ".symmetric": ("symmetric_certificate", "symmetric_throughput"),
+}
 
 __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_throughput",
            "path_throughput", "colgen_throughput", "balanced_throughput",
@@ -39,3 +46,6 @@ __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_t
            "Quantized", "rational_chunks", "certificate", "pair_distances",
            "hop_shortest_paths", "METHODS", "rewire", "RewireResult", "RewireStep",
            "distance_objective", "alltoall_objective", "OBJECTIVES"]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -46,11 +46,11 @@ from scipy.sparse.linalg import LinearOperator, cg
 from ..errors import InputTypeError
 from ..limits import require_memory
 from ..results import Status
-from ..topology.cuts import distance_bound, throughput_bounds
-from ..topology.metrics import distance_matrix, unreachable_pair
+from ..topology.cuts import distance_bound
+from ..topology.metrics import distance_matrix
 from ..units import whole_number
 from .dual import in_links
-from .linklp import require_alltoall_topology, disconnected_result
+from .frontdoor import bounds_or_disconnected, require_alltoall_topology
 from .mwu import mwu_lengths
 from .pathlp import route_summary, routes, take_paths
 from .result import AlltoallResult
@@ -242,6 +242,25 @@ def _balance(matrix, fixed_load, target, pair_of, f, *, tolerance, max_steps, de
     return steps, iterations, f"{max_steps} steps left a gap of {gap:.2g}"
 
 
+def _free_paths(pair, ptr, edges, num_pairs, num_e):
+    """The balancing problem of sampled paths: ``(share, free, fixed_load, matrix, group)``,
+    even shares, which paths are free (their pair has more than one), the load of the fixed
+    ones per link, the free paths' link incidence (links x free paths) and each free path's
+    pair among the free pairs."""
+    hops = np.diff(ptr)
+    count = np.bincount(pair, minlength=num_pairs)
+    share = 1.0 / count[pair]
+    free = count[pair] > 1
+    seg_free = np.repeat(free, hops)
+    fixed_load = np.bincount(edges[~seg_free], minlength=num_e).astype(np.float64)
+    free_idx = np.flatnonzero(free)
+    col = np.repeat(np.arange(free_idx.size), hops[free])
+    matrix = sp.csr_matrix((np.ones(col.size), (edges[seg_free], col)),
+                           shape=(num_e, free_idx.size))
+    _, group = np.unique(pair[free], return_inverse=True)
+    return share, free, fixed_load, matrix, group
+
+
 def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
                         max_steps=DEFAULT_MAX_STEPS, seed=0, time_limit=None, bounds=True,
                         progress=None):
@@ -288,13 +307,12 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
     began = time.perf_counter()
     deadline = None if time_limit is None else began + float(time_limit)
     n = topology.num_nodes
-    bnd = throughput_bounds(topology) if bounds else {}
-    if unreachable_pair(topology) is not None:
-        return disconnected_result(topology, "balance", None, bnd)
+    bnd, early = bounds_or_disconnected(topology, "balance", None, bounds)
+    if early is not None:
+        return early
     psrc, _, cap, _ = topology.pairs
     num_e = psrc.size
-    dist = distance_matrix(topology)
-    total_hops = int(dist.sum())
+    total_hops = int(distance_matrix(topology).sum())
     if samples is None:
         samples = default_samples(topology)
     require_memory(total_hops * (16 * samples + 24) + 8 * n * n * (samples + 2),
@@ -302,18 +320,8 @@ def balanced_throughput(topology, *, tolerance=1e-4, samples=None,
                    f"{samples} draws a pair)")
     pair, ptr, edges = shortest_path_sample(topology, samples, seed=seed)
     num_pairs = n * (n - 1)
-    hops = np.diff(ptr)
-    count = np.bincount(pair, minlength=num_pairs)
-    share = 1.0 / count[pair]
-    free = count[pair] > 1
-    seg_free = np.repeat(free, hops)
-    fixed_load = np.bincount(edges[~seg_free], minlength=num_e).astype(np.float64)
-    free_idx = np.flatnonzero(free)
-    col = np.repeat(np.arange(free_idx.size), hops[free])
-    matrix = sp.csr_matrix((np.ones(col.size), (edges[seg_free], col)),
-                           shape=(num_e, free_idx.size))
+    share, free, fixed_load, matrix, group = _free_paths(pair, ptr, edges, num_pairs, num_e)
     target = cap * (total_hops / float(cap.sum()))
-    _, group = np.unique(pair[free], return_inverse=True)
     build = time.perf_counter() - began
     f = share[free].copy()
     steps, iterations, reason = _balance(matrix, fixed_load, target, group.astype(np.int64), f,

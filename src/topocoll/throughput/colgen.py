@@ -42,13 +42,10 @@ import scipy.sparse as sp
 
 from ..errors import InputTypeError
 from ..limits import require_memory
-from ..results import Status
-from ..topology.cuts import throughput_bounds
-from ..topology.metrics import unreachable_pair
 from ..units import whole_number
-from . import lp as _lp
 from .dual import positive_lengths, link_ids, shortest_path_trees, tree_paths
-from .linklp import require_alltoall_topology, disconnected_result
+from .frontdoor import (SolveLog, bounds_or_disconnected, deadline_after, failed_result,
+                        require_alltoall_topology, result_fields, run_rounds, time_left)
 from .lp import solve_lp
 from .mwu import DEFAULT_REFINE, DEFAULT_STEPS, mwu_lengths
 from .pathlp import append_paths, route_summary, routes
@@ -259,21 +256,6 @@ def _dual_lengths(sol, psrc, pdst, n, cap_s):
     return lengths, dist, pred, 1.0 / float(dist.sum())
 
 
-def _add_paths(pred, eid, xs, ys, gain, cols):
-    """Append the tree paths of the pairs ``gain`` to the columns ``(pair, ptr, edges)``."""
-    nptr, nedges = tree_paths(pred, eid, xs[gain], ys[gain])
-    return append_paths(cols, gain, nptr, nedges)
-
-
-def _no_flow_result(topology, why, dual_bound, solve_seconds, common):
-    """The failed :class:`AlltoallResult` when no master LP was solved."""
-    zeros = np.zeros(topology.num_links)
-    return AlltoallResult(
-        lam=0.0, status=Status.FAILED, message=f"column generation found no flow: {why}",
-        dual_bound=dual_bound, utilization=zeros, link_load=zeros,
-        solve_seconds=solve_seconds, **common)
-
-
 def _routes_result(topology, columns, dual_bound, steps, *, out_of_time, time_limit,
                    solve_seconds, common):
     """The :class:`AlltoallResult` of :func:`colgen_throughput`'s final path shares
@@ -348,81 +330,102 @@ def colgen_throughput(topology, *, tolerance=DEFAULT_TOLERANCE, mwu_steps=DEFAUL
     """
     mwu_steps, keep, max_new, max_paths, mwu_refine, max_rounds = _colgen_args(
         topology, mwu_steps, keep, max_new, max_paths, mwu_refine, slack, max_rounds)
-    n = topology.num_nodes
-    psrc, pdst, cap, _ = topology.pairs
-    num_e = psrc.size
-    bnd = throughput_bounds(topology) if bounds else {}
-    if unreachable_pair(topology) is not None:
-        return disconnected_result(topology, "colgen", None, bnd)
+    bnd, early = bounds_or_disconnected(topology, "colgen", None, bounds)
+    if early is not None:
+        return early
     began = time.perf_counter()
+    cap = topology.pairs[2]
     scale = float(cap.max())
-    cap_s = cap / scale
     eid = link_ids(topology)
-    xs, ys = np.nonzero(~np.eye(n, dtype=bool))
-    num_pairs = xs.size
+    xs, ys = np.nonzero(~np.eye(topology.num_nodes, dtype=bool))
     total = mwu_steps + mwu_refine + max_rounds
     report = (lambda done, _: progress(done, total)) if progress else None
     run = mwu_lengths(topology, steps=mwu_steps, refine=mwu_refine, keep=keep, progress=report)
-    pair, ptr, edges = _candidates(run, eid, xs, ys, float(slack), max_paths)
-    best_bound, best_lengths = run.bound / scale, run.lengths
-    deadline = None if time_limit is None else _lp.clock() + float(time_limit)
-    build = time.perf_counter() - began
-    solve_seconds, iterations, rounds = 0.0, 0, 0
-    good = None                 # the last master solved: (lam, pair, ptr, edges, share)
-    crossover = out_of_time = False
-    status_text = ""
-    for rounds in range(1, max_rounds + 1):
-        left = None if deadline is None else deadline - _lp.clock()
-        if left is not None and left <= 0:
-            out_of_time = True
-            break
-        cost, matrix, lower, upper, free = _master(num_e, cap_s, pair, ptr, edges, num_pairs)
-        sol = solve_lp(cost, matrix, lower, upper, maximize=False, solver=solver,
-                       crossover=crossover, time_limit=left, threads=threads)
-        solve_seconds += sol.seconds
-        iterations += sol.iterations
-        status_text = sol.status
-        if not sol.ok:
-            out_of_time = deadline is not None and _lp.clock() >= deadline
-            break
-        share = _shares(pair, free, sol.x, num_pairs)
-        lam = _master_lam(share, ptr, edges, cap_s)
-        good = (lam, pair, ptr, edges, share)
-        master = (cost, matrix, lower, upper, free)
-        last_seconds = sol.seconds
-        lengths, dist, pred, bound = _dual_lengths(sol, psrc, pdst, n, cap_s)
-        if bound < best_bound:
-            best_bound, best_lengths = bound, lengths
-        if progress:
-            progress(mwu_steps + mwu_refine + rounds, total)
-        if best_bound <= lam * (1.0 + tolerance):
-            break
-        gain, pred, (best_bound, best_lengths) = _price(
-            (psrc, pdst, n, cap_s), lengths, (dist, pred), (best_bound, best_lengths),
-            lam=lam * (1.0 + tolerance), cols=(pair, ptr, edges), pairs=(xs, ys, num_pairs),
-            max_new=max_new)
+    gen = _Colgen(topology, eid, (xs, ys), cap / scale,
+                  _candidates(run, eid, xs, ys, float(slack), max_paths),
+                  best=(run.bound / scale, run.lengths), solver=solver, threads=threads,
+                  tolerance=tolerance, max_new=max_new,
+                  progress=(lambda r: progress(mwu_steps + mwu_refine + r, total))
+                  if progress else None)
+    deadline = deadline_after(time_limit)
+    log = SolveLog(build_seconds=time.perf_counter() - began)
+    run_rounds(gen, log, deadline=deadline, max_rounds=max_rounds)
+    common = result_fields(topology, "colgen", None, bnd, lengths=gen.best_lengths,
+                           solver=solver, iterations=log.iterations, rounds=log.rounds,
+                           build_seconds=log.build_seconds, tolerance=tolerance)
+    if gen.good is None:
+        why = (f"the time limit of {time_limit:g} s ran out first" if gen.out_of_time
+               else f"HiGHS ({solver}) ended with status {log.status}")
+        return failed_result(topology, f"column generation found no flow: {why}",
+                             dual_bound=gen.best_bound * scale,
+                             solve_seconds=log.solve_seconds, **common)
+    _, pair, ptr, edges, share = gen.good
+    left = time_left(deadline)
+    if vertex and not gen.crossover and (left is None or left > 0):
+        share, seconds = _vertex_shares(gen.master, gen.last_seconds, left, threads, share,
+                                        (pair, xs.size))
+        log.solve_seconds += seconds
+    return _routes_result(topology, (xs, ys, pair, ptr, edges, share, cap),
+                          gen.best_bound * scale, run.steps, out_of_time=gen.out_of_time,
+                          time_limit=time_limit, solve_seconds=log.solve_seconds, common=common)
+
+
+class _Colgen:
+    """:func:`colgen_throughput`'s column generation (rounds run by :func:`run_rounds`): the
+    paths so far ``cols`` (``pair, ptr, edges``), the best certificate, the last master solved
+    (``good``: its ``lambda`` and routes, ``master``: its LP, ``last_seconds``: its solve),
+    whether the masters are solved to a vertex, and whether the time ran out."""
+
+    def __init__(self, topology, eid, pairs, cap_s, cols, *, best, solver, threads, tolerance,
+                 max_new, progress):
+        self.topology, self.eid, self.pairs, self.cap_s = topology, eid, pairs, cap_s
+        self.cols = cols
+        self.best_bound, self.best_lengths = best
+        self.solver, self.threads, self.tolerance = solver, threads, tolerance
+        self.max_new, self.progress = max_new, progress
+        self.good = self.master = None
+        self.last_seconds = 0.0
+        self.crossover = self.out_of_time = False
+        self.current = None
+
+    def solve(self, left):
+        """Solve the master LP over the current paths with ``left`` seconds."""
+        pair, ptr, edges = self.cols
+        self.current = _master(self.cap_s.size, self.cap_s, pair, ptr, edges, self.pairs[0].size)
+        cost, matrix, lower, upper, _ = self.current
+        return solve_lp(cost, matrix, lower, upper, maximize=False, solver=self.solver,
+                        crossover=self.crossover, time_limit=left, threads=self.threads)
+
+    def advance(self, sol, rounds):
+        """Take a solved master's routes and bound; add the paths that gain. Returns whether
+        to go on."""
+        pair, ptr, edges = self.cols
+        share = _shares(pair, self.current[4], sol.x, self.pairs[0].size)
+        lam = _master_lam(share, ptr, edges, self.cap_s)
+        self.good = (lam, pair, ptr, edges, share)
+        self.master, self.last_seconds = self.current, sol.seconds
+        psrc, pdst, _, _ = self.topology.pairs
+        n = self.topology.num_nodes
+        lengths, dist, pred, bound = _dual_lengths(sol, psrc, pdst, n, self.cap_s)
+        if bound < self.best_bound:
+            self.best_bound, self.best_lengths = bound, lengths
+        if self.progress:
+            self.progress(rounds)
+        if self.best_bound <= lam * (1.0 + self.tolerance):
+            return False
+        xs, ys = self.pairs
+        gain, pred, (self.best_bound, self.best_lengths) = _price(
+            (psrc, pdst, n, self.cap_s), lengths, (dist, pred),
+            (self.best_bound, self.best_lengths), lam=lam * (1.0 + self.tolerance),
+            cols=self.cols, pairs=(xs, ys, xs.size), max_new=self.max_new)
         if gain is None:
-            break
+            return False
         if gain.size == 0:
             # interior-point duals can stall short of the bound: retry once at a vertex
-            if crossover or solver not in ("ipm", "auto"):
-                break
-            crossover = True
-            continue
-        pair, ptr, edges = _add_paths(pred, eid, xs, ys, gain, (pair, ptr, edges))
-    common = dict(method="colgen", max_hops=None, num_nodes=n, topology=topology.name,
-                  bounds=bnd, lengths=best_lengths, solver=solver, iterations=iterations,
-                  rounds=rounds, build_seconds=build, tolerance=tolerance)
-    if good is None:
-        why = (f"the time limit of {time_limit:g} s ran out first" if out_of_time
-               else f"HiGHS ({solver}) ended with status {status_text}")
-        return _no_flow_result(topology, why, best_bound * scale, solve_seconds, common)
-    lam, pair, ptr, edges, share = good
-    left = None if deadline is None else deadline - _lp.clock()
-    if vertex and not crossover and (left is None or left > 0):
-        share, seconds = _vertex_shares(master, last_seconds, left, threads, share,
-                                        (pair, num_pairs))
-        solve_seconds += seconds
-    return _routes_result(topology, (xs, ys, pair, ptr, edges, share, cap),
-                          best_bound * scale, run.steps, out_of_time=out_of_time,
-                          time_limit=time_limit, solve_seconds=solve_seconds, common=common)
+            if self.crossover or self.solver not in ("ipm", "auto"):
+                return False
+            self.crossover = True
+            return True
+        nptr, nedges = tree_paths(pred, self.eid, xs[gain], ys[gain])
+        self.cols = append_paths(self.cols, gain, nptr, nedges)
+        return True

@@ -34,14 +34,14 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import TopologyError
 from ..limits import require_memory
 from ..results import Status
-from ..topology.cuts import throughput_bounds
-from ..topology.metrics import distance_matrix, unreachable_pair
-from . import lp as _lp
-from .lp import solve_lp
+from ..topology.metrics import distance_matrix
 from .dual import certificate
+from .frontdoor import (SolveLog, bounds_or_disconnected, deadline_after, disconnected_result,
+                        failed_result, out_of_time, require_alltoall_topology, result_fields,
+                        time_left)
+from .lp import solve_lp
 from .result import AlltoallResult
 
 __all__ = ["link_throughput", "link_lp", "link_utilization", "disconnected_result",
@@ -112,39 +112,26 @@ def link_utilization(topology, pair_load):
     return util, util * topology.bandwidth
 
 
-def disconnected_result(topology, method, max_hops, bounds):
-    """A zero-throughput result for a topology that is not strongly connected."""
-    u, v = unreachable_pair(topology)
-    zeros = np.zeros(topology.num_links)
-    return AlltoallResult(
-        lam=0.0, status=Status.INFEASIBLE, method=method, max_hops=max_hops,
-        message=f"not strongly connected: node {v} cannot be reached from node {u}",
-        num_nodes=topology.num_nodes, topology=topology.name, dual_bound=0.0,
-        utilization=zeros, link_load=zeros, bounds=bounds)
-
-
-def require_alltoall_topology(topology):
-    """Refuse a topology with switches or fewer than 2 nodes for the all-to-all LPs."""
-    topology.require_no_switches("all-to-all throughput")
-    if topology.num_nodes < 2:
-        raise TopologyError(f"all-to-all needs at least 2 nodes, got {topology.num_nodes}")
-
-
-def _link_result(topology, sol, certified, columns, *, solver, counts, seconds, bnd, tolerance,
-                 keep_flows):
-    """The :class:`AlltoallResult` of :func:`link_throughput`'s last LP solution.
-
-    ``certified`` is ``(lam, bound, gap, lengths)``, ``counts`` ``(rounds, iterations)`` and
-    ``seconds`` ``(build, solve)``.
-    """
-    lam, bound, gap, lengths = certified
-    rounds, iterations = counts
-    build, solve_seconds = seconds
+def _flows(topology, x, columns, lam):
+    """Per-source flows (``N x E``, bytes/s) of an LP solution ``x`` over ``columns`` at rate
+    ``lam``, and the per-link utilization and load they give."""
     n, num_e = topology.num_nodes, topology.pairs[0].size
     flows = np.zeros(n * num_e)
-    flows[columns] = np.maximum(sol.x[:-1], 0.0) * lam
+    flows[columns] = np.maximum(x[:-1], 0.0) * lam
     flows = flows.reshape(n, num_e)
     util, load = link_utilization(topology, flows.sum(axis=0))
+    return flows, util, load
+
+
+def _link_result(topology, sol, certified, columns, *, solver, log, bnd, tolerance, keep_flows):
+    """The :class:`AlltoallResult` of :func:`link_throughput`'s last LP solution.
+
+    ``certified`` is ``(lam, bound, gap, lengths)``, ``log`` the :class:`SolveLog` of the call.
+    """
+    lam, bound, gap, lengths = certified
+    rounds, iterations = log.rounds, log.iterations
+    n, num_e = topology.num_nodes, topology.pairs[0].size
+    flows, util, load = _flows(topology, sol.x, columns, lam)
     status = Status.SUCCESS if gap <= tolerance else Status.NOT_PROVEN
     used = sol.solver or solver
     if columns.size < n * num_e:
@@ -157,11 +144,53 @@ def _link_result(topology, sol, certified, columns, *, solver, counts, seconds, 
                f"(dual bound {bound:.6g}); HiGHS {used} on {how}: {sol.status}, "
                f"{iterations} iterations")
     return AlltoallResult(
-        lam=lam, status=status, message=message, method="link", max_hops=None, num_nodes=n,
-        topology=topology.name, dual_bound=bound, utilization=util, link_load=load, bounds=bnd,
-        lengths=lengths, flows=flows if keep_flows else None, solver=used,
-        iterations=iterations, rounds=rounds, build_seconds=build, solve_seconds=solve_seconds,
-        tolerance=tolerance)
+        lam=lam, status=status, message=message, dual_bound=bound, utilization=util,
+        link_load=load, lengths=lengths, flows=flows if keep_flows else None,
+        **result_fields(topology, "link", None, bnd, solver=used, iterations=iterations,
+                        rounds=rounds, build_seconds=log.build_seconds,
+                        solve_seconds=log.solve_seconds, tolerance=tolerance))
+
+
+def _solve_columns(topology, allowed, log, *, solver, crossover, left, threads):
+    """Build and solve the link LP over the columns ``allowed`` (``None``: all), counting the
+    work in ``log``; return ``(solution, scale, columns)``."""
+    t0 = time.perf_counter()
+    cost, matrix, row_lower, row_upper, col_upper, scale, columns = link_lp(topology, allowed)
+    log.build_seconds += time.perf_counter() - t0
+    # auto: PDLP only suits the restricted rounds (large and well conditioned); on the
+    # whole LP of a sparse graph it can take 10x the interior point's time
+    use = "ipm" if solver == "auto" and allowed is None else solver
+    sol = solve_lp(cost, matrix, row_lower, row_upper, col_upper=col_upper, maximize=False,
+                   solver=use, crossover=crossover, time_limit=left, threads=threads)
+    log.add(sol)
+    return sol, scale, columns
+
+
+def _certify(topology, sol, scale):
+    """``(lam, bound, gap, lengths)`` of a solved link LP: its rate, the certificate of the
+    capacity rows' duals and the gap between them."""
+    num_e = topology.pairs[0].size
+    lam = scale / float(sol.x[-1])
+    # Lengths from the capacity rows' duals (all of one sign; any lengths >= 0 certify).
+    lengths = np.abs(sol.row_dual[:num_e])
+    if not np.any(lengths > 0):
+        lengths = np.ones(num_e)  # no dual: fall back to the distance bound
+    bound = certificate(topology, lengths)
+    gap = bound / lam - 1 if lam > 0 else float("inf")
+    return lam, bound, gap, lengths
+
+
+def _next_columns(topology, sol, allowed, rounds, max_rounds):
+    """The columns of the next round after a restricted LP that left a gap: ``allowed`` with
+    the priced ones added, or ``None`` (the whole LP) when pricing is over or adds nearly
+    everything."""
+    new = _priced_columns(topology, sol.row_dual) & ~allowed
+    if rounds >= max_rounds or not new.any():
+        return None                          # the fallback: the whole LP
+    allowed |= new
+    if allowed.mean() > 0.8:                 # nearly everything: skip to the whole LP
+        return None
+    return allowed
 
 
 def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None, bounds=True,
@@ -200,79 +229,45 @@ def link_throughput(topology, *, solver="auto", crossover=False, time_limit=None
         ``progress(done, total)`` after each solve (``total`` is ``max_rounds + 1``).
     """
     require_alltoall_topology(topology)
-    deadline = None if time_limit is None else _lp.clock() + float(time_limit)
-    n = topology.num_nodes
-    psrc, pdst, _, _ = topology.pairs
-    num_e = psrc.size
+    deadline = deadline_after(time_limit)
+    n, num_e = topology.num_nodes, topology.pairs[0].size
     require_memory(link_lp_bytes(n, num_e), f"the all-to-all link LP of {topology.name} "
                    f"({n} nodes, {num_e} links: {n * num_e} flow variables)")
-    bnd = throughput_bounds(topology) if bounds else {}
-    if unreachable_pair(topology) is not None:
-        return disconnected_result(topology, "link", None, bnd)
+    bnd, early = bounds_or_disconnected(topology, "link", None, bounds)
+    if early is not None:
+        return early
     if restrict == "auto":
         restrict = n * num_e >= RESTRICT_COLUMNS
     allowed = shortest_path_columns(topology) if restrict else None
-    build = solve_seconds = 0.0
-    iterations = rounds = 0
-    total = max_rounds + 1
-    best = None
+    log, total, best = SolveLog(), max_rounds + 1, None
+    ending = dict(bnd=bnd, tolerance=tolerance, keep_flows=keep_flows)
     while True:
-        left = None if deadline is None else deadline - _lp.clock()
+        left = time_left(deadline)
         if left is not None and left <= 0:
-            return _out_of_time(topology, best, time_limit, counts=(rounds, iterations),
-                                seconds=(build, solve_seconds), bnd=bnd, tolerance=tolerance,
-                                keep_flows=keep_flows)
-        rounds += 1
-        t0 = time.perf_counter()
-        cost, matrix, row_lower, row_upper, col_upper, scale, columns = link_lp(topology,
-                                                                                allowed)
-        build += time.perf_counter() - t0
-        # auto: PDLP only suits the restricted rounds (large and well conditioned); on the
-        # whole LP of a sparse graph it can take 10x the interior point's time
-        use = "ipm" if solver == "auto" and allowed is None else solver
-        sol = solve_lp(cost, matrix, row_lower, row_upper, col_upper=col_upper, maximize=False,
-                       solver=use, crossover=crossover, time_limit=left, threads=threads)
-        solve_seconds += sol.seconds
-        iterations += sol.iterations
+            return _out_of_time(topology, best, time_limit, log, **ending)
+        log.rounds += 1
+        sol, scale, columns = _solve_columns(topology, allowed, log, solver=solver,
+                                             crossover=crossover, left=left, threads=threads)
         if progress:
-            progress(min(rounds, total), total)
+            progress(min(log.rounds, total), total)
         if not sol.ok or not sol.x[-1] > 0:
-            if deadline is not None and _lp.clock() >= deadline:
-                return _out_of_time(topology, best, time_limit, counts=(rounds, iterations),
-                                    seconds=(build, solve_seconds), bnd=bnd,
-                                    tolerance=tolerance, keep_flows=keep_flows)
+            if out_of_time(deadline):
+                return _out_of_time(topology, best, time_limit, log, **ending)
             if allowed is not None:          # a restricted LP that failed: try the whole one
                 allowed = None
                 continue
-            zeros = np.zeros(topology.num_links)
-            return AlltoallResult(
-                lam=0.0, status=Status.FAILED,
-                message=f"HiGHS ({sol.solver or solver}) ended with status {sol.status}",
-                method="link", max_hops=None, num_nodes=n, topology=topology.name,
-                dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
-                solver=sol.solver or solver, iterations=iterations, build_seconds=build,
-                solve_seconds=solve_seconds, tolerance=tolerance)
-        lam = scale / float(sol.x[-1])
-        # Lengths from the capacity rows' duals (all of one sign; any lengths >= 0 certify).
-        lengths = np.abs(sol.row_dual[:num_e])
-        if not np.any(lengths > 0):
-            lengths = np.ones(num_e)  # no dual: fall back to the distance bound
-        bound = certificate(topology, lengths)
-        gap = bound / lam - 1 if lam > 0 else float("inf")
+            return failed_result(
+                topology, f"HiGHS ({sol.solver or solver}) ended with status {sol.status}",
+                **result_fields(topology, "link", None, bnd, solver=sol.solver or solver,
+                                iterations=log.iterations, build_seconds=log.build_seconds,
+                                solve_seconds=log.solve_seconds, tolerance=tolerance))
+        lam, bound, gap, lengths = certified = _certify(topology, sol, scale)
         if best is None or lam > best[0]:    # a restricted optimum is a feasible flow
             best = (lam, bound, lengths, sol.x, columns)
         if gap <= tolerance or allowed is None:
             break
-        new = _priced_columns(topology, sol.row_dual) & ~allowed
-        if rounds >= max_rounds or not new.any():
-            allowed = None                   # the fallback: the whole LP
-        else:
-            allowed |= new
-            if allowed.mean() > 0.8:         # nearly everything: skip to the whole LP
-                allowed = None
-    return _link_result(topology, sol, (lam, bound, gap, lengths), columns, solver=solver,
-                        counts=(rounds, iterations), seconds=(build, solve_seconds), bnd=bnd,
-                        tolerance=tolerance, keep_flows=keep_flows)
+        allowed = _next_columns(topology, sol, allowed, log.rounds, max_rounds)
+    return _link_result(topology, sol, certified, columns, solver=solver, log=log, **ending)
 
 
 #: Bytes per nonzero of the link LP that HiGHS' interior point needs, measured on tori,
@@ -286,38 +281,27 @@ def link_lp_bytes(num_nodes, num_links):
     return _BYTES_PER_NONZERO * 3 * columns + 100 * (num_nodes * num_nodes + num_links)
 
 
-def _out_of_time(topology, best, time_limit, *, counts, seconds, bnd, tolerance, keep_flows):
+def _out_of_time(topology, best, time_limit, log, *, bnd, tolerance, keep_flows):
     """The result when the time limit ran out: the best flow so far (status LIMIT), or none.
-    ``counts``: ``(rounds, iterations)``; ``seconds``: ``(build, solve)``."""
-    rounds, iterations = counts
-    build, solve_seconds = seconds
-    n = topology.num_nodes
-    num_e = topology.pairs[0].size
+    ``log``: the :class:`SolveLog` of the call."""
+    fields = result_fields(topology, "link", None, bnd, iterations=log.iterations,
+                           rounds=log.rounds, build_seconds=log.build_seconds,
+                           solve_seconds=log.solve_seconds, tolerance=tolerance)
     if best is None:
-        zeros = np.zeros(topology.num_links)
-        return AlltoallResult(
-            lam=0.0, status=Status.FAILED,
-            message=f"time limit of {time_limit:g} s reached before any flow was found "
-                    f"({rounds} LP solve{'s' if rounds != 1 else ''} started)",
-            method="link", max_hops=None, num_nodes=n, topology=topology.name,
-            dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
-            iterations=iterations, rounds=rounds, build_seconds=build,
-            solve_seconds=solve_seconds, tolerance=tolerance)
+        rounds = log.rounds
+        return failed_result(
+            topology, f"time limit of {time_limit:g} s reached before any flow was found "
+                      f"({rounds} LP solve{'s' if rounds != 1 else ''} started)", **fields)
     lam, bound, lengths, x, columns = best
-    flows = np.zeros(n * num_e)
-    flows[columns] = np.maximum(x[:-1], 0.0) * lam
-    flows = flows.reshape(n, num_e)
-    util, load = link_utilization(topology, flows.sum(axis=0))
+    flows, util, load = _flows(topology, x, columns, lam)
     gap = bound / lam - 1
     return AlltoallResult(
         lam=lam, status=Status.LIMIT,
         message=f"time limit of {time_limit:g} s reached: lambda {lam:.6g} B/s per pair from "
                 f"the best LP so far, certified within {max(gap, 0.0):.2g} (dual bound "
                 f"{bound:.6g})",
-        method="link", max_hops=None, num_nodes=n, topology=topology.name, dual_bound=bound,
-        utilization=util, link_load=load, bounds=bnd, lengths=lengths,
-        flows=flows if keep_flows else None, iterations=iterations, rounds=rounds,
-        build_seconds=build, solve_seconds=solve_seconds, tolerance=tolerance)
+        dual_bound=bound, utilization=util, link_load=load, lengths=lengths,
+        flows=flows if keep_flows else None, **fields)
 
 
 def _priced_columns(topology, row_dual, rel_tol=1e-6):

@@ -34,13 +34,12 @@ from scipy.sparse import csgraph
 from ..errors import InputTypeError, TopologyError
 from ..limits import require_memory
 from ..results import Status
-from ..topology.cuts import throughput_bounds
-from ..topology.metrics import distance_matrix, unreachable_pair
-from . import lp as _lp
-from .lp import solve_lp
+from ..topology.metrics import distance_matrix
 from .dual import positive_lengths, hop_shortest_paths, link_ids, tree_paths
-from .linklp import (disconnected_result, link_throughput, link_utilization,
-                     require_alltoall_topology)
+from .frontdoor import (SolveLog, bounds_or_disconnected, deadline_after, failed_result,
+                        require_alltoall_topology, result_fields, run_rounds, time_left)
+from .linklp import link_throughput, link_utilization
+from .lp import solve_lp
 from .result import AlltoallResult, PathSet
 from .schedule import alltoall_schedule, pipelined_alltoall_schedule
 
@@ -149,13 +148,6 @@ def _vertex_resolve(sol, master, threads, left):
     return (again if again.ok else sol), again.seconds
 
 
-def _failed_result(topology, message, common):
-    """The failed :class:`AlltoallResult` when no master LP was solved in full."""
-    zeros = np.zeros(topology.num_links)
-    return AlltoallResult(lam=0.0, status=Status.FAILED, message=message,
-                          dual_bound=float("inf"), utilization=zeros, link_load=zeros, **common)
-
-
 def _path_result(topology, sol, columns, dual_bound, best_lengths, *, out_of_time, time_limit,
                  common):
     """The :class:`AlltoallResult` of :func:`path_throughput`'s last master solution
@@ -212,84 +204,100 @@ def path_throughput(topology, *, max_hops=None, solver="auto", tolerance=1e-6, m
         ``method="path"``, with ``paths`` (routes and shares).
     """
     require_alltoall_topology(topology)
-    deadline = None if time_limit is None else _lp.clock() + float(time_limit)
+    deadline = deadline_after(time_limit)
     solver = "ipm" if solver == "auto" else solver
     _require_path_memory(topology)
     limits = hop_limits(topology, max_hops)
-    bnd = throughput_bounds(topology) if bounds else {}
-    if unreachable_pair(topology) is not None:
-        return disconnected_result(topology, "path", max_hops, bnd)
+    bnd, early = bounds_or_disconnected(topology, "path", max_hops, bounds)
+    if early is not None:
+        return early
     start = time.perf_counter()
-    n = topology.num_nodes
     cap = topology.pairs[2]
-    num_e = cap.size
     scale = float(cap.max())
-    cap_s = cap / scale
-    xs, ys = np.nonzero(~np.eye(n, dtype=bool))
-    num_pairs = xs.size
+    xs, ys = np.nonzero(~np.eye(topology.num_nodes, dtype=bool))
     ptr, edges = _first_routes(topology, seed, xs, ys)
-    pair = np.arange(num_pairs)
-    build = time.perf_counter() - start
-    solve_seconds, iterations, status_text, rounds, sol = 0.0, 0, "", 0, None
-    best_bound, best_lengths = np.inf, None
-    # exact_duals: crossover for vertex duals once interior duals stall
-    exact_duals, fresh, out_of_time = False, True, False
-    good = None           # the last master solved in full: (sol, pair, ptr, edges)
-    for rounds in range(1, max_rounds + 1):
-        left = None if deadline is None else deadline - _lp.clock()
-        if left is not None and left <= 0:
-            out_of_time = True
-            break
-        if fresh:
-            cost, matrix, row_lower, row_upper = _master(num_e, cap_s, pair, ptr, edges,
-                                                         num_pairs)
-        sol = solve_lp(cost, matrix, row_lower, row_upper, maximize=False, solver=solver,
-                       threads=threads, crossover=exact_duals, time_limit=left)
-        solve_seconds += sol.seconds
-        iterations += sol.iterations
-        status_text = sol.status
-        if not sol.ok:
-            out_of_time = deadline is not None and _lp.clock() >= deadline
-            break
-        good = (sol, pair, ptr, edges)
-        lengths, have, d_pair, bound = _dual_prices(topology, sol, (pair, ptr, edges), limits,
-                                                    (xs, ys), cap_s)
-        if bound < best_bound:
-            best_bound, best_lengths = bound, lengths
+    gen = _PathColumns(topology, limits, (xs, ys), cap / scale, (np.arange(xs.size), ptr, edges),
+                       solver=solver, threads=threads, tolerance=tolerance,
+                       max_rounds=max_rounds, progress=progress)
+    log = SolveLog(build_seconds=time.perf_counter() - start)
+    run_rounds(gen, log, deadline=deadline, max_rounds=max_rounds)
+    # the last complete master's flow is feasible; the round limit may also stop the rounds
+    # after a round added paths that no master has seen yet
+    if gen.good is not None and (gen.out_of_time or gen.cols is not gen.good[1]):
+        gen.sol, gen.cols = gen.good
+    left = time_left(deadline)
+    sol = gen.sol
+    if sol is not None and sol.ok and vertex and solver == "ipm" and not gen.exact_duals and \
+            not gen.out_of_time and (left is None or left > 0):
+        sol, seconds = _vertex_resolve(sol, gen.master, threads, left)
+        log.solve_seconds += seconds
+    common = result_fields(topology, "path", max_hops, bnd, solver=solver,
+                           iterations=log.iterations, rounds=log.rounds,
+                           build_seconds=log.build_seconds, solve_seconds=log.solve_seconds,
+                           tolerance=tolerance)
+    if sol is None or not sol.ok:
+        status_text = (f"the time limit of {time_limit:g} s ran out first" if gen.out_of_time
+                       else log.status)
+        return failed_result(topology, f"HiGHS ({solver}) ended with status {status_text}",
+                             **common)
+    return _path_result(topology, sol, (xs, ys, *gen.cols, cap), gen.best_bound * scale,
+                        gen.best_lengths, out_of_time=gen.out_of_time, time_limit=time_limit,
+                        common=common)
+
+
+class _PathColumns:
+    """:func:`path_throughput`'s column generation (rounds run by :func:`run_rounds`): the
+    paths so far ``cols`` (``pair, ptr, edges``), the last master LP and its solution, the last
+    master solved in full (``good``: its solution and paths), the best certificate, whether
+    the masters are solved to a vertex for exact duals, and whether the time ran out."""
+
+    def __init__(self, topology, limits, pairs, cap_s, cols, *, solver, threads, tolerance,
+                 max_rounds, progress):
+        self.topology, self.limits, self.pairs, self.cap_s = topology, limits, pairs, cap_s
+        self.cols = cols
+        self.solver, self.threads, self.tolerance = solver, threads, tolerance
+        self.max_rounds, self.progress = max_rounds, progress
+        self.master = self.sol = self.good = None
+        self.best_bound, self.best_lengths = np.inf, None
+        self.exact_duals = self.out_of_time = False
+        self.fresh = True     # False: re-solve the last master (with crossover), not a new one
+
+    def solve(self, left):
+        """Solve the master LP over the current paths with ``left`` seconds."""
+        if self.fresh:
+            pair, ptr, edges = self.cols
+            self.master = _master(self.cap_s.size, self.cap_s, pair, ptr, edges,
+                                  self.pairs[0].size)
+        self.sol = solve_lp(*self.master, maximize=False, solver=self.solver,
+                            threads=self.threads, crossover=self.exact_duals,
+                            time_limit=left)
+        return self.sol
+
+    def advance(self, sol, rounds):
+        """Price a solved master; add the paths that gain. Returns whether to go on."""
+        self.good = (sol, self.cols)
+        lengths, have, d_pair, bound = _dual_prices(self.topology, sol, self.cols, self.limits,
+                                                    self.pairs, self.cap_s)
+        if bound < self.best_bound:
+            self.best_bound, self.best_lengths = bound, lengths
         lam_now = 1.0 / sol.x[-1] if sol.x[-1] > 0 else 0.0
-        if progress:
-            progress(rounds, max_rounds)
-        if lam_now > 0 and best_bound <= lam_now * (1 + tolerance):
-            break
+        if self.progress:
+            self.progress(rounds, self.max_rounds)
+        if lam_now > 0 and self.best_bound <= lam_now * (1 + self.tolerance):
+            return False
         gain = np.flatnonzero(d_pair < have * (1 - 1e-9))
         if gain.size == 0:
             # With exact duals no improving path means optimal and a tight certificate; an
             # interior point's approximate duals can stall short of it: retry at a vertex.
-            if exact_duals or solver != "ipm":
-                break
-            exact_duals, fresh = True, False
-            continue
-        fresh = True
-        _, nptr, nedges = _shortest(topology, lengths, limits, xs[gain], ys[gain])
-        pair, ptr, edges = append_paths((pair, ptr, edges), gain, nptr, nedges)
-    if out_of_time and good is not None:   # the last complete master's flow is feasible
-        sol, pair, ptr, edges = good
-    left = None if deadline is None else deadline - _lp.clock()
-    if sol is not None and sol.ok and vertex and solver == "ipm" and not exact_duals and \
-            not out_of_time and (left is None or left > 0):
-        sol, seconds = _vertex_resolve(sol, (cost, matrix, row_lower, row_upper), threads, left)
-        solve_seconds += seconds
-    common = dict(method="path", max_hops=max_hops, num_nodes=n, topology=topology.name,
-                  bounds=bnd, solver=solver, iterations=iterations, rounds=rounds,
-                  build_seconds=build, solve_seconds=solve_seconds, tolerance=tolerance)
-    if sol is None or not sol.ok:
-        if out_of_time:
-            status_text = f"the time limit of {time_limit:g} s ran out first"
-        return _failed_result(topology, f"HiGHS ({solver}) ended with status {status_text}",
-                              common)
-    return _path_result(topology, sol, (xs, ys, pair, ptr, edges, cap), best_bound * scale,
-                        best_lengths, out_of_time=out_of_time, time_limit=time_limit,
-                        common=common)
+            if self.exact_duals or self.solver != "ipm":
+                return False
+            self.exact_duals, self.fresh = True, False
+            return True
+        self.fresh = True
+        xs, ys = self.pairs
+        _, nptr, nedges = _shortest(self.topology, lengths, self.limits, xs[gain], ys[gain])
+        self.cols = append_paths(self.cols, gain, nptr, nedges)
+        return True
 
 
 def routes(xs, ys, pair, ptr, edges, share, cap, *, least=1e-12):

@@ -509,16 +509,14 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
     """
     directed, passes_ok = _check_rewire_args(topology, seed, budget, max_swaps, directed)
     fn = _objective(objective)
-    rtol = float(getattr(fn, "rtol", 0.0))
-    bound = getattr(fn, "lower_bound", None)
-
     start = time.monotonic()
     result, current, best_topology = _warmup_stage(
         topology, fn, warmup, start=start, budget=budget, max_swaps=max_swaps, seed=seed,
         directed=directed, progress=progress)
-    links = _Links(best_topology, directed)
-    n, m = topology.num_nodes, links.ends.shape[0]
-    current_distance = _sum_of_distances(best_topology)
+    walk = _Walk(_Links(best_topology, directed), current, _sum_of_distances(best_topology),
+                 best_topology, fn=fn, name=f"rewired({topology.name})", prescreen=prescreen,
+                 start=start)
+    m = walk.links.ends.shape[0]
     rng = np.random.default_rng(int(seed))
     variants = 1 if directed else 2
     clean_pass = False           # no swap accepted since the current pass began
@@ -532,14 +530,44 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
                 result.converged = True
                 break
             clean_pass = True
-        if max_swaps is not None and result.tried >= max_swaps:
-            result.stopped = "max_swaps"
-            break
-        if budget is not None and time.monotonic() - start >= budget:
-            result.stopped = "budget"
+        stopped = _stop_reason(result, max_swaps, budget, start)
+        if stopped:
+            result.stopped = stopped
             break
         order = [0, 1] if variants == 1 or rng.random() < 0.5 else [1, 0]
-        for variant in order[:variants]:
+        if walk.try_pair(result, i, j, order[:variants], max_swaps):
+            clean_pass = False
+        if progress is not None:
+            progress(result.tried, max_swaps)
+    _finish(result, topology, walk.best, fn, seed, walk.current, start)
+    return result
+
+
+def _stop_reason(result, max_swaps, budget, start):
+    """``"max_swaps"`` or ``"budget"`` when that limit stops :func:`rewire` before the next
+    candidate, else ``""`` (the clock is read only with a budget)."""
+    if max_swaps is not None and result.tried >= max_swaps:
+        return "max_swaps"
+    if budget is not None and time.monotonic() - start >= budget:
+        return "budget"
+    return ""
+
+
+class _Walk:
+    """The greedy search of :func:`rewire`: the links, the objective's current value and the
+    sum of distances where the walk stands, and the best topology (the current one)."""
+
+    def __init__(self, links, current, distance, best, *, fn, name, prescreen, start):
+        self.links, self.current, self.distance, self.best = links, current, distance, best
+        self.fn, self.name, self.prescreen, self.start = fn, name, prescreen, start
+        self.rtol = float(getattr(fn, "rtol", 0.0))
+        self.bound = getattr(fn, "lower_bound", None)
+
+    def try_pair(self, result, i, j, variants, max_swaps):
+        """Try the swap ``variants`` of links ``i`` and ``j`` in turn, counting them in
+        ``result``; keep the first that improves the objective. Returns whether one did."""
+        links, n = self.links, self.links.n
+        for variant in variants:
             swap = links.candidate(i, j, variant)
             if swap is None:
                 continue
@@ -552,12 +580,12 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
             distance_sum = _distance_sum(n, src, dst)
             if not np.isfinite(distance_sum):
                 continue          # the swap would disconnect the topology
-            if prescreen and distance_sum > current_distance:
+            if self.prescreen and distance_sum > self.distance:
                 result.pruned += 1
                 continue
-            threshold = current - rtol * abs(current)
-            value, cand = _candidate_value(fn, bound, threshold, distance_sum,
-                                           (n, src, dst, bw, lat), f"rewired({topology.name})")
+            threshold = self.current - self.rtol * abs(self.current)
+            value, cand = _candidate_value(self.fn, self.bound, threshold, distance_sum,
+                                           (n, src, dst, bw, lat), self.name)
             if value is None:
                 result.pruned += 1
                 continue
@@ -565,15 +593,11 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
             if value < threshold:
                 removed = (tuple(links.ends[i].tolist()), tuple(links.ends[j].tolist()))
                 links.apply(i, j, *swap)
-                current, current_distance = value, distance_sum
-                best_topology = cand if cand is not None else Topology(
-                    n, src, dst, bw, lat, name=f"rewired({topology.name})")
+                self.current, self.distance = value, distance_sum
+                self.best = cand if cand is not None else Topology(n, src, dst, bw, lat,
+                                                                   name=self.name)
                 result.accepted += 1
-                clean_pass = False
-                result.history.append(RewireStep(result.tried, time.monotonic() - start, value,
-                                                 removed, swap))
-                break
-        if progress is not None:
-            progress(result.tried, max_swaps)
-    _finish(result, topology, best_topology, fn, seed, current, start)
-    return result
+                result.history.append(RewireStep(result.tried, time.monotonic() - self.start,
+                                                 value, removed, swap))
+                return True
+        return False

@@ -313,39 +313,64 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, bal
     if not ramp > 0:
         raise UnsupportedError(f"ramp must be positive, got {ramp}")
     n = result.num_nodes
-    hops = paths.hops
-    longest = int(hops.max())
-    offsets = np.zeros(len(paths), dtype=np.int64)
-    p_idx, hop, edge, prev = _path_hops(paths, topology)
-    load = np.zeros((topology.pairs[2].size, longest))
+    hop_rows = _path_hops(paths, topology)
+    p_idx, hop, edge, _ = hop_rows
+    load = np.zeros((topology.pairs[2].size, int(paths.hops.max())))
     np.add.at(load, (edge, hop), paths.share[p_idx] / topology.pairs[2][edge])
-    candidates = [(offsets, load)]
+    candidates = [(np.zeros(len(paths), dtype=np.int64), load)]
     if balance:
         candidates.append(balance_offsets(paths, topology, batch=batch))
-    most = max(1, int(np.ceil((longest - 1) / float(ramp))))
-    if max_transfers is not None:
-        most = max(1, min(most, int(max_transfers) // int(hops.sum())))
+    most = _most_rounds(paths, ramp, max_transfers)
     if rounds is not None and int(rounds) < 1:
         raise UnsupportedError(f"rounds must be at least 1, got {rounds}")
     latency_rounds = None
     if size is not None:
         latency_rounds = _latency_rounds(edge, topology, size / (n * result.lam), float(ramp))
         most = min(most, latency_rounds)
-    # per candidate (start at once, balanced offsets): its rounds and step-model time; with
-    # rounds given the faster wins, else the one with fewer rounds (then the faster), so
-    # balancing never makes a schedule slower or bigger
+    offsets, rounds, ratio = _pick_offsets(candidates, rounds, float(ramp), most)
+    transfers = _pipelined_transfers(paths, topology, n, hop_rows, offsets, rounds)
+    meta = {"lambda": result.lam, "rounds": rounds, "balanced": bool(offsets.any()),
+            "ramp": float(ramp), "max_hops": result.max_hops,
+            "longest_path": int(paths.hops.max()), "latency_rounds": latency_rounds,
+            "T_B_over_routes": ratio,
+            "lp_time_per_byte": 1.0 / (n * result.lam) if result.lam > 0 else None,
+            "note": "pipelined all-to-all from the path LP: piece r of path p crosses its hop "
+                    "h at step o_p + r + h + 1"}
+    return Schedule(topology, "alltoall", transfers, algorithm="alltoall-pipelined", meta=meta)
+
+
+def _most_rounds(paths, ramp, max_transfers):
+    """The most rounds :func:`pipelined_alltoall_schedule` considers before the latency cap:
+    ``ceil((L - 1) / ramp)``, within ``max_transfers`` transfers (``None``: no limit), at
+    least one."""
+    most = max(1, int(np.ceil((int(paths.hops.max()) - 1) / float(ramp))))
+    if max_transfers is not None:
+        most = max(1, min(most, int(max_transfers) // int(paths.hops.sum())))
+    return most
+
+
+def _pick_offsets(candidates, rounds, ramp, most):
+    """``(offsets, rounds, ratio)`` of the best of the ``candidates`` ``(offsets, load)``.
+
+    Per candidate (start at once, balanced offsets): its rounds and step-model time; with
+    ``rounds`` given the faster wins, else the one with fewer rounds (then the faster), so
+    balancing never makes a schedule slower or bigger.
+    """
     best = None
     for offs, ld in candidates:
-        r = int(rounds) if rounds is not None else _fewest_rounds(ld, float(ramp), most)
+        r = int(rounds) if rounds is not None else _fewest_rounds(ld, ramp, most)
         ratio = step_time_ratio(ld, r)
         key = (ratio, r) if rounds is not None else (r, ratio)
         if best is None or key < best[0]:
-            best = (key, offs, ld, r, ratio)
-    _, offsets, load, rounds, ratio = best
-    balanced = offsets.any()
+            best = (key, offs, r, ratio)
+    return best[1:]
+
+
+def _byte_ranges(paths, n):
+    """Each path's byte range ``[a, b)`` in its pair's shard (``pair = src * n + dst``):
+    shares laid end to end, pair by pair; neighbouring ranges share their boundary value
+    exactly and the last one ends at 1.0. Returns ``(pair, start, end)``."""
     pair = paths.src.astype(np.int64) * n + paths.dst
-    # each path's byte range [a, b) in its pair's shard: shares laid end to end, pair by pair;
-    # neighbouring ranges share their boundary value exactly and the last one ends at 1.0
     share = paths.share / np.bincount(pair, weights=paths.share, minlength=n * n)[pair]
     order = np.argsort(pair, kind="stable")
     sp, ss = pair[order], share[order]
@@ -357,6 +382,15 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, bal
     a_sorted = np.where(first, 0.0, np.r_[0.0, b_sorted[:-1]])
     start, end = np.empty(len(paths)), np.empty(len(paths))
     start[order], end[order] = a_sorted, b_sorted
+    return pair, start, end
+
+
+def _pipelined_transfers(paths, topology, n, hop_rows, offsets, rounds):
+    """The transfers of :func:`pipelined_alltoall_schedule`: piece ``r`` of path ``p`` crosses
+    its hop ``h`` at step ``offsets[p] + r + h + 1`` (``hop_rows``: :func:`_path_hops`; ``n``:
+    the result's nodes, which number the shards)."""
+    p_idx, hop, edge, prev = hop_rows
+    pair, start, end = _byte_ranges(paths, n)
     dst = topology.pairs[1][edge]
     # one row per (round, path, hop): round-major, so a link's pieces of one step keep the
     # paths' order
@@ -370,13 +404,5 @@ def pipelined_alltoall_schedule(result, topology, *, rounds=None, ramp=0.05, bal
     lo, hi = cut(r_all), cut(r_all + 1)
     keep = hi > lo
     step = r_all + np.tile(hop + offsets[p_idx], rounds) + 1
-    transfers = transfer_array(step[keep], np.tile(prev, rounds)[keep],
-                               np.tile(dst, rounds)[keep], (pair[p_all])[keep], lo[keep],
-                               hi[keep])
-    meta = {"lambda": result.lam, "rounds": rounds, "balanced": bool(balanced), "ramp": float(ramp),
-            "max_hops": result.max_hops, "longest_path": longest,
-            "latency_rounds": latency_rounds, "T_B_over_routes": ratio,
-            "lp_time_per_byte": 1.0 / (n * result.lam) if result.lam > 0 else None,
-            "note": "pipelined all-to-all from the path LP: piece r of path p crosses its hop "
-                    "h at step o_p + r + h + 1"}
-    return Schedule(topology, "alltoall", transfers, algorithm="alltoall-pipelined", meta=meta)
+    return transfer_array(step[keep], np.tile(prev, rounds)[keep], np.tile(dst, rounds)[keep],
+                          (pair[p_all])[keep], lo[keep], hi[keep])

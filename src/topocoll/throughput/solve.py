@@ -85,20 +85,10 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
         from ..units import parse_bandwidth
 
         topology = topology.with_links(bandwidth=parse_bandwidth(bandwidth))
-    group = None
     auto = method is None
+    group = None
     if method is None:
-        if max_hops is None:
-            from ..topology.symmetry import translation_group
-
-            group = translation_group(topology) if not topology.switches else None
-        if max_hops is not None:
-            method = "path"
-        elif group:
-            method = "symmetric"
-        else:
-            columns = topology.num_nodes * topology.pairs[0].size
-            method = "colgen" if columns >= COLGEN_COLUMNS else "link"
+        method, group = _default_method(topology, max_hops)
     if method not in METHODS:
         raise UnsupportedError(f"unknown method {method!r}; choose {', '.join(METHODS)}")
     if method != "path" and max_hops is not None:
@@ -139,6 +129,22 @@ def throughput(topology, *, max_hops=None, method=None, bandwidth=None, solver="
     return path_throughput(topology, max_hops=max_hops, solver=solver, tolerance=tolerance,
                            time_limit=time_limit, bounds=bounds, seed=seed, threads=threads,
                            progress=progress)
+
+
+def _default_method(topology, max_hops):
+    """``(method, group)``: the method :func:`throughput` picks when none is given, and the
+    translation group it found (``None`` if it did not look or found none)."""
+    group = None
+    if max_hops is None:
+        from ..topology.symmetry import translation_group
+
+        group = translation_group(topology) if not topology.switches else None
+    if max_hops is not None:
+        return "path", group
+    if group:
+        return "symmetric", group
+    columns = topology.num_nodes * topology.pairs[0].size
+    return ("colgen" if columns >= COLGEN_COLUMNS else "link"), group
 
 
 def alltoall_routes(topology, *, time_limit=None, threads=None, progress=None):

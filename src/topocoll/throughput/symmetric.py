@@ -35,11 +35,11 @@ from scipy.sparse.csgraph import dijkstra
 
 from ..errors import UnsupportedError
 from ..results import Status
-from ..topology.cuts import throughput_bounds
-from ..topology.metrics import unreachable_pair
 from ..topology.symmetry import translation_group
 from . import lp as _lp
-from .linklp import require_alltoall_topology, disconnected_result, link_utilization
+from .frontdoor import (bounds_or_disconnected, failed_result, require_alltoall_topology,
+                        result_fields)
+from .linklp import link_utilization
 from .lp import solve_lp
 from .result import AlltoallResult
 
@@ -103,24 +103,51 @@ def symmetric_throughput(topology, group=None, *, solver="auto", time_limit=None
     if group is None:
         raise UnsupportedError(f"{topology.name} has no translation symmetry; use the link or "
                                "path LP")
-    n = topology.num_nodes
-    psrc, pdst, cap, _ = topology.pairs
-    num_e = psrc.size
-    bnd = throughput_bounds(topology) if bounds else {}
-    if unreachable_pair(topology) is not None:
-        return disconnected_result(topology, "symmetric", None, bnd)
+    bnd, early = bounds_or_disconnected(topology, "symmetric", None, bounds)
+    if early is not None:
+        return early
     orbit, num_o = orbits(topology, group)
+    cap = topology.pairs[2]
     cap_o = np.zeros(num_o)
     cap_o[orbit] = cap                                 # equal on an orbit (the group checks it)
-    scale = float(cap.max())
     t0 = time.perf_counter()
+    cost, matrix, row_lower, row_upper, col_upper = _orbit_lp(topology, orbit,
+                                                              cap_o / float(cap.max()))
+    build = time.perf_counter() - t0
+    started = _lp.clock()
+    sol = solve_lp(cost, matrix, row_lower, row_upper, col_upper=col_upper, maximize=False,
+                   solver="ipm" if solver == "auto" else solver,
+                   time_limit=None if time_limit is None else float(time_limit),
+                   threads=threads)
+    if progress:
+        progress(1, 1)
+    if not sol.ok or not sol.x[-1] > 0:
+        out_of_time = time_limit is not None and _lp.clock() - started >= time_limit
+        return failed_result(
+            topology, (f"time limit of {time_limit:g} s reached before any flow was found"
+                       if out_of_time else
+                       f"HiGHS ({sol.solver or solver}) ended with status {sol.status}"),
+            **result_fields(topology, "symmetric", None, bnd, solver=sol.solver or solver,
+                            iterations=sol.iterations, build_seconds=build,
+                            solve_seconds=sol.seconds, tolerance=tolerance))
+    return _symmetric_result(topology, group, sol, (orbit, cap_o), solver=solver, bnd=bnd,
+                             build=build, tolerance=tolerance)
+
+
+def _orbit_lp(topology, orbit, cap_o_scaled):
+    """The one-source LP (module docstring) as ``(cost, matrix, row_lower, row_upper,
+    col_upper)``: columns the pair-links then ``z``; rows the orbits then the nodes ``v != 0``
+    (capacities ``cap_o_scaled``, one per orbit, scaled to at most 1)."""
+    n = topology.num_nodes
+    psrc, pdst, _, _ = topology.pairs
+    num_e, num_o = psrc.size, cap_o_scaled.size
     cols = np.arange(num_e)
     into, outof = pdst != 0, psrc != 0
     rows = np.concatenate([orbit, num_o + pdst[into] - 1, num_o + psrc[outof] - 1,
                            np.arange(num_o)])
     cidx = np.concatenate([cols, cols[into], cols[outof], np.full(num_o, num_e)])
     vals = np.concatenate([np.ones(num_e), np.ones(int(into.sum())),
-                           -np.ones(int(outof.sum())), -cap_o / scale])
+                           -np.ones(int(outof.sum())), -cap_o_scaled])
     matrix = sp.csc_matrix((vals, (rows, cidx)), shape=(num_o + n - 1, num_e + 1))
     row_lower = np.concatenate([np.full(num_o, -np.inf), np.ones(n - 1)])
     row_upper = np.concatenate([np.zeros(num_o), np.ones(n - 1)])
@@ -128,26 +155,14 @@ def symmetric_throughput(topology, group=None, *, solver="auto", time_limit=None
     col_upper[:-1][pdst == 0] = 0.0                    # flow back into the source is useless
     cost = np.zeros(num_e + 1)
     cost[-1] = 1.0
-    build = time.perf_counter() - t0
-    deadline_left = None if time_limit is None else float(time_limit)
-    started = _lp.clock()
-    sol = solve_lp(cost, matrix, row_lower, row_upper, col_upper=col_upper, maximize=False,
-                   solver="ipm" if solver == "auto" else solver, time_limit=deadline_left,
-                   threads=threads)
-    if progress:
-        progress(1, 1)
-    zeros = np.zeros(topology.num_links)
-    if not sol.ok or not sol.x[-1] > 0:
-        out_of_time = time_limit is not None and _lp.clock() - started >= time_limit
-        return AlltoallResult(
-            lam=0.0, status=Status.FAILED,
-            message=(f"time limit of {time_limit:g} s reached before any flow was found"
-                     if out_of_time else
-                     f"HiGHS ({sol.solver or solver}) ended with status {sol.status}"),
-            method="symmetric", max_hops=None, num_nodes=n, topology=topology.name,
-            dual_bound=float("inf"), utilization=zeros, link_load=zeros, bounds=bnd,
-            solver=sol.solver or solver, iterations=sol.iterations, build_seconds=build,
-            solve_seconds=sol.seconds, tolerance=tolerance)
+    return cost, matrix, row_lower, row_upper, col_upper
+
+
+def _symmetric_result(topology, group, sol, orbits_cap, *, solver, bnd, build, tolerance):
+    """The :class:`AlltoallResult` of a solved one-source LP (``orbits_cap``: each pair-link's
+    orbit and each orbit's capacity), its ``lambda`` and certificate recomputed."""
+    orbit, cap_o = orbits_cap
+    num_o, num_e = cap_o.size, orbit.size
     flow = np.maximum(sol.x[:-1], 0.0)
     # primal, recomputed: unit demands routed by source 0's flow translated to every source
     # put sum_{e in O} f[e] on every link of orbit O; lambda is the worst orbit's headroom
@@ -166,8 +181,8 @@ def symmetric_throughput(topology, group=None, *, solver="auto", time_limit=None
                f"group Z_{'xZ_'.join(map(str, group.dims))} ({num_e + 1} columns, {num_o} "
                f"orbits): {sol.status}, {sol.iterations} iterations")
     return AlltoallResult(
-        lam=lam, status=status, message=message, method="symmetric", max_hops=None,
-        num_nodes=n, topology=topology.name, dual_bound=bound, utilization=util,
-        link_load=load, bounds=bnd, lengths=lengths, flows=(flow * lam)[None, :], solver=used,
-        iterations=sol.iterations, rounds=1, build_seconds=build, solve_seconds=sol.seconds,
-        tolerance=tolerance)
+        lam=lam, status=status, message=message, dual_bound=bound, utilization=util,
+        link_load=load, lengths=lengths, flows=(flow * lam)[None, :],
+        **result_fields(topology, "symmetric", None, bnd, solver=used,
+                        iterations=sol.iterations, rounds=1, build_seconds=build,
+                        solve_seconds=sol.seconds, tolerance=tolerance))

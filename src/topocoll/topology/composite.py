@@ -50,7 +50,7 @@ import numpy as np
 from ..errors import SpecError
 from ..units import MAX_DIGITS
 from . import transforms
-from .families._common import as_int, at_least, check_size, make_topology
+from .families.checks import as_int, at_least, check_size, make_topology
 
 
 

@@ -113,6 +113,25 @@ def topology_from_dict(data, where="topology"):
     ...
     topocoll.errors.ScheduleFormatError: t.links[0].bandwidth: must be a positive number, got -1
     """
+    name, num_nodes = _header(data, where)
+    links = _require(data, "links", where)
+    if not isinstance(links, list):
+        raise ScheduleFormatError(f"{where}.links: must be a list, got {_kind(links)}")
+    src, dst, bandwidth, latency = _links(links, num_nodes, where)
+    switches = _switches(data.get("switches", []), num_nodes, where)
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise ScheduleFormatError(f"{where}.meta: must be an object, got {_kind(meta)}")
+    try:
+        return Topology(num_nodes, src, dst, bandwidth, latency, name=name, switches=switches,
+                        meta=meta)
+    except TopologyError as err:  # not expected after the checks above, but keep the contract
+        raise ScheduleFormatError(f"{where}: {err}") from None
+
+
+def _header(data, where):
+    """Check a topology object's ``format``, ``version``, ``name`` and ``nodes``; return
+    ``(name, num_nodes)``."""
     if not isinstance(data, dict):
         raise ScheduleFormatError(f"{where}: must be an object, got {_kind(data)}")
     if "format" in data and data["format"] != FORMAT:
@@ -130,9 +149,11 @@ def topology_from_dict(data, where="topology"):
     if not _is_int(num_nodes) or num_nodes < 1:
         shown = repr(num_nodes) if _is_int(num_nodes) else _kind(num_nodes)
         raise ScheduleFormatError(f"{where}.nodes: must be a whole number >= 1, got {shown}")
-    links = _require(data, "links", where)
-    if not isinstance(links, list):
-        raise ScheduleFormatError(f"{where}.links: must be a list, got {_kind(links)}")
+    return name, num_nodes
+
+
+def _links(links, num_nodes, where):
+    """Check the ``links`` list; return its ``(src, dst, bandwidth, latency)`` arrays."""
     count = len(links)
     src = np.empty(count, dtype=np.int64)
     dst = np.empty(count, dtype=np.int64)
@@ -156,7 +177,11 @@ def topology_from_dict(data, where="topology"):
             raise ScheduleFormatError(f"{at}.latency: must be a non-negative number, got "
                                       f"{l if _is_number(l) else _kind(l)}")
         src[i], dst[i], bandwidth[i], latency[i] = s, d, b, l
-    switches = data.get("switches", [])
+    return src, dst, bandwidth, latency
+
+
+def _switches(switches, num_nodes, where):
+    """Check the ``switches`` list (distinct node ids); return it."""
     if not isinstance(switches, list):
         raise ScheduleFormatError(f"{where}.switches: must be a list, got {_kind(switches)}")
     seen = set()
@@ -166,14 +191,7 @@ def topology_from_dict(data, where="topology"):
             raise ScheduleFormatError(f"{where}.switches[{j}]: node {node} is listed more than "
                                       "once")
         seen.add(node)
-    meta = data.get("meta", {})
-    if not isinstance(meta, dict):
-        raise ScheduleFormatError(f"{where}.meta: must be an object, got {_kind(meta)}")
-    try:
-        return Topology(num_nodes, src, dst, bandwidth, latency, name=name, switches=switches,
-                        meta=meta)
-    except TopologyError as err:  # not expected after the checks above, but keep the contract
-        raise ScheduleFormatError(f"{where}: {err}") from None
+    return switches
 
 
 # ---------------------------------------------------------------------------------- files

@@ -62,7 +62,7 @@ def distances(num_nodes, src, dst, sources, *, weight=None, transpose=False, min
             sources.size * src.size <= budget:
         out = _relax(n, src, dst, w, sources, budget, min_only)[0]
     if out is None:
-        out = _scipy(n, src, dst, w, sources, weight is None, min_only)
+        out = scipy_distances(n, src, dst, w, sources, weight is None, min_only)
     return out
 
 
@@ -111,7 +111,7 @@ def _relax(n, src, dst, w, sources, budget, min_only=False):
         dist[:, targets] = np.where(better, best, now)
 
 
-def _scipy(n, src, dst, w, sources, unweighted, min_only=False):
+def scipy_distances(n, src, dst, w, sources, unweighted, min_only=False):
     """The same distances from scipy's Dijkstra (parallel links: the cheapest counts)."""
     from scipy.sparse import csr_matrix   # imported only for large problems (start-up time)
     from scipy.sparse.csgraph import dijkstra

@@ -28,12 +28,10 @@ import re
 
 import numpy as np
 
-from ..errors import InputTypeError, NotStronglyConnectedError, TopologyError
+from ..errors import InputTypeError, TopologyError
 from .model import Topology
-from .metrics import unreachable_pair
 
-__all__ = ["unwind_switches", "fail_links", "fail_nodes", "parse_link_list", "parse_node_list",
-           "require_connected_endpoints"]
+__all__ = ["unwind_switches", "fail_links", "fail_nodes", "parse_link_list", "parse_node_list"]
 
 _LINK = re.compile(r"^\s*(\d+)\s*([->])\s*(\d+)\s*$")
 
@@ -205,10 +203,3 @@ def unwind_switches(topology, degree=None):
     return Topology(int(alive.sum()), new_id[src], new_id[dst], bw, lat,
                     name=f"unwind({topo.name},k={label})", meta=meta)
 
-
-def require_connected_endpoints(topology):
-    """Raise :class:`NotStronglyConnectedError` if some node cannot reach another one."""
-    pair = unreachable_pair(topology)
-    if pair is not None:
-        raise NotStronglyConnectedError(f"{topology.name}: node {pair[1]} cannot be reached "
-                                        f"from node {pair[0]}", pair=pair)

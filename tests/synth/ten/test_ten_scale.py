@@ -15,7 +15,8 @@ from topocoll.schedule import evaluate, simulate, symmetric_schedule, verify
 from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, synthesize, ten_problem
 from topocoll.synth.ten.cayley import symmetric_events
 from topocoll.synth.ten.cutbound import _demands
-from topocoll.synth.ten.greedy import _first_bits, _pick_draws, greedy_events
+from topocoll.synth.ten.bitsets import first_bits, pick_draws
+from topocoll.synth.ten.greedy import greedy_events
 from topocoll.synth.ten.bounds import bounds_of
 from topocoll.synth.ten.search import GREEDY_DISCRETIZATION
 from topocoll.topology import Topology, topology
@@ -83,7 +84,7 @@ def test_form_choices_and_refusals():
         synthesize("torus:4x4", "allgather", method="ilp", form="symmetric")
     with pytest.raises(UnsupportedError, match="contradicts"):
         synthesize("torus:4x4", "allgather", symmetric=False, form="symmetric")
-    with pytest.raises(UnsupportedError, match="unknown form"):
+    with pytest.raises(UnsupportedError, match="form must be one of"):
         synthesize("torus:4x4", "allgather", form="implicit")
 
 
@@ -134,8 +135,8 @@ def test_first_bits_pick_a_set_bit_of_each_row(k, count, seed):
     packed = np.zeros((count, width * 8), np.uint8)
     packed[:, :(k + 7) // 8] = np.packbits(bits, axis=1, bitorder="little")
     rows = packed.view(np.uint64)
-    start, rot = _pick_draws(rng, count, width)
-    got = _first_bits(rows, start, rot, k)
+    start, rot = pick_draws(rng, count, width)
+    got = first_bits(rows, start, rot, k)
     for i in range(count):
         if bits[i].any():
             assert 0 <= got[i] < k and bits[i, got[i]]
@@ -187,10 +188,10 @@ def _recount(flood, active):
 def test_greedy_tiers_kept_by_arrivals_match_a_recount(topo, coll, chunks, seed):
     """The holder counts the greedy keeps up as chunks arrive give, at every slot, the tiers
     a recount from scratch gives (fewer than two in-neighbours hold a chunk / exactly two)."""
-    import topocoll.synth.ten.greedy as greedy
+    from topocoll.synth.ten.greedy_flood import Flood
 
     seen = []
-    original = greedy._Flood._tiers
+    original = Flood.tiers
 
     def checked(self, active):
         below, two, nodes = original(self, active)
@@ -205,22 +206,22 @@ def test_greedy_tiers_kept_by_arrivals_match_a_recount(topo, coll, chunks, seed)
 
     steps = np.random.default_rng(seed).integers(1, 3, topo.num_links)
     p = ten_problem(topo, coll, chunks=chunks, size=64.0, root=0 if coll == "broadcast" else None)
-    greedy._Flood._tiers = checked
+    Flood.tiers = checked
     try:
         greedy_events(topo.num_nodes, topo.src, topo.dst, steps, p.pre, p.post, seed=seed)
     finally:
-        greedy._Flood._tiers = original
+        Flood.tiers = original
     assert seen
 
 
 @pytest.mark.parametrize("spec", ["mesh:8x8", "torus:5x6", "hypercube:5"])
 def test_greedy_schedule_does_not_depend_on_threads(spec, monkeypatch):
-    import topocoll.synth.ten.greedy as greedy
+    import topocoll.synth.ten.greedy_flood as greedy_flood
 
     p = ten_problem(spec, "allgather")
     one = greedy_events(*p.arrays(), seed=4, threads=1)
-    monkeypatch.setattr(greedy, "_BLOCK_WORDS", 64)        # many blocks a pass
-    monkeypatch.setattr(greedy, "_MIN_BLOCK_ROWS", 4)
+    monkeypatch.setattr(greedy_flood, "BLOCK_WORDS", 64)        # many blocks a pass
+    monkeypatch.setattr(greedy_flood, "MIN_BLOCK_ROWS", 4)
     three = greedy_events(*p.arrays(), seed=4, threads=3)
     blocks = list(three.event_blocks(100))
     assert all(b.size <= 100 for b in blocks)
@@ -232,11 +233,11 @@ def test_greedy_schedule_does_not_depend_on_threads(spec, monkeypatch):
 
 
 def test_greedy_sends_are_held_narrow():
-    from topocoll.synth.ten.greedy import _Sends
+    from topocoll.synth.ten.greedy_sends import Sends
 
-    assert _Sends(256, 256).chunk_type == np.uint8
-    assert _Sends(16384, 65024).link_type == np.uint16
-    assert _Sends(70000, 10).chunk_type == np.uint32
+    assert Sends(256, 256).chunk_type == np.uint8
+    assert Sends(16384, 65024).link_type == np.uint16
+    assert Sends(70000, 10).chunk_type == np.uint32
 
 
 def test_auto_form_is_compact_without_a_symmetry(monkeypatch):

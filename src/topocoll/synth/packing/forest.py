@@ -467,12 +467,6 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
     require_strongly_connected(topology, "trees (spanning-tree packing)")
     optimum = tree_packing_bound(topology, "allgather", progress=progress)
     net = _Net(topology, optimum)
-    solves = [0]
-
-    def report():
-        solves[0] += 1
-        if progress:
-            progress(solves[0], None)
 
     # 0. BFB's trees: the best shortest-path mixture at one chunk; optimal on many graphs
     roots, parents, depths, weights = schedule_trees(bfb_allgather(topology, workers=1))
@@ -485,23 +479,57 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
                        history={k: net.per_byte(cost, k)})
 
     # 1. fluid packing, the depth cap rising from the diameter
-    pool, fluid, depth = _fluid_stage(net, seed, depth_slack, report)
+    solves = _Solves(progress)
+    pool, fluid, depth = _fluid_stage(net, seed, depth_slack, solves.report)
 
     # 2. the pipeline at K (or at the K chosen)
-    def solve(k, pool):
-        master = TreeMaster(net.caps, net.n, step_intervals(depth, k))
+    pipeline = _Pipeline(net, depth, solves.report)
+    if chunks is not None:
+        objective, master, weights = pipeline.solve(chunks, pool)
+        history = {chunks: net.per_byte(objective, chunks)}
+    else:
+        chunks, objective, master, weights, history = _choose_chunks(
+            pipeline, pool, tolerance=tolerance, max_chunks=max_chunks, size=size)
+    return _from_master(net, master, weights, chunks=chunks, objective=objective,
+                        optimum=optimum, fluid=fluid, rounds=solves.count, history=history)
+
+
+class _Solves:
+    """Counts the programs solved, passing the count to ``progress(done, None)``."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.count = 0
+
+    def report(self):
+        self.count += 1
+        if self.progress:
+            self.progress(self.count, None)
+
+
+class _Pipeline:
+    """The pipeline programs over trees no deeper than ``depth``."""
+
+    def __init__(self, net, depth, report):
+        self.net, self.depth, self.report = net, depth, report
+
+    def solve(self, k, pool):
+        """``(objective, master, weights)`` of the pipeline at K = ``k`` over the trees of
+        ``pool``."""
+        master = TreeMaster(self.net.caps, self.net.n, step_intervals(self.depth, k))
         master.add(*pool)
-        objective, weights = _solve_pipeline(net, master, k, report)
+        objective, weights = _solve_pipeline(self.net, master, k, self.report)
         return objective, master, weights
 
+
+def _choose_chunks(pipeline, pool, *, tolerance, max_chunks, size):
+    """The automatic K: without a size, K doubles until ``T_B`` is within ``tolerance`` of the
+    optimum; with one, while the predicted ``T_B + T_L`` still falls and ``T_B`` is above the
+    optimum. Returns ``(K, objective, master, weights, history)`` of the best K."""
+    net, depth = pipeline.net, pipeline.depth
     history = {}
-    if chunks is not None:
-        objective, master, weights = solve(chunks, pool)
-        history[chunks] = net.per_byte(objective, chunks)
-        return _from_master(net, master, weights, chunks=chunks, objective=objective,
-                            optimum=optimum, fluid=fluid, rounds=solves[0], history=history)
     target = net.optimum * (1 + tolerance)
-    latency = float(topology.latency.max()) if topology.num_links else 0.0
+    latency = float(net.topology.latency.max()) if net.topology.num_links else 0.0
 
     def key(objective, k):
         if size is None:
@@ -509,21 +537,18 @@ def pack_trees(topology, chunks=None, *, tolerance=DEFAULT_TOLERANCE,
         return net.per_byte(objective, k) * size + (depth + k - 1) * latency
 
     k = 1
-    objective, master, weights = solve(k, pool)
+    objective, master, weights = pipeline.solve(k, pool)
     history[k] = net.per_byte(objective, k)
     best = (key(objective, k), k, master, weights, objective)
     improved = True
-    # without a size: double K until T_B is within the tolerance; with one: while the
-    # predicted time still falls and T_B is above the optimum
     while k < max_chunks and (objective / k > target if size is None else
                               improved and objective / k > net.optimum * (1 + _REL)):
         k = min(max_chunks, max(2 * k, 1 << int(np.ceil(np.log2(max(depth, 2))))))
         pool = _merge(pool, _used(master, weights))
-        objective, master, weights = solve(k, pool)
+        objective, master, weights = pipeline.solve(k, pool)
         history[k] = net.per_byte(objective, k)
         improved = key(objective, k) < best[0] * (1 - _REL)
         if improved:
             best = (key(objective, k), k, master, weights, objective)
     _, k, master, weights, objective = best
-    return _from_master(net, master, weights, chunks=k, objective=objective, optimum=optimum,
-                        fluid=fluid, rounds=solves[0], history=history)
+    return k, objective, master, weights, history

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...topology.symmetry import translation_group
-from .greedy import EVENT_DTYPE
+from .greedy_sends import EVENT_DTYPE
 
 __all__ = ["symmetric_events", "symmetric_representatives", "translation_servers",
            "SymmetricResult", "SymmetricRows", "TRIES", "TRY_WORK",
@@ -262,22 +262,44 @@ def _search(topology, link_cost, chunks, goal, seed, tries, servers, max_work):
 def _try(n, c, cost, late, child, parent, key):
     """One list schedule of node 0's chunks; returns its sends ``(part, node, server, start,
     end)`` (``node`` receives the part from ``parent[server, node]``)."""
-    num = cost.size
-    arrive = np.full((c, n), np.inf)
-    arrive[:, 0] = 0.0
-    claimed = np.zeros((c, n), dtype=bool)
-    claimed[:, 0] = True
-    heaps = [[] for _ in range(num)]        # (-priority, part, node) the server could reach
+    holders = _Holders(n, c, cost.size, child, parent, key)
+    for j in range(c):
+        holders.reached(j, 0)
+    flight, sends, idle, now, left, seq = [], [], list(range(cost.size)), 0.0, c * (n - 1), 0
+    while left:
+        seq = _start_sends(holders, idle, flight, late, cost, now, seq)
+        if not flight:
+            raise RuntimeError("symmetric schedule stalled")   # only if disconnected
+        now = flight[0][0]
+        left -= _land_sends(holders, flight, now, sends, idle)
+        idle.sort(key=lambda s: (cost[s], s))
+    return sends
 
-    def reached(j, x):
-        for s in range(num):
+
+class _Holders:
+    """One try's state: when each part reaches each node (``arrive``), which (part, node) is
+    claimed by a send, and per server a heap of the (part, node) it could serve next."""
+
+    def __init__(self, n, c, num, child, parent, key):
+        self.arrive = np.full((c, n), np.inf)
+        self.arrive[:, 0] = 0.0
+        self.claimed = np.zeros((c, n), dtype=bool)
+        self.claimed[:, 0] = True
+        self.heaps = [[] for _ in range(num)]        # (-priority, part, node)
+        self.num, self.child, self.parent, self.key = num, child, parent, key
+
+    def reached(self, j, x):
+        """Part ``j`` is at node ``x``: each server may now carry it on from there."""
+        child, claimed, key, heaps = self.child, self.claimed, self.key, self.heaps
+        for s in range(self.num):
             y = int(child[s, x])
             if not claimed[j, y]:
                 heapq.heappush(heaps[s], (-key[s, j, y], j, y))
 
-    def pick(s, start):
+    def pick(self, s, start):
         """Best unclaimed node server ``s`` reaches from a holder by ``start``."""
-        heap, later, got = heaps[s], [], None
+        heap, later, got = self.heaps[s], [], None
+        claimed, arrive, parent = self.claimed, self.arrive, self.parent
         while heap:
             item = heapq.heappop(heap)
             _, j, y = item
@@ -291,47 +313,52 @@ def _try(n, c, cost, late, child, parent, key):
             heapq.heappush(heap, item)
         return got
 
-    def ready(s):
-        heap = heaps[s]
+    def ready(self, s):
+        """True if server ``s`` has some unclaimed (part, node) left."""
+        heap, claimed = self.heaps[s], self.claimed
         while heap and claimed[heap[0][1], heap[0][2]]:
             heapq.heappop(heap)
         return bool(heap)
 
-    for j in range(c):
-        reached(j, 0)
-    flight, sends, idle, now, left, seq = [], [], list(range(num)), 0.0, c * (n - 1), 0
-    while left:
-        for s in idle[:]:
-            if late[s]:
-                if not ready(s):
-                    continue
-                target = None                   # chosen on arrival
-            else:
-                target = pick(s, now)
-                if target is None:
-                    continue
-                claimed[target] = True
-            idle.remove(s)
-            heapq.heappush(flight, (now + cost[s], seq, s, target, now))
-            seq += 1
-        if not flight:
-            raise RuntimeError("symmetric schedule stalled")   # only if disconnected
-        now = flight[0][0]
-        while flight and flight[0][0] <= now:
-            end, _, s, target, start = heapq.heappop(flight)
+
+def _start_sends(holders, idle, flight, late, cost, now, seq):
+    """Every idle server that can start a send at ``now`` starts one: a server that binds
+    early claims its (part, node) now, one that binds late (``late[s]``) on arrival. Returns
+    the next sequence number (ties in ``flight`` go by it)."""
+    for s in idle[:]:
+        if late[s]:
+            if not holders.ready(s):
+                continue
+            target = None                   # chosen on arrival
+        else:
+            target = holders.pick(s, now)
             if target is None:
-                target = pick(s, start)
-                if target is not None:
-                    claimed[target] = True
+                continue
+            holders.claimed[target] = True
+        idle.remove(s)
+        heapq.heappush(flight, (now + cost[s], seq, s, target, now))
+        seq += 1
+    return seq
+
+
+def _land_sends(holders, flight, now, sends, idle):
+    """The sends ending at ``now`` land (a late one takes its (part, node) now, if any is
+    left); returns how many parts arrived."""
+    landed = 0
+    while flight and flight[0][0] <= now:
+        end, _, s, target, start = heapq.heappop(flight)
+        if target is None:
+            target = holders.pick(s, start)
             if target is not None:
-                j, y = target
-                arrive[j, y] = end
-                sends.append((j, y, s, start, end))
-                left -= 1
-                reached(j, y)
-            idle.append(s)
-        idle.sort(key=lambda s: (cost[s], s))
-    return sends
+                holders.claimed[target] = True
+        if target is not None:
+            j, y = target
+            holders.arrive[j, y] = end
+            sends.append((j, y, s, start, end))
+            landed += 1
+            holders.reached(j, y)
+        idle.append(s)
+    return landed
 
 
 def _place(sends, c, n, server_steps, parent):

@@ -129,11 +129,24 @@ def horizon_search(ctx, lb, upper, upper_span):
     return Found(best, status, lb, solves, best_source, note)
 
 
+def _window_values(missing, avail, dist, dst):
+    """``(value, useful)`` of a window's model: the progress value of holding chunk c at node
+    n, deliveries first, then how much closer n is than the current holders to every node
+    still missing c; and which (chunk, link) sends may help."""
+    num_nodes = missing.shape[1]
+    near = np.where(avail[:, :, None] < INF, dist[None, :, :], INF).min(axis=1)
+    gain = np.maximum(near[:, None, :] - dist[None, :, :], 0)
+    gain = np.where(missing[:, None, :], np.minimum(gain, num_nodes), 0).sum(axis=2)
+    value = missing * float(num_nodes * num_nodes + 1) + gain / float(num_nodes + 1)
+    held = avail < INF
+    useful = (missing[:, dst] | (gain[:, dst] > 0)) & ~held[:, dst]
+    return value, useful
+
+
 def time_clusters(ctx, window, lb, upper, upper_span):
     """Solve windows of ``window`` start slots in sequence from the previous end state."""
     pre, post, need, src, dst, steps, dist = (ctx.pre, ctx.post, ctx.need, ctx.src, ctx.dst,
                                               ctx.steps, ctx.dist)
-    num_chunks, num_nodes = pre.shape
     avail = np.where(pre, 0, INF).astype(np.int64)
     free = np.zeros(src.size, np.int64)
     events, solves, status, source = [], 0, Status.NOT_PROVEN, "windows"
@@ -147,14 +160,7 @@ def time_clusters(ctx, window, lb, upper, upper_span):
         if solves and (time.monotonic() >= ctx.deadline or solves >= ctx.max_solves):
             status = Status.LIMIT
             break
-        # progress value of holding c at n: deliveries first, then how much closer n is than
-        # the current holders to every node still missing c
-        near = np.where(avail[:, :, None] < INF, dist[None, :, :], INF).min(axis=1)
-        gain = np.maximum(near[:, None, :] - dist[None, :, :], 0)
-        gain = np.where(missing[:, None, :], np.minimum(gain, num_nodes), 0).sum(axis=2)
-        value = missing * float(num_nodes * num_nodes + 1) + gain / float(num_nodes + 1)
-        held = avail < INF
-        useful = (missing[:, dst] | (gain[:, dst] > 0)) & ~held[:, dst]
+        value, useful = _window_values(missing, avail, dist, dst)
         horizon = t0 + window - 1 + kmax
         in_flight = ((avail > t0) & (avail < INF)).any() or (free > t0).any()
         model = build_model((avail, free, t0), horizon, t0 + window - 1, value, src=src,

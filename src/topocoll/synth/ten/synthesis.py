@@ -41,6 +41,7 @@ from ...collectives import collective as _collective
 from ...errors import InputTypeError, UnsupportedError
 from ...schedule.model import transfer_array
 from ...schedule import symmetric as symmetric_form
+from ...schedule.forms import FORMS, check_form
 from ...schedule.symmetric import SYMMETRIC_COLLECTIVES
 from ...schedule.transforms import concatenate, concatenate_symmetric, reverse, reverse_symmetric
 from ...topology.symmetry import translation_group
@@ -287,16 +288,12 @@ _TOPO_FACTS = ("unwound_switches", "unwind_degree", "nodes_kept", "failed_links"
                "failed_nodes")
 
 
-#: The forms :func:`synthesize` makes.
-FORMS = ("auto", "explicit", "symmetric", "compact")
 
 
 def _resolve_form(form, topo, coll, chunks, method, symmetric):
     """``"explicit"``, ``"symmetric"`` or ``"compact"``: what ``form`` asks for on ``topo``,
     refused in one line where that form cannot be made."""
-    if form not in FORMS:
-        raise UnsupportedError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
-    if form == "explicit":
+    if check_form(form) == "explicit":
         return form
     if form == "compact":
         if not _copies_only(coll):

@@ -170,58 +170,16 @@ def synthesize_tenants(topology, tenants, *, chunks=1, size=defaults.SYNTHESIS_S
     steps, f = discretize(topo.latency + chunk_bytes / topo.bandwidth, time_step)
     fwd = [i for i, (c, _) in enumerate(tenants) if not c.combining]
     rev = [i for i, (c, _) in enumerate(tenants) if c.combining]
-    src, dst = topo.src, topo.dst
+    links = (topo.src, topo.dst, steps)
     transfers = [None] * len(tenants)
     finish = [0] * len(tenants)
-    occ_span = 0
-    occupied = np.zeros((src.size, 0), dtype=bool)
+    occupied = np.zeros((topo.src.size, 0), dtype=bool)
     if fwd:
-        group = [tenants[i] for i in fwd]
-        pre, post, offsets, per_shard = _stack(group, n, chunks)
-        res = greedy_events(n, src, dst, steps, pre, post, seed=seed, progress=progress)
-        ev = res.events
-        occ_span = res.makespan
-        occupied = np.zeros((src.size, occ_span), dtype=bool)
-        if ev.size:
-            k = steps[ev["link"]]
-            rows = np.repeat(ev["link"], k)
-            cols = np.repeat(ev["start"], k) + np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
-            occupied[rows, cols] = True
-        for j, i in enumerate(fwd):
-            count = offsets[j + 1] - offsets[j]
-            transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
-                                      ev["start"] + 1, 0)
-            mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
-            finish[i] = int((ev["start"][mine] + steps[ev["link"][mine]]).max(initial=0))
+        occupied = _forward(tenants, fwd, links, n, chunks, seed, progress, transfers, finish)
+    occ_span = occupied.shape[1]
     horizon = occ_span
     if rev:
-        group = [(_collective(_BASE[c.name]), r) for c, r in (tenants[i] for i in rev)]
-        pre, post, offsets, per_shard = _stack(group, n, chunks)
-        alone = greedy_events(n, dst, src, steps, pre, post, seed=seed)
-        horizon = max(occ_span, alone.makespan)
-        limit = occ_span + alone.makespan
-        while True:
-            if horizon >= limit:
-                # the forward tenants' slots lie past the lone reversed run: no conflict
-                res = alone
-                break
-            blocked = np.zeros((src.size, horizon), dtype=bool)
-            if occ_span:
-                # reversed slot x is forward slot H-1-x
-                blocked[:, horizon - occ_span:] = occupied[:, ::-1]
-            res = greedy_events(n, dst, src, steps, pre, post, seed=seed, blocked=blocked)
-            if res.makespan <= horizon:
-                break
-            horizon = min(max(horizon + 1, res.makespan), limit)
-        ev = res.events
-        horizon = _earliest_fit(ev, steps, occupied, res.makespan, horizon)
-        fstart = horizon - ev["start"] - steps[ev["link"]]
-        for j, i in enumerate(rev):
-            count = offsets[j + 1] - offsets[j]
-            transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
-                                      fstart + 1, REDUCE)
-            mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
-            finish[i] = int(horizon - ev["start"][mine].min()) if mine.any() else 0
+        horizon = _reversed(tenants, rev, links, n, chunks, seed, occupied, transfers, finish)
     schedules = [Schedule(topo, coll, t, root=root, algorithm="ten-greedy-tenants",
                           meta={"tenant": i, "seed": int(seed), "chunks": int(chunks),
                                 "size": float(size), "time_step": f,
@@ -230,3 +188,69 @@ def synthesize_tenants(topology, tenants, *, chunks=1, size=defaults.SYNTHESIS_S
     return TenantsResult(schedules, finish, f,
                          meta={"horizon_slots": int(max(horizon, occ_span)),
                                "topology": topo.name})
+
+
+def _forward(tenants, fwd, links, n, chunks, seed, progress, transfers, finish):
+    """Match the non-combining tenants ``fwd`` together in one greedy run; fill in their
+    ``transfers`` and ``finish`` slots. Returns the links' occupied slots ``(L, span)``."""
+    src, dst, steps = links
+    group = [tenants[i] for i in fwd]
+    pre, post, offsets, per_shard = _stack(group, n, chunks)
+    res = greedy_events(n, src, dst, steps, pre, post, seed=seed, progress=progress)
+    ev = res.events
+    occupied = np.zeros((src.size, res.makespan), dtype=bool)
+    if ev.size:
+        k = steps[ev["link"]]
+        rows = np.repeat(ev["link"], k)
+        cols = np.repeat(ev["start"], k) + np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+        occupied[rows, cols] = True
+    for j, i in enumerate(fwd):
+        count = offsets[j + 1] - offsets[j]
+        transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
+                                  ev["start"] + 1, 0)
+        mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
+        finish[i] = int((ev["start"][mine] + steps[ev["link"][mine]]).max(initial=0))
+    return occupied
+
+
+def _reversed(tenants, rev, links, n, chunks, seed, occupied, transfers, finish):
+    """Match the combining tenants ``rev`` together in reversed time around the forward
+    tenants' ``occupied`` slots; fill in their ``transfers`` and ``finish`` slots. Returns the
+    horizon."""
+    src, dst, steps = links
+    group = [(_collective(_BASE[c.name]), r) for c, r in (tenants[i] for i in rev)]
+    pre, post, offsets, per_shard = _stack(group, n, chunks)
+    res, horizon = _fit_reversed(n, links, pre, post, seed, occupied)
+    ev = res.events
+    horizon = _earliest_fit(ev, steps, occupied, res.makespan, horizon)
+    fstart = horizon - ev["start"] - steps[ev["link"]]
+    for j, i in enumerate(rev):
+        count = offsets[j + 1] - offsets[j]
+        transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
+                                  fstart + 1, REDUCE)
+        mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
+        finish[i] = int(horizon - ev["start"][mine].min()) if mine.any() else 0
+    return horizon
+
+
+def _fit_reversed(n, links, pre, post, seed, occupied):
+    """The reversed greedy run inside a horizon ``H`` where the forward tenants' slots are
+    blocked, ``H`` growing from the larger of the two groups' spans until the run fits.
+    Returns ``(greedy result, H)``."""
+    src, dst, steps = links
+    occ_span = occupied.shape[1]
+    alone = greedy_events(n, dst, src, steps, pre, post, seed=seed)
+    horizon = max(occ_span, alone.makespan)
+    limit = occ_span + alone.makespan
+    while True:
+        if horizon >= limit:
+            # the forward tenants' slots lie past the lone reversed run: no conflict
+            return alone, horizon
+        blocked = np.zeros((src.size, horizon), dtype=bool)
+        if occ_span:
+            # reversed slot x is forward slot H-1-x
+            blocked[:, horizon - occ_span:] = occupied[:, ::-1]
+        res = greedy_events(n, dst, src, steps, pre, post, seed=seed, blocked=blocked)
+        if res.makespan <= horizon:
+            return res, horizon
+        horizon = min(max(horizon + 1, res.makespan), limit)

@@ -29,8 +29,8 @@ import numpy as np
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import as_int, at_least, check_size, make_topology, rows_to_links
-from ._field import GaloisField, prime_power
+from .checks import as_int, at_least, check_size, make_topology, rows_to_links
+from .finite_field import GaloisField, prime_power
 from .drg import projective_points
 from .generative import MAX_ATTEMPTS, attempt_rng, check_seed, random_regular_graph
 
@@ -191,7 +191,7 @@ def slimfly_generators(q):
     """The generator sets ``X`` and ``X'`` of the MMS graph over GF(q), and ``delta``.
 
     With ``q = 4w + delta`` (``delta`` in ``{-1, 0, 1}``) and ``xi`` the least primitive element
-    of GF(q) (numbered as in :mod:`._field`): ``delta = 1``: ``X`` = the even powers
+    of GF(q) (numbered as in :mod:`.finite_field`): ``delta = 1``: ``X`` = the even powers
     ``xi^0, xi^2, ..., xi^(q-3)``; ``delta = 0``: ``X = {xi^0, xi^2, ..., xi^(q-2)}``;
     ``delta = -1``: ``X = {xi^0, xi^2, ..., xi^(2w-2)} + {xi^(2w-1), xi^(2w+1), ..., xi^(4w-3)}``.
     In every case ``X' = xi X``, ``|X| = |X'| = (q - delta)/2`` and ``X = -X`` (so the graph is

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ...errors import SpecError
-from ._common import as_int, as_int_tuple, at_least, check_size, make_topology, rows_to_links
+from .checks import as_int, as_int_tuple, at_least, check_size, make_topology, rows_to_links
 
 __all__ = ["directed_circulant_graph", "metacyclic_graph", "metacyclic_heads"]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
+from .checks import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
 __all__ = ["complete_graph", "complete_bipartite_graph", "circulant_graph", "hamming_graph",

@@ -10,7 +10,7 @@ them. On every distance-regular graph BFB gives a bandwidth-optimal allgather in
 Node numbering: ``k``-subsets of ``{0..n-1}`` are numbered in colexicographic order, the subset
 ``c_0 < ... < c_{k-1}`` being ``sum(C(c_i, i+1))``; incidence graphs number the points first,
 then the lines (or blocks); line graphs number the edges of the base graph in increasing
-``(u, v)`` order (``u < v``); Paley graphs number GF(q) as in :mod:`._field`.
+``(u, v)`` order (``u < v``); Paley graphs number GF(q) as in :mod:`.finite_field`.
 """
 
 import itertools
@@ -21,8 +21,8 @@ import numpy as np
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import as_int, at_least, check_size, make_topology, rows_to_links
-from ._field import GaloisField, prime_power
+from .checks import as_int, at_least, check_size, make_topology, rows_to_links
+from .finite_field import GaloisField, prime_power
 
 __all__ = ["distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph",
            "johnson_graph", "DISTANCE_REGULAR_GRAPHS", "projective_points"]
@@ -407,7 +407,7 @@ def paley_graph(q, *, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY):
 
     Strongly regular (distance-regular of diameter 2) with intersection array
     ``{(q-1)/2, (q-1)/4; 1, (q-1)/4}``. Node ids number GF(q) by base-``p`` digits (see
-    :mod:`topocoll.topology.families._field`), so the links are translations of ``Z_q``
+    :mod:`topocoll.topology.families.finite_field`), so the links are translations of ``Z_q``
     (``q`` prime: ``meta["symmetry"] = {"kind": "cyclic"}``) or of ``Z_p^k``
     (``{"kind": "mixed_radix", "dims": [p]*k}``).
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import as_int, at_least, check_size, make_topology, rows_to_links
+from .checks import as_int, at_least, check_size, make_topology, rows_to_links
 
 __all__ = ["optimal_circulant_graph", "random_regular_graph", "random_regular_digraph",
            "MAX_ATTEMPTS", "check_seed", "attempt_rng"]

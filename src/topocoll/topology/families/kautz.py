@@ -10,7 +10,7 @@ node, parallel links counted).
 import numpy as np
 
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import as_int, at_least, check_size, make_topology, rows_to_links
+from .checks import as_int, at_least, check_size, make_topology, rows_to_links
 
 __all__ = ["kautz_graph", "generalized_kautz_graph", "de_bruijn_graph"]
 

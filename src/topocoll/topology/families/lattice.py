@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import SpecError, TopologyError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ...units import parse_bandwidth
-from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
+from .checks import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
 __all__ = ["torus_graph", "mesh_graph", "ring_graph", "uniring_graph", "hypercube_graph",

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ...errors import SpecError
-from ._common import as_int, at_least, check_size, make_topology
+from .checks import as_int, at_least, check_size, make_topology
 
 __all__ = ["switch_graph"]
 

@@ -13,7 +13,7 @@ other). The schedule that runs on it is :func:`topocoll.synth.trees.dbt_schedule
 import numpy as np
 
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import as_int, at_least, check_size, make_topology
+from .checks import as_int, at_least, check_size, make_topology
 
 __all__ = ["dbt_graph", "dbt_trees", "btree_parents", "dbt_tree_edges"]
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import SpecError
 from ...defaults import LINK_BANDWIDTH, LINK_LATENCY
-from ._common import (as_int, as_int_tuple, at_least, check_size, make_topology,
+from .checks import (as_int, as_int_tuple, at_least, check_size, make_topology,
                       mixed_radix_digits, rows_to_links)
 
 __all__ = ["twisted_torus_graph", "twisted_hypercube_graph"]

@@ -18,7 +18,7 @@ frontier *without* the shipped table (so the table does not feed itself), and ea
 best base that improved on its seed kept (one row per spec, smallest first). Deterministic for
 the seed and the evaluation count. Regenerate (a few minutes)::
 
-    python -m topocoll.finder.opttable
+    python -m topocoll.finder.optimized_bases
 
 >>> rows = table()
 >>> row = rows["metacyclic:8,2,7:0.1,5.0,6.0,7.1"]
@@ -73,7 +73,7 @@ def write_table(rows, path):
     write_rows(path, TABLE_VERSION, f"bases found by topocoll.finder.optimize (seed {SEED}, "
                f"{EVALUATIONS} candidates per target, targets {list(TARGETS)}, 1MiB, 10us, "
                "100Gbps), costs of their verified BFB allreduce in units of M/B; written by "
-               "python -m topocoll.finder.opttable", _FIELDS, rows)
+               "python -m topocoll.finder.optimized_bases", _FIELDS, rows)
 
 
 def main(argv=None):

@@ -11,12 +11,12 @@ equality, so the table cannot drift from :mod:`topocoll.finder.bfbcost`.
 
 Regenerate (minutes; uses every core)::
 
-    python -m topocoll.finder.gktable --max-nodes 2048 --degrees 2-6
+    python -m topocoll.finder.genkautz_table --max-nodes 2048 --degrees 2-6
 
 A second file holds a few larger sizes the finder is asked about (N = 4096, 8192, 16384 at
 d = 4: the last takes minutes on its own, too long for a query)::
 
-    python -m topocoll.finder.gktable --sizes 4096,8192,16384 --degrees 4 \\
+    python -m topocoll.finder.genkautz_table --sizes 4096,8192,16384 --degrees 4 \\
         --out src/topocoll/finder/data/genkautz_bfb_large.csv
 
 >>> row = lookup(37, 4)
@@ -89,7 +89,7 @@ def compute_rows(sizes, degrees, *, workers=None, progress=None):
 def write_table(rows, path):
     """Write ``rows`` (from :func:`compute_rows`) as the shipped CSV, atomically."""
     write_rows(path, TABLE_VERSION, "exact BFB costs of GK(n, d) with self-loops dropped, T_B "
-               "in units of M/B; written by python -m topocoll.finder.gktable", _FIELDS,
+               "in units of M/B; written by python -m topocoll.finder.genkautz_table", _FIELDS,
                [(n, d, steps, repr(float(ag)), repr(float(rs))) for n, d, steps, ag, rs in rows])
 
 

@@ -1,4 +1,4 @@
-"""Finite fields GF(q) for the algebraic families (private).
+"""Finite fields GF(q) for the algebraic families (drg and alltoall families).
 
 An element of GF(p**k) is the polynomial ``c_{k-1} x^{k-1} + ... + c_0`` over Z_p modulo a fixed
 monic irreducible polynomial of degree ``k``, numbered ``c_{k-1} p^{k-1} + ... + c_0``: base-``p``

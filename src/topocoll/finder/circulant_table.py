@@ -6,15 +6,15 @@ onto its transpose) and, in every case measured, bandwidth-optimal under BFB. Wh
 its diameter, and the offsets of least diameter are found by a search over offset sets
 (``a_1 = 1``, ``1 < a_2 < ... < a_k``: every set of each size when there are at most
 :data:`EXHAUSTIVE` of them, else that many drawn with a fixed seed), which takes minutes for
-every n up to 256. So, like :mod:`~topocoll.finder.gktable`, it runs once and its result ships
-with the package: for each ``(n, k)`` the offsets (ties broken by the least sum of distances),
+every n up to 256. So, like :mod:`~topocoll.finder.genkautz_table`, it runs once and its result
+ships with the package: for each ``(n, k)`` the offsets (ties broken by the least sum of distances),
 the diameter and the exact BFB cost of each phase from :func:`~topocoll.finder.bfbcost.bfb_cost`.
 The tests rebuild a sample of the rows with the live code and check them against verified BFB
 schedules.
 
 Regenerate (minutes)::
 
-    python -m topocoll.finder.dctable --max-nodes 256 --degrees 2-4
+    python -m topocoll.finder.circulant_table --max-nodes 256 --degrees 2-4
 
 >>> row = lookup(64, 4)
 >>> row["spec"], row["steps"], row["bw_optimal"]
@@ -144,7 +144,7 @@ def write_table(rows, path):
     """Write rows (from :func:`compute_row`) as the shipped CSV, atomically."""
     write_rows(path, TABLE_VERSION, "least-diameter directed circulants DC(n, k offsets) with "
                "exact BFB costs (T_B in units of M/B); written by python -m "
-               "topocoll.finder.dctable", _FIELDS,
+               "topocoll.finder.circulant_table", _FIELDS,
                [(r["nodes"], r["degree"], " ".join(map(str, r["offsets"])), r["steps"],
                  repr(float(r["t_b_ag"])), repr(float(r["t_b_rs"])))
                 for r in sorted(rows, key=lambda r: (r["degree"], r["nodes"]))])

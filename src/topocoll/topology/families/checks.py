@@ -1,4 +1,4 @@
-"""Shared checks and the link-array builder used by every family generator (private)."""
+"""Shared checks and the link-array builder of the family generators and composite specs."""
 
 import operator
 

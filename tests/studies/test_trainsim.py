@@ -1,0 +1,88 @@
+"""``topocoll.studies.train_sim``, the train-sim job, as a library call: its result, its errors
+and its agreement with ``topocoll train-sim --json``."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+import topocoll.studies as studies
+from tests.cli.conftest import run_cli
+from tests.helpers import DATA
+from topocoll.errors import InputTypeError, UnsupportedError
+from topocoll.studies.loop import TrainingResult
+from topocoll.studies.models import model_workload
+from topocoll.studies.resolve import resolve_workload
+from topocoll.studies.trainsim import TrainSimResult, train_sim
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    return model_workload("resnet50")
+
+
+def test_result_fields_on_a_topology(resnet):
+    result = train_sim(resnet, topology="torus:4x4", iterations=2)
+    assert isinstance(result, TrainSimResult) and result.success
+    assert isinstance(result.run, TrainingResult) and result.message == result.run.message
+    assert (result.nodes, result.degree, result.policy) == (16, 4, "wait-free")
+    assert result.bandwidth == "100Gbps per link" and result.link_bandwidth == 12.5e9
+    assert result.ours["allreduce"] == "torus:4x4 bfb" and result.ours["exact"] is True
+    assert set(result.baselines) == set(result.baseline_runs) == {"two-phase bound",
+                                                                  "ShiftedRing", "DBT"}
+    assert result.methods["two-phase bound"] == "closed form"
+    # nothing beats the bound's collective time
+    bound = result.baseline_runs["two-phase bound"]
+    assert result.run.comm_time >= bound.comm_time * (1 - 1e-12)
+    doc = result.to_dict()
+    assert doc["iterations"] == 2 and doc["nodes"] == 16 and doc["finder"] is None
+    assert doc["profile"]["name"] == "resnet50" and doc["compute_model"] == "flops"
+
+
+def test_a_bucket_size_means_buckets(resnet):
+    result = train_sim(resnet, topology="ring:8", bucket_size=2**20, iterations=1)
+    assert result.policy == "buckets" and result.bucket_size == 2**20
+    assert result.run.bucket_size == 2**20
+
+
+def test_the_front_door_is_lazy():
+    assert studies.train_sim is train_sim and studies.TrainSimResult is TrainSimResult
+    assert "train_sim" in studies.__all__ and "simulate_training" in dir(studies)
+
+
+@pytest.mark.parametrize("kwargs, error, needle", [
+    ({"topology": "ring:8", "nodes": 16}, UnsupportedError, "has 8 nodes"),
+    ({}, UnsupportedError, "one of schedule, topology and found"),
+    ({"topology": "ring:8", "schedule": DATA / "valid-allreduce-ring-uniring4.json"},
+     UnsupportedError, "not both"),
+    ({"topology": "ring:8", "iterations": 0}, UnsupportedError, "--iterations must"),
+    ({"topology": "ring:8", "policy": "concurrent", "bucket_size": 2**20}, UnsupportedError,
+     "--bucket-size applies"),
+    ({"found": SimpleNamespace(success=False, evaluation=None, message="nothing", nodes=8)},
+     UnsupportedError, "the finder found no topology: nothing"),
+])
+def test_bad_inputs_raise_topocoll_errors(resnet, kwargs, error, needle):
+    with pytest.raises(error, match=needle):
+        train_sim(resnet, **kwargs)
+
+
+def test_a_workload_must_be_a_workload():
+    with pytest.raises(InputTypeError, match="TrainingWorkload"):
+        train_sim("resnet50", topology="ring:8")
+
+
+def test_resolve_refuses_an_unknown_model():
+    with pytest.raises(UnsupportedError, match="neither a known model"):
+        resolve_workload("alexnet")
+
+
+def test_the_library_result_is_the_commands_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOCOLL_CACHE_DIR", str(tmp_path / "cache"))
+    schedule = DATA / "valid-allreduce-ring-uniring4.json"
+    cli = run_cli(["train-sim", "--workload", "bert-large", "--schedule", schedule,
+                   "--policy", "concurrent", "--json"], tmp_path)
+    assert cli.returncode == 0, cli
+    result = train_sim(resolve_workload("bert-large"), schedule=str(schedule),
+                       policy="concurrent")
+    doc = json.loads(json.dumps({**result.to_dict(), "plot": None}, default=float))
+    assert doc == json.loads(cli.stdout)
