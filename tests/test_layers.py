@@ -18,8 +18,8 @@ FLOOR = {
     "schedule": 5,
     "throughput": 6,
     "synth": 7, "gossip": 7, "interop": 7,
-    "finder": 8, "studies": 8, "emulate": 8,
-    "runtime": 9,
+    "finder": 8, "emulate": 8,
+    "runtime": 9, "studies": 9,
     "cli": 10,
     "__init__": 11,
 }
@@ -95,6 +95,7 @@ def test_imports_point_down(path):
     ("from ..schedule.linkmodel import simulate\n", ("synth", "probe"), "linkmodel"),
     ("from ...schedule import linkmodel\n", ("synth", "ten", "probe"), "schedule"),
     ("from .. import finder\n", ("throughput", "probe"), "finder"),
+    ("from ..runtime import run_local\n", ("studies", "probe"), "runtime"),
     ("from ..schedule import simulate_many\n", ("synth", "probe"), "simulate"),
 ])
 def test_upward_imports_are_caught(source, rel, needle):

@@ -52,7 +52,9 @@ def test_the_front_door_is_lazy():
 
 @pytest.mark.parametrize("kwargs, error, needle", [
     ({"topology": "ring:8", "nodes": 16}, UnsupportedError, "has 8 nodes"),
-    ({}, UnsupportedError, "one of schedule, topology and found"),
+    ({}, UnsupportedError, "--nodes is required unless"),
+    ({"topology": "ring:8", "found": SimpleNamespace(nodes=8)}, UnsupportedError,
+     "one of schedule, topology and found"),
     ({"topology": "ring:8", "schedule": DATA / "valid-allreduce-ring-uniring4.json"},
      UnsupportedError, "not both"),
     ({"topology": "ring:8", "iterations": 0}, UnsupportedError, "--iterations must"),
@@ -84,5 +86,26 @@ def test_the_library_result_is_the_commands_json(tmp_path, monkeypatch):
     assert cli.returncode == 0, cli
     result = train_sim(resolve_workload("bert-large"), schedule=str(schedule),
                        policy="concurrent")
+    doc = json.loads(json.dumps({**result.to_dict(), "plot": None}, default=float))
+    assert doc == json.loads(cli.stdout)
+
+
+def test_the_finder_runs_inside_the_job_and_matches_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOCOLL_CACHE_DIR", str(tmp_path / "cache"))
+    from topocoll.finder import Cache, find
+    from topocoll.finder.workload import Workload
+    from topocoll.studies.trainsim import finder_sizes
+
+    workload = resolve_workload("resnet50")
+    result = train_sim(workload, nodes=12, degree=3, iterations=1, cache=Cache(enabled=False))
+    found = find(12, 3, Workload.from_layers(finder_sizes(workload), None), cache=False,
+                 method="explicit")
+    assert result.success and result.nodes == 12 and result.finder == found.message
+    assert result.ours["allreduce"].startswith(found.best.name)
+    given = train_sim(workload, nodes=12, degree=3, iterations=1, found=found)
+    assert given.to_dict() == result.to_dict()
+    cli = run_cli(["train-sim", "--workload", "resnet50", "--nodes", "12", "--degree", "3",
+                   "--iterations", "1", "--no-cache", "--json"], tmp_path)
+    assert cli.returncode == 0, cli
     doc = json.loads(json.dumps({**result.to_dict(), "plot": None}, default=float))
     assert doc == json.loads(cli.stdout)

@@ -19,7 +19,8 @@ __all__ = ["train_sim", "resolve_profile", "resolve_workload"]
 _DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 #: Largest N whose chosen allreduce is built and verified whole unless --verify-full says so;
-#: above it an expanded candidate is priced by construction from its verified base.
+#: above it an expanded candidate is priced by construction from its verified base (the
+#: finder's ``EXPLICIT_NODES``, spelt here so that ``--help`` starts without the finder).
 EXPLICIT_NODES = 1024
 
 
@@ -152,36 +153,15 @@ def _write_profile(workload, output, *, as_json, simulate):
 
 
 def _run(workload, options, *, schedule_file, spec, no_cache):
-    """The library job under progress lines, after the finder when it chooses our topology."""
+    """The library job (the finder's choice included) under progress lines."""
     from ..finder import Cache
     from ..studies.trainsim import train_sim as simulate
 
     store = Cache(enabled=not no_cache)
     lines = ProgressLines("train-sim")
     with lines, store:
-        found = None
-        if schedule_file is None and spec is None:
-            found = _find(workload, options, store=store, progress=lines.update)
-        return simulate(workload, schedule=schedule_file, topology=spec, found=found,
-                        cache=store, progress=lines.update, **options)
-
-
-def _find(workload, options, *, store, progress):
-    """The finder's best topology for N, d and the workload's allreduces (the studies sit
-    beside the finder and take its result)."""
-    from ..finder import Workload, find
-    from ..studies.train_pricing import finder_degree
-    from ..studies.trainsim import bandwidth_keywords, finder_sizes, resolve_policy
-
-    nodes = options["nodes"]
-    policy, bucket = resolve_policy(options["policy"], options["bucket_size"])
-    bandwidth = bandwidth_keywords(options["node_bandwidth"], options["link_bandwidth"])
-    full = options["verify_full"] or nodes <= EXPLICIT_NODES
-    sizes = Workload.from_layers(finder_sizes(workload), bucket if policy == "buckets" else None)
-    return find(nodes, finder_degree(nodes, options["degree"]), sizes, alpha=options["alpha"],
-                node_bandwidth=bandwidth.get("bandwidth"),
-                link_bandwidth=bandwidth.get("link_bandwidth"), cache=store, progress=progress,
-                method="explicit" if full else "construction")
+        return simulate(workload, schedule=schedule_file, topology=spec, cache=store,
+                        progress=lines.update, **options)
 
 
 def _table(result, plot):

@@ -4,9 +4,9 @@ allreduce next to the two-phase bound, ShiftedRing and DBT on the same N nodes.
 :func:`train_sim` prices every collective the workload sends on every row
 (:mod:`.train_pricing`), runs :func:`~topocoll.studies.loop.simulate_training` for each, and
 returns a :class:`TrainSimResult` whose ``to_dict()`` is ``topocoll train-sim --json``. Our
-allreduce is a schedule, BFB on a topology, or the finder's choice: the finder sits beside the
-studies (floor 8), so the caller runs it (``topocoll.finder.find`` on :func:`finder_sizes`) and
-passes its result as ``found``, as the command line does.
+allreduce is a schedule, BFB on a topology, or the finder's choice for ``nodes`` and ``degree``
+(:func:`topocoll.finder.find` on :func:`finder_sizes`, run here unless its result is given as
+``found``).
 
 Errors name the command-line options (``--nodes``), which are the keywords here (``nodes``).
 """
@@ -17,12 +17,14 @@ from .. import defaults
 from ..defaults import bandwidth_convention, describe_convention
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..results import Result, as_progress
+from ..finder.core import EXPLICIT_NODES, find
+from ..finder.workload import Workload as FinderWorkload
 from ..units import parse_time
 from .allreduce_costs import CLOSED_FORM, lower_bound_cost
 from .loop import simulate_training
 from .models import efficiency_text
-from .train_pricing import (cached_baseline, collective_prices, found_allreduce,
-                            scheduled_allreduce)
+from .train_pricing import (cached_baseline, collective_prices, finder_degree,
+                            found_allreduce, scheduled_allreduce)
 from .workloads import TrainingWorkload
 
 __all__ = ["train_sim", "TrainSimResult", "check_options", "resolve_policy", "bandwidth_keywords",
@@ -168,7 +170,9 @@ def train_sim(workload, *, nodes=None, degree=None, schedule=None, topology=None
     schedule : Schedule or path, optional
         Our allreduce as a schedule; or ``topology``, a spec or file whose BFB allreduce is
         ours; or ``found``, the finder's result for ``nodes`` and
-        :func:`~topocoll.studies.train_pricing.finder_degree` (one of the three).
+        :func:`~topocoll.studies.train_pricing.finder_degree` (at most one of the three; with
+        none, the finder runs here for ``nodes`` and ``degree``, explicitly verified up to
+        :data:`~topocoll.finder.core.EXPLICIT_NODES` nodes or with ``verify_full``).
     comm_model : {"step", "link"}
         Price our schedule by the step model or time it by the link model at every size.
     alpha, node_bandwidth, link_bandwidth
@@ -179,7 +183,8 @@ def train_sim(workload, *, nodes=None, degree=None, schedule=None, topology=None
     verify_full : bool
         Generate the baselines' schedules instead of pricing them by closed form.
     cache : optional
-        Where baseline prices are kept (the finder's ``Cache``; None: none).
+        Where the finder's results and baseline prices are kept (the finder's ``Cache``;
+        None: none).
     progress : callable, optional
         ``progress(done, total, stage)``, in any shape :func:`~topocoll.results.as_progress`
         takes.
@@ -191,20 +196,31 @@ def train_sim(workload, *, nodes=None, degree=None, schedule=None, topology=None
     Raises
     ------
     UnsupportedError, InputTypeError
-        Options out of range or contradicting each other, or none of ``schedule``,
-        ``topology`` and ``found``.
+        Options out of range or contradicting each other: more than one of ``schedule``,
+        ``topology`` and ``found``, or none of them and no ``nodes``.
     """
     if not isinstance(workload, TrainingWorkload):
         raise InputTypeError(f"workload must be a TrainingWorkload, got "
                              f"{type(workload).__name__}")
     check_options(nodes, degree, schedule=schedule, topology=topology, comm_model=comm_model,
                   policy=policy, bucket_size=bucket_size, iterations=iterations)
-    if (schedule is None and topology is None) == (found is None):
+    if (schedule is not None or topology is not None) and found is not None:
         raise UnsupportedError("train_sim takes one of schedule, topology and found (the "
                                "finder's result)")
+    if schedule is None and topology is None and found is None and nodes is None:
+        raise UnsupportedError("--nodes is required unless --schedule or --topology gives the "
+                               "cluster")
     policy, bucket_size = resolve_policy(policy, bucket_size)
     alpha = float(parse_time(alpha, what="alpha"))
     bandwidth = bandwidth_keywords(node_bandwidth, link_bandwidth)
+    if schedule is None and topology is None and found is None:
+        sizes = FinderWorkload.from_layers(finder_sizes(workload),
+                                           bucket_size if policy == "buckets" else None)
+        full = verify_full or nodes <= EXPLICIT_NODES
+        found = find(nodes, finder_degree(nodes, degree), sizes, alpha=alpha,
+                     node_bandwidth=bandwidth.get("bandwidth"),
+                     link_bandwidth=bandwidth.get("link_bandwidth"), cache=cache,
+                     progress=progress, method="explicit" if full else "construction")
     if found is not None:
         ours = found_allreduce(found, nodes=found.nodes if nodes is None else nodes,
                                degree=degree, alpha=alpha)
