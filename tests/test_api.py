@@ -100,7 +100,7 @@ def definitions(root=SRC):
 #: names that once had two definitions, and the home of each now
 HOMES = {"plot_timeline": "schedule/timeline.py", "pareto_frontier": "finder/search.py",
          "predict": "synth/expansions.py", "Layout": "interop/layout.py",
-         "whole_number": "units.py", "as_progress": "results.py"}
+         "whole_number": "units.py", "real_number": "units.py", "as_progress": "results.py"}
 
 
 @pytest.mark.parametrize("name", list(HOMES))
@@ -204,3 +204,50 @@ def test_progress_callbacks_of_every_accepted_shape():
     lines(1, 2)
     lines(3, None, "measuring")
     assert calls == [(1, 2), ("measuring", 3, None)]
+
+
+# ---------------------------------------------------------------------- tests use public names
+def private_uses(source):
+    """``(line, what)`` for each private name of topocoll a test module reaches: imported,
+    read as a module attribute, or patched by name."""
+    tree = ast.parse(source)
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name.split(".")[0] for a in node.names
+                        if a.name.startswith("topocoll")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("topocoll"):
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    found.append((node.lineno, f"{node.module}.{alias.name}"))
+                modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in modules and node.attr.startswith("_") \
+                and not node.attr.startswith("__"):
+            found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setattr" \
+                and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id in modules and isinstance(node.args[1], ast.Constant) \
+                and str(node.args[1].value).startswith("_"):
+            found.append((node.lineno, f"{node.args[0].id}.{node.args[1].value}"))
+    return found
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize("path", sorted(TESTS.rglob("test_*.py")),
+                         ids=lambda p: str(p.relative_to(TESTS)))
+def test_tests_reach_public_names_only(path):
+    assert private_uses(path.read_text()) == []
+
+
+@pytest.mark.parametrize("source", [
+    "from topocoll.schedule.io import _header\n",
+    "import topocoll.schedule.io as io\nio._header\n",
+    "from topocoll.schedule import io\ndef t(monkeypatch):\n"
+    "    monkeypatch.setattr(io, '_header', None)\n",
+])
+def test_the_private_name_scan_can_fail(source):
+    assert private_uses(source) != []

@@ -133,7 +133,7 @@ def test_rewire_checks_its_output_before_the_work(tmp_path, monkeypatch):
 
     def never(*args, **kwargs):
         raise AssertionError("rewire ran although its output could not be written")
-    monkeypatch.setattr(module, "_rewire", never)
+    monkeypatch.setattr(module, "rewire_topology", never)
     code, out, err = run_in_process(["rewire", "ring:6", "-o", "out.txt"], tmp_path)
     assert code == 2 and "out.txt: unknown file type" in err
 

@@ -1,5 +1,6 @@
 """Quantities with units: ``"10us"``, ``"100Gbps"``, ``"25GB/s"``, ``"4MiB"`` to SI floats;
-and counts: :func:`whole_number`, the one check of an integer argument.
+and the two checks of a number argument: :func:`whole_number` for an integer, :func:`real_number`
+for a real number.
 
 One parser for the CLI and the API. Plain numbers are already SI: seconds, bytes/s, bytes.
 
@@ -19,16 +20,31 @@ One parser for the CLI and the API. Plain numbers are already SI: seconds, bytes
 Traceback (most recent call last):
 ...
 topocoll.errors.UnsupportedError: m must be >= 1, got 0
+>>> whole_number(2.5, "m")
+Traceback (most recent call last):
+...
+topocoll.errors.InputTypeError: m must be an integer, got 2.5
+>>> real_number(3, "alpha")
+3.0
+>>> real_number(0, "alpha", above=0)
+Traceback (most recent call last):
+...
+topocoll.errors.UnsupportedError: alpha must be > 0, got 0
+>>> real_number("3", "alpha")
+Traceback (most recent call last):
+...
+topocoll.errors.InputTypeError: alpha must be a number, got '3'
 """
 
 import math
+import numbers
 import operator
 import re
 
 from .errors import InputTypeError, UnitError, UnsupportedError
 
 __all__ = ["parse_time", "parse_bandwidth", "parse_size", "format_time", "format_size",
-           "format_bandwidth", "whole_number", "MAX_DIGITS"]
+           "format_bandwidth", "whole_number", "real_number", "MAX_DIGITS"]
 
 #: Digits a whole number typed by a user (a spec's parameter, an option's value) may have: any
 #: count or size topocoll takes has far fewer, and int() refuses thousands with a traceback.
@@ -134,19 +150,76 @@ def format_bandwidth(bytes_per_s):
                    "bps")
 
 
-def whole_number(value, what, least=1):
+def _is_bool(value):
+    # numpy's bool_ is no int subclass; its name is checked so that units.py needs no numpy
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
+
+
+def whole_number(value, what, least=1, *, most=None):
     """``value`` as an ``int`` if it is an integer (``int`` or numpy's, not a bool) of at least
-    ``least``. Anything else raises, naming ``what``: :class:`~topocoll.errors.InputTypeError`
-    (``what must be an integer``) for another kind of value, such as ``2.5`` or ``"3"``, and
-    :class:`~topocoll.errors.UnsupportedError` (``what must be >= least``) for a smaller one.
-    Option parsers that take digit strings from the command line convert them first
-    (:func:`topocoll.synth.options.int_option`)."""
-    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
+    ``least`` (no lower bound if None) and at most ``most`` (no upper bound if None). Anything
+    else raises, naming ``what``: :class:`~topocoll.errors.InputTypeError` (``what must be an
+    integer``) for another kind of value, such as ``2.5`` or ``"3"``, and
+    :class:`~topocoll.errors.UnsupportedError` (``what must be >= least`` or ``<= most``) for
+    one out of range. Option parsers that take digit strings from the command line convert them
+    first (:func:`topocoll.synth.options.int_option`).
+
+    >>> whole_number(7, "rank", 0, most=7)
+    7
+    >>> whole_number(8, "rank", 0, most=7)
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.UnsupportedError: rank must be <= 7, got 8
+    >>> whole_number(True, "rank")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.InputTypeError: rank must be an integer, got True
+    """
+    if _is_bool(value):
         raise InputTypeError(f"{what} must be an integer, got {value!r}")
     try:
         number = operator.index(value)
     except TypeError:
         raise InputTypeError(f"{what} must be an integer, got {value!r}") from None
-    if number < least:
+    if least is not None and number < least:
         raise UnsupportedError(f"{what} must be >= {least}, got {number}")
+    if most is not None and number > most:
+        raise UnsupportedError(f"{what} must be <= {most}, got {number}")
+    return number
+
+
+def real_number(value, what, *, least=None, above=None, most=None, below=None, finite=True):
+    """``value`` as a ``float`` if it is a real number (``int``, ``float``, a fraction or numpy's
+    number, not a bool) within the bounds given: ``>= least``, ``> above``, ``<= most``,
+    ``< below`` (None: no bound). Anything else raises, naming ``what``:
+    :class:`~topocoll.errors.InputTypeError` (``what must be a number``) for another kind of
+    value, a string included (callers that take ``"10us"`` parse it first, with
+    :func:`parse_time` and its kin), and :class:`~topocoll.errors.UnsupportedError` for NaN,
+    an infinity (unless ``finite`` is False; NaN is refused anyway) or a value out of range
+    (``what must be > above, got value``).
+
+    >>> real_number(0.5, "efficiency", above=0, most=1)
+    0.5
+    >>> real_number(float("nan"), "efficiency")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.UnsupportedError: efficiency must be a finite number, got nan
+    >>> real_number(1.5, "efficiency", above=0, most=1)
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.UnsupportedError: efficiency must be <= 1, got 1.5
+    >>> real_number(False, "efficiency")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.InputTypeError: efficiency must be a number, got False
+    """
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise InputTypeError(f"{what} must be a number, got {value!r}")
+    number = float(value)
+    if math.isnan(number) or (finite and math.isinf(number)):
+        raise UnsupportedError(f"{what} must be a finite number, got {value!r}")
+    for bound, holds, sign in ((least, operator.ge, ">="), (above, operator.gt, ">"),
+                               (most, operator.le, "<="), (below, operator.lt, "<")):
+        if bound is not None and not holds(number, bound):
+            raise UnsupportedError(f"{what} must be {sign} {bound}, got {value!r}")
     return number

@@ -280,7 +280,7 @@ def test_a_note_on_a_terminal_only(tmp_path, monkeypatch):
     args = ["alltoall", "ring:8", "--method", "link", "--json"]
     quiet = run_cli(args, tmp_path)
     assert quiet.returncode == 0 and "note:" not in quiet.stderr, quiet
-    monkeypatch.setattr(common, "_notes_wanted", lambda: True)
+    monkeypatch.setattr(common, "notes_wanted", lambda: True)
     noted = run_cli(args, tmp_path)
     assert noted.returncode == 0, noted
     assert "note: --method is now --algorithm" in noted.stderr, noted

@@ -11,7 +11,7 @@ from topocoll.emulate.model import (ack_share, flows_model_time, gossip_model_ti
                                     link_goodputs, schedule_model_time, torch_model_time)
 from topocoll.emulate.network import EmulatedNetwork
 from topocoll.emulate.plan import REVERSE_FRACTION, NetworkPlan, node_address
-from topocoll.errors import SpecError, TopologyError
+from topocoll.errors import InputTypeError, SpecError, TopologyError, UnsupportedError
 from topocoll.topology import Topology, topology
 from tests.helpers import strongly_connected_digraphs
 
@@ -78,12 +78,21 @@ def test_addresses_are_distinct_and_never_end_in_0_or_255():
     ({"link_bandwidth": "1Tbps"}, "emulated rates must be"),
     ({"link_bandwidth": "1bps"}, "emulated rates must be"),
     ({"mtu": 100}, "MTU must be"),
-    ({"mtu": 1500.5}, "whole number"),
     ({"latency": "20s"}, "0..10 s"),
     ({"cpu_share": 0.0}, "cpu_share"),
 ])
 def test_bad_settings_are_refused_before_anything_is_built(kwargs, rule):
     with pytest.raises(SpecError, match=rule):
+        EmulatedNetwork("ring:4", **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, error, rule", [
+    ({"mtu": 1500.5}, InputTypeError, r"the MTU \(bytes\) must be an integer"),
+    ({"scale": "fast"}, InputTypeError, "scale must be a number"),
+    ({"scale": 0}, UnsupportedError, "scale must be > 0"),
+])
+def test_bad_numbers_are_refused_by_kind_and_range(kwargs, error, rule):
+    with pytest.raises(error, match=rule):
         EmulatedNetwork("ring:4", **kwargs)
 
 

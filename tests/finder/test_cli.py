@@ -136,7 +136,7 @@ def test_an_interrupted_find_takes_back_the_folder_it_made(tmp_path, monkeypatch
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(find_cli, "_find", interrupted)
+    monkeypatch.setattr(find_cli, "run_find", interrupted)
     kept = tmp_path / "kept"
     kept.mkdir()
     for folder in (tmp_path / "new", kept):

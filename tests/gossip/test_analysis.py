@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from topocoll.errors import InputTypeError, SpecError
+from topocoll.errors import InputTypeError, SpecError, UnsupportedError
 from topocoll.gossip import (GraphTopology, analyze, consensus_errors, exact_average_after,
                              gossip_topology, is_column_stochastic, is_doubly_stochastic,
                              is_row_stochastic, period_product, period_rho, rho,
@@ -148,8 +148,10 @@ def test_consensus_errors_input_checks():
     t = gossip_topology("ring", 4)
     with pytest.raises(InputTypeError, match="4 rows"):
         consensus_errors(t, 3, x0=[1.0, 2.0])
-    with pytest.raises(InputTypeError, match="non-negative"):
+    with pytest.raises(UnsupportedError, match="iterations must be >= 0, got -1"):
         consensus_errors(t, -1)
+    with pytest.raises(InputTypeError, match="iterations must be an integer"):
+        consensus_errors(t, 2.0)
     a = consensus_errors(t, 5, seed=3)
     b = consensus_errors(t, 5, seed=3)
     assert np.array_equal(a, b)

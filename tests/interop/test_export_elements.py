@@ -112,8 +112,8 @@ def test_refuses_before_translating_with_the_translations_rule(monkeypatch):
     limit = int(element_bounds(ms, k, 1)[0].max())
     assert limit <= elements.max()
     monkeypatch.setitem(LIMITS, "nodes", limit)
-    real_translate = export_module._translate
-    monkeypatch.setattr(export_module, "_translate", _no_translation)
+    real_translate = export_module.translate_schedule
+    monkeypatch.setattr(export_module, "translate_schedule", _no_translation)
     with pytest.raises(UnsupportedError) as early:
         export_msccl(s)
     message = str(early.value)
@@ -123,7 +123,7 @@ def test_refuses_before_translating_with_the_translations_rule(monkeypatch):
     assert least >= limit and elements[rank] >= least
     assert f"the runtime's parser holds {limit - 1}" in message
     assert "found before translating" in message
-    monkeypatch.setattr(export_module, "_translate", real_translate)
+    monkeypatch.setattr(export_module, "translate_schedule", real_translate)
     monkeypatch.setattr(export_module, "precheck_elements", lambda *a, **kw: None)
     with pytest.raises(UnsupportedError, match=f"the runtime's parser holds {limit - 1}"):
         export_msccl(s)
@@ -153,7 +153,7 @@ def test_cli_refusal_is_one_line_exit_2_and_writes_nothing(monkeypatch, tmp_path
     s = generate(topology("torus:3x3"), "allreduce", "bfb")
     save_schedule(s, tmp_path / "s.json")
     monkeypatch.setitem(LIMITS, "nodes", 12)
-    monkeypatch.setattr(export_module, "_translate", _no_translation)
+    monkeypatch.setattr(export_module, "translate_schedule", _no_translation)
     result = run_cli(["export", "s.json", "-o", "s.xml"], tmp_path)
     assert_one_line_error(result, "part of the program has at least", "parser holds 11",
                           code=2)

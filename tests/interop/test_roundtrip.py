@@ -198,7 +198,7 @@ def test_invalid_schedules_and_options_are_refused():
     for kwargs, needle in (({"channels": 0}, "channels must be 1..32"),
                            ({"channels": 33}, "channels must be 1..32"),
                            ({"proto": "LL64"}, "proto must be one of"),
-                           ({"chunks": 0}, "chunks must be at least 1"),
+                           ({"chunks": 0}, "chunks must be >= 1"),
                            ({"min_bytes": 10, "max_bytes": 5}, "must not exceed")):
         with pytest.raises(UnsupportedError, match=needle):
             export_msccl(good, **kwargs)

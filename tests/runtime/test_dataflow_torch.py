@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from topocoll.errors import InputTypeError
+from topocoll.errors import InputTypeError, UnsupportedError
 from topocoll.runtime import ScheduleCollective, run_local, run_schedule
 from topocoll.synth import generate
 from topocoll.synth.bfb import BFB_COLLECTIVES
@@ -183,20 +183,25 @@ def test_the_two_engines_agree():
 
 
 # ------------------------------------------------------------------ bad options
-@pytest.mark.parametrize("kwargs, what", [
-    (dict(slice_bytes=0), "slice_bytes"), (dict(slice_bytes=-8), "slice_bytes"),
-    (dict(slice_bytes=True), "slice_bytes"), (dict(slice_bytes=8.0), "slice_bytes"),
-    (dict(slice_bytes="64"), "slice_bytes"),
-    (dict(window=0), "window"), (dict(window=-1), "window"), (dict(window=True), "window"),
-    (dict(window=2.0), "window"), (dict(window="3"), "window"),
-    (dict(engine="nccl"), "engine"), (dict(engine="Dataflow"), "engine"),
-    (dict(engine=None), "engine"),
+@pytest.mark.parametrize("kwargs, what, error", [
+    (dict(slice_bytes=0), "slice_bytes must be >= 1", UnsupportedError),
+    (dict(slice_bytes=-8), "slice_bytes must be >= 1", UnsupportedError),
+    (dict(slice_bytes=True), "slice_bytes", InputTypeError),
+    (dict(slice_bytes=8.0), "slice_bytes", InputTypeError),
+    (dict(slice_bytes="64"), "slice_bytes", InputTypeError),
+    (dict(window=0), "window must be >= 1", UnsupportedError),
+    (dict(window=-1), "window must be >= 1", UnsupportedError),
+    (dict(window=True), "window", InputTypeError), (dict(window=2.0), "window", InputTypeError),
+    (dict(window="3"), "window", InputTypeError),
+    (dict(engine="nccl"), "engine", InputTypeError),
+    (dict(engine="Dataflow"), "engine", InputTypeError),
+    (dict(engine=None), "engine", InputTypeError),
 ])
-def test_bad_slice_bytes_window_or_engine_are_refused(kwargs, what):
+def test_bad_slice_bytes_window_or_engine_are_refused(kwargs, what, error):
     schedule = generate("ring:3", "allreduce")
-    with pytest.raises(InputTypeError, match=what):
+    with pytest.raises(error, match=what):
         ScheduleCollective(schedule, **kwargs)
-    with pytest.raises(InputTypeError, match=what):
+    with pytest.raises(error, match=what):
         run_schedule(schedule, torch.zeros(6), **kwargs)
 
 
@@ -207,7 +212,7 @@ def _bad_options_in_a_group(rank, world_size):
         try:
             ScheduleCollective(schedule, **kwargs)
             out.append("accepted")
-        except InputTypeError as exc:
+        except (InputTypeError, UnsupportedError) as exc:
             out.append(str(exc).split(" ")[0])
     # good options do run
     got = ScheduleCollective(schedule, slice_bytes=1, window=1)(torch.ones(3))

@@ -148,13 +148,13 @@ def test_frozen_parameters_and_buffers_are_broadcast_and_averaged():
 # -- receive buffers are reused -------------------------------------------------------------------
 
 def _buffers(rank, world_size):
-    from topocoll.runtime.neighbor import _POOL
+    from topocoll.runtime.neighbor import BUFFER_POOL
 
     x = torch.full((16,), float(rank))
     first = neighbor_allreduce(x, RING4, 0)
-    pooled = {t.data_ptr() for ts in _POOL._free.values() for t in ts}
+    pooled = {t.data_ptr() for t in BUFFER_POOL.held()}
     second = neighbor_allreduce(x, RING4, 1)
-    again = {t.data_ptr() for ts in _POOL._free.values() for t in ts}
+    again = {t.data_ptr() for t in BUFFER_POOL.held()}
     return first.tolist() == second.tolist(), len(pooled), pooled == again
 
 

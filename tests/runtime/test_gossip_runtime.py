@@ -17,7 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.parallel  # noqa: F401  (imported before forking: children inherit it)
 
-from topocoll.errors import InputTypeError, ProcessGroupError, SpecError, TopologyError
+from topocoll.errors import (InputTypeError, ProcessGroupError, SpecError, TopologyError,
+                             UnsupportedError)
 from topocoll.gossip import BUILTIN_NAMES, TABLE_PARAMS, gossip_topology
 from topocoll.runtime import (DecentralizedDataParallel, as_mixing, neighbor_allreduce,
                               run_local, single_process_group)
@@ -382,7 +383,8 @@ def test_misuse_raises_topocoll_errors(world):
     assert errors == {"size": ProcessGroupError.__name__, "dtype": InputTypeError.__name__,
                       "nan": TopologyError.__name__, "ddp_size": ProcessGroupError.__name__,
                       "ddp_lr": InputTypeError.__name__, "tag": InputTypeError.__name__,
-                      "slice": InputTypeError.__name__, "ddp_slice": InputTypeError.__name__}
+                      # 0 and -1 bytes are integers out of range
+                      "slice": UnsupportedError.__name__, "ddp_slice": UnsupportedError.__name__}
 
 
 @pytest.mark.parametrize("key", ["recursion", "recursion_momentum", "recursion_named"])
@@ -516,8 +518,10 @@ def test_run_local_reports_a_failing_rank():
     assert run_local(_fails_on_rank_one, 1, start_method="fork") == [0]
     with pytest.raises(RuntimeError, match="(?s)rank 1 raised.*rank one says no"):
         run_local(_fails_on_rank_one, 2, start_method="fork", timeout=60)
-    with pytest.raises(InputTypeError, match="world_size"):
+    with pytest.raises(UnsupportedError, match="world_size must be >= 1"):
         run_local(_fails_on_rank_one, 0)
+    with pytest.raises(InputTypeError, match="world_size must be an integer"):
+        run_local(_fails_on_rank_one, 2.0)
 
 
 def test_run_local_spawns_by_default():

@@ -61,7 +61,7 @@ def test_compact_file_is_the_explicit_file(spec, coll, kw, monkeypatch):
     c = _case(spec, coll, kw)
     text = dumps_schedule(c.expand())
     assert dumps_schedule(c) == text
-    monkeypatch.setattr(io, "_CHUNK", 7)        # many blocks: the commas between them
+    monkeypatch.setattr(io, "WRITE_CHUNK", 7)        # many blocks: the commas between them
     assert dumps_schedule(c) == dumps_schedule(c.expand())
     assert loads_schedule(dumps_schedule(c)).transfers.tolist() == \
         c.expand().transfers.tolist()

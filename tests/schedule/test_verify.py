@@ -257,7 +257,7 @@ def test_large_schedule_verifies_in_batches(monkeypatch):
     s = tc.generate("torus:4x5", "allreduce")
     broken = s.replace(transfers=np.delete(s.transfers, 17))
     expected = verify(broken).counts
-    monkeypatch.setattr(vmod, "_ENTRY_BUDGET", 50)
-    monkeypatch.setattr(vmod, "_STATE_BUDGET", 64)
+    monkeypatch.setattr(vmod, "ENTRY_BUDGET", 50)
+    monkeypatch.setattr(vmod, "STATE_BUDGET", 64)
     assert verify(s).valid
     assert verify(broken).counts == expected

@@ -79,7 +79,8 @@ def test_json_layer_profile_and_its_errors():
     assert w.layers[0].forward_comm == ("allgather", 1024.0) and w.loop == "transformer"
     assert workload_from_document(w.to_document()).layers == w.layers     # round trip
     for layer, needle in [({"forward": 1, "input_grad": 1}, "missing 'weight_grad'"),
-                          ({"forward": 1, "input_grad": 1, "weight_grad": -1}, "non-negative"),
+                          ({"forward": 1, "input_grad": 1, "weight_grad": -1},
+                           "weight_grad must be >= 0"),
                           ({"forward": 1, "input_grad": 1, "weight_grad": 1, "speed": 2},
                            "unknown key 'speed'"),
                           ({"forward": 1, "input_grad": 1, "weight_grad": 1,

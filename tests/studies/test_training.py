@@ -106,8 +106,10 @@ def test_bad_comm_time():
     p = _profile(("c", 1, 1.0))
     with pytest.raises(InputTypeError):
         simulate_iteration(p, 3.0)
-    with pytest.raises(UnsupportedError, match="non-negative"):
+    with pytest.raises(UnsupportedError, match=r"comm_time\(1\) \(in seconds\) must be >= 0"):
         simulate_iteration(p, lambda size: -1.0)
+    with pytest.raises(InputTypeError, match="must be a number, got '1ms'"):
+        simulate_iteration(p, lambda size: "1ms")
 
 
 def test_profile_rules():

@@ -25,7 +25,7 @@ from topocoll.errors import SpecError, TopocollError, UnsupportedError
 from topocoll.schedule import verify
 from topocoll.synth import ALGORITHMS, classic, generate
 from topocoll.synth.classic import bfb_ring_allgather_columns
-from topocoll.synth.trees import _depths
+from topocoll.synth.trees import tree_depths
 from topocoll.topology.families import default_shift, shifted_ring_graph
 from topocoll.topology.families.trees import btree_parents, dbt_graph, dbt_trees
 
@@ -243,7 +243,7 @@ def test_dbt_topology_degree_and_complementary_leaves():
         p1, p2 = dbt_trees(n)
         for p in (p1, p2):
             assert (p < 0).sum() == 1
-            assert _depths(p).max() == (n - 1).bit_length()
+            assert tree_depths(p).max() == (n - 1).bit_length()
             assert np.bincount(p[p >= 0], minlength=n).max() <= 2
         assert int(dbt_graph(n).out_degree(multi=True).max()) <= 4
         if n % 2 == 0:   # mirror: leaves of tree 1 (odd ranks) are inner nodes of tree 2

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from topocoll.errors import TopologyError, UnsupportedError
+from topocoll.errors import InputTypeError, TopologyError, UnsupportedError
 from topocoll.throughput import (certificate, link_throughput, hop_frontier,
                                      path_throughput, throughput)
 from topocoll.topology import Topology, distance_matrix, topology
@@ -221,8 +221,10 @@ def test_disconnected_and_bad_input():
     assert r.status == 4 and r.lam == 0.0 and r.time(1) == float("inf")
     with pytest.raises(UnsupportedError):
         throughput(unit("ring:4"), method="link", max_hops=1)
-    with pytest.raises(TopologyError):
+    with pytest.raises(UnsupportedError, match="max_hops .* must be >= 0"):
         throughput(unit("ring:4"), max_hops=-1)
+    with pytest.raises(InputTypeError, match="max_hops .* must be an integer"):
+        throughput(unit("ring:4"), max_hops=1.5)
     with pytest.raises(TopologyError):
         throughput(Topology(1, [], []))
 

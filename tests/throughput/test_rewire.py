@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topocoll.errors import InputTypeError, NotStronglyConnectedError, SpecError, TopologyError
+from topocoll.errors import (InputTypeError, NotStronglyConnectedError, SpecError, TopologyError,
+                             UnsupportedError)
 from topocoll.topology import Topology, load_topology, topology
 from topocoll.throughput.rewire import (RewireResult, alltoall_objective, distance_objective,
                                       rewire)
@@ -214,8 +215,10 @@ def test_warmup_is_kept_only_when_the_objective_agrees():
     assert longer.warmup_swaps == 0
     assert longer.final == -nx_distance_sum(longer.topology) <= longer.initial
     check_invariants(t, longer.topology, bidirectional=True)
-    with pytest.raises(SpecError, match="warmup must be"):
+    with pytest.raises(UnsupportedError, match=r"warmup \(seconds\) must be >= 0"):
         rewire(t, objective="distance", warmup=-1)
+    with pytest.raises(InputTypeError, match="warmup .* must be a number"):
+        rewire(t, objective="distance", warmup=True)
 
 
 def test_link_attributes_travel_with_the_links():
@@ -281,9 +284,11 @@ def test_errors_are_one_line_and_name_the_rule():
     ring = topology("ring:6")
     cases = [
         (lambda: rewire(ring, objective="nope"), SpecError, "unknown rewire objective"),
-        (lambda: rewire(ring, budget=-1), SpecError, "budget must be a positive"),
-        (lambda: rewire(ring, max_swaps=-2), SpecError, "max_swaps must be"),
-        (lambda: rewire(ring, seed=-1), SpecError, "seed must be"),
+        (lambda: rewire(ring, budget=-1), UnsupportedError, r"budget \(seconds\) must be > 0"),
+        (lambda: rewire(ring, budget="1s"), InputTypeError, "budget .* must be a number"),
+        (lambda: rewire(ring, max_swaps=-2), UnsupportedError, "max_swaps must be >= 0"),
+        (lambda: rewire(ring, seed=-1), UnsupportedError, "seed must be >= 0"),
+        (lambda: rewire(ring, seed=1.0), InputTypeError, "seed must be an integer"),
         (lambda: rewire(ring, objective=3), InputTypeError, "objective must be"),
         (lambda: rewire("ring:6"), InputTypeError, "needs a Topology"),
         (lambda: rewire(Topology(3, [0, 0, 1, 2], [1, 1, 2, 0])), TopologyError,

@@ -355,7 +355,7 @@ def test_random_regular_refuses_non_integers():
 
 
 def test_random_regular_gives_up_with_a_one_line_error(monkeypatch):
-    monkeypatch.setattr(gen, "_strongly_connected", lambda n, src, dst: False)
+    monkeypatch.setattr(gen, "strongly_connected_links", lambda n, src, dst: False)
     one_line_spec_error(lambda: random_regular_graph(10, 3), r"no connected 3-regular graph .* "
                         r"in 64 attempts from seed 0")
     one_line_spec_error(lambda: random_regular_digraph(10, 3), r"no strongly connected")

@@ -24,7 +24,7 @@ def _dense(t):
 def test_blocked_searches_give_the_all_pairs_answers(t, rows_per_block):
     dense = _dense(t)
     with pytest.MonkeyPatch.context() as mp:   # a few rows per block: many blocks
-        mp.setattr(metrics, "_BLOCK_BYTES", 8 * t.num_nodes * rows_per_block)
+        mp.setattr(metrics, "BLOCK_BYTES", 8 * t.num_nodes * rows_per_block)
         fresh = Topology(t.num_nodes, t.src, t.dst, t.bandwidth, t.latency)
         assert diameter(fresh) == dense.max()
         assert distance_sum(fresh) == dense.sum()

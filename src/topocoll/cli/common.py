@@ -345,14 +345,14 @@ def one_bandwidth(link_bandwidth, node_bandwidth):
 # name the spelling typed, and on a terminal using one prints a one-line note on stderr.
 # tests/cli/test_vocabulary.py holds the options and docs/cli.md to each other.
 
-def _notes_wanted():
+def notes_wanted():
     """Whether to print notes on renamed options: on a terminal only, so that the logs and the
     one-line errors that scripts read stay as they were for the release the old names last."""
     return err_console.is_terminal
 
 
 def _say_renamed(old, new):
-    if _notes_wanted():
+    if notes_wanted():
         click.echo(f"note: {old} is now {new}; the old spelling goes away in the next release",
                    err=True)
 

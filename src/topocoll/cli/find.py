@@ -9,7 +9,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import defaults, units
-from ..finder import Workload, find as _find, load_workload, plot_frontier
+from ..finder import Workload, find as run_find, load_workload, plot_frontier
 from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..schedule.io import save_schedule
 from ..topology import save_topology
@@ -87,7 +87,7 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
     update, bar = _find_progress()
     try:
         with bar:
-            result = _find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
+            result = run_find(nodes, degree, workload, alpha=alpha, node_bandwidth=node_bandwidth,
                            link_bandwidth=link_bandwidth,
                            evaluate=not no_evaluate or bool(outdir),
                            keep_schedule=bool(outdir), cache=not no_cache, progress=update,

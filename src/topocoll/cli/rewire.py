@@ -5,7 +5,7 @@ from rich.table import Table
 
 from .. import defaults, units
 from ..topology import save_topology
-from ..throughput.rewire import OBJECTIVES, rewire as _rewire
+from ..throughput.rewire import OBJECTIVES, rewire as rewire_topology
 from ..units import format_time
 from .common import (check_output_option, duration_callback, err_console, load_topology_arg,
                      on_stdout, out_console, print_json, progress_bar, renamed_option,
@@ -58,7 +58,7 @@ def rewire(*, topo, link_bandwidth, node_bandwidth, alpha, objective, budget, ma
     # --budget 0 means no time limit
     callback, bar = progress_bar("rewiring")
     with bar:
-        result = _rewire(t, objective=fn, budget=budget or None, max_swaps=max_swaps, seed=seed,
+        result = rewire_topology(t, objective=fn, budget=budget or None, max_swaps=max_swaps, seed=seed,
                          progress=callback, prescreen=prescreen, warmup=warmup)
     if output:
         save_topology(result.topology, output)

@@ -72,7 +72,8 @@ def _algorithm_names():
               "vertex-transitive topologies.")
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Another algorithm option, e.g. -O shift=3 for shiftedring, -O rounds=4 "
-                   "for lp, -O method=ilp for ten (repeatable).")
+                   "for lp, -O method=ilp for ten (repeatable; each generator's options with "
+                   "their defaults: topocoll.show_options(NAME) in Python).")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--form", type=click.Choice(FORMS), default="auto", show_default=True,
               help="explicit: every transfer; symmetric: one representative per orbit of the "

@@ -7,6 +7,7 @@ from ..schedule.io import load_schedule, save_schedule
 from ..schedule.linkmodel import (ALPHA_CONVENTIONS, DEFAULT_ALPHA_PER, simulate as _link_model,
                                   simulate_many)
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
+from ..synth.ten.options import ILP_ONLY, TEN_OPTIONS
 from ..errors import InvalidScheduleError, ResourceLimitError
 from ..studies.tenants import check_synthesized, run_tenants
 from ..topology.families.lattice import with_dimension_bandwidth
@@ -17,6 +18,18 @@ from .common import (EXIT_INVALID, check_output_option, check_output_folder, che
                      print_json, progress_bar, renamed_option, topo_options, unit_callback)
 
 __all__ = ["synth", "simulate"]
+
+
+# Every option of the TEN table is a flag here, its default and help the table's (a test
+# holds them to it).
+def _default(name):
+    return TEN_OPTIONS[name].default
+
+
+def _help(name, more=""):
+    """A flag's help: the TEN option's one-line doc as a sentence, then ``more``."""
+    doc = TEN_OPTIONS[name].doc
+    return f"{doc[0].upper()}{doc[1:]}.{' ' + more if more else ''}"
 
 
 def _check(schedule, no_verify):
@@ -32,27 +45,20 @@ def _check(schedule, no_verify):
               help=f"One of {', '.join(TEN_COLLECTIVES)}; NAME:ROOT for a root. Repeat for "
                    "several tenants sharing the network (e.g. -c allgather -c broadcast:3).")
 @click.option("--root", type=int, help="Root of a rooted collective (default 0).")
-@renamed_option("-a", "--algorithm", "method", old=("--method",), default="greedy",
-                show_default=True, type=click.Choice(METHODS),
-          help="Greedy link-chunk matching or the ILP (small networks).")
-@click.option("--chunks", default=1, show_default=True, type=click.IntRange(1),
-              help="Chunks per shard.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0),
-              help="Seed of the greedy's tie-breaking (same seed, same schedule).")
-@click.option("--restarts", type=click.IntRange(1),
-              help="Greedy: keep the best of at most this many seeded runs (they stop at the "
-                   "lower bound; default: 1 on uniform links, up to 16 on mixed link speeds).")
-@click.option("--workers", type=click.IntRange(1),
-              help="Processes for the restarts (default: one per core; one when --restarts "
-                   "is not given).")
-@click.option("--repair/--no-repair", default=None,
-              help="Greedy: repair the last slots with small ILPs when above the chunk bound "
-                   "(default: on mixed link speeds).")
+@renamed_option("-a", "--algorithm", "method", old=("--method",),
+                default=_default("method"), show_default=True,
+                type=click.Choice(METHODS), help=_help("method"))
+@click.option("--chunks", default=_default("chunks"), show_default=True,
+              type=click.IntRange(1), help=_help("chunks"))
+@click.option("--seed", default=_default("seed"), show_default=True,
+              type=click.IntRange(0), help=_help("seed"))
+@click.option("--restarts", default=_default("restarts"), type=click.IntRange(1),
+              help=_help("restarts", "The runs stop at the lower bound."))
+@click.option("--workers", default=_default("workers"), type=click.IntRange(1),
+              help=_help("workers"))
+@click.option("--repair/--no-repair", default=_default("repair"), help=_help("repair"))
 @renamed_option("--symmetry/--no-symmetry", "symmetric", old=("--symmetric/--no-symmetric",),
-                default=None,
-              help="Greedy all-gather on a torus (any network with a translation symmetry): "
-                   "first try one node's schedule translated to every node (default: on mixed "
-                   "link speeds).")
+                default=_default("symmetric"), help=_help("symmetric"))
 @click.option("--form", type=click.Choice(["auto", "explicit", "symmetric", "compact"]),
               default="auto", show_default=True,
               help="Allgather, reduce-scatter, allreduce on a network with a translation "
@@ -61,25 +67,24 @@ def _check(schedule, no_verify):
                    "transfer in narrow columns (8 bytes each instead of 37; written as the "
                    "explicit file); auto makes symmetric, else compact, where the explicit "
                    "form would exceed 2**25 transfers.")
-@click.option("--unwind-degree", type=click.IntRange(1),
-              help="Switch unwinding degree k (default: every endpoint to every other).")
-@click.option("--fail-links", help="Failed cables to remove first, e.g. '0-1,2-3' ('0>1': one "
-              "direction).")
-@click.option("--fail-nodes", help="Failed nodes to remove first, e.g. '5,7' (survivors are "
-              "renumbered).")
-@click.option("--time-limit", metavar="DURATION",
+@click.option("--unwind-degree", default=_default("unwind_degree"), type=click.IntRange(1),
+              help=_help("unwind_degree"))
+@click.option("--fail-links", default=_default("fail_links"), help=_help("fail_links"))
+@click.option("--fail-nodes", default=_default("fail_nodes"), help=_help("fail_nodes"))
+@click.option("--time-limit", default=_default("time_limit"), metavar="DURATION",
               callback=duration_callback("--time-limit", allow_zero=False),
-              help="ILP: wall-clock limit for the whole synthesis, e.g. 30s or 5min (default: "
-                   "none).")
-@click.option("--node-limit", type=click.IntRange(0),
-              help="ILP: branch-and-bound nodes per model (a limit independent of speed).")
-@click.option("--max-solves", type=click.IntRange(1),
-              help="ILP: models (horizons or windows) at most.")
-@click.option("--window", type=click.IntRange(1), help="ILP: time-clustering window (slots).")
-@click.option("--time-step", metavar="DURATION", callback=duration_callback("--time-step"),
-              help="Length of one TEN time slot, e.g. 1us (default: automatic).")
-@click.option("--size", default=units.format_size(defaults.SYNTHESIS_SIZE), show_default=True,
-              callback=unit_callback(units.parse_size, "--size"), help="Buffer size M.")
+              help=_help("time_limit", "E.g. 30s or 5min."))
+@click.option("--node-limit", default=_default("node_limit"), type=click.IntRange(0),
+              help=_help("node_limit"))
+@click.option("--max-solves", default=_default("max_solves"), type=click.IntRange(1),
+              help=_help("max_solves"))
+@click.option("--window", default=_default("window"), type=click.IntRange(1),
+              help=_help("window"))
+@click.option("--time-step", default=_default("time_step"), metavar="DURATION",
+              callback=duration_callback("--time-step"), help=_help("time_step"))
+@click.option("--size", default=units.format_size(_default("size")),
+              show_default=True, callback=unit_callback(units.parse_size, "--size"),
+              help=_help("size"))
 @topo_options
 @click.option("--dim-bandwidth", help="Mesh or torus: one link bandwidth per dimension, first "
               "dimension first, e.g. 25GiB/s,50GiB/s on mesh:6x6 (links within a row 50 GiB/s, "
@@ -105,10 +110,11 @@ def synth(*, topo, collectives, root, method, chunks, seed, restarts, workers, r
     explicit or symmetric, whose transfers count the full schedule's) and the synthesizer's
     meta (makespan_slots, chunk_lower_bound, lower_bound_ratio, ...).
     """
+    limits = dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves,
+                  window=window)
     _check_synth_options(collectives, method, output, repair=repair, symmetric=symmetric,
-                         form=form, ilp=(("--time-limit", time_limit),
-                                         ("--node-limit", node_limit),
-                                         ("--max-solves", max_solves), ("--window", window)))
+                         form=form, ilp=[("--" + name.replace("_", "-"), limits[name])
+                                         for name in ILP_ONLY])
     t = _synth_topology(topo, link_bandwidth, alpha, node_bandwidth, dim_bandwidth)
     common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
                   fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
@@ -123,9 +129,8 @@ def synth(*, topo, collectives, root, method, chunks, seed, restarts, workers, r
     update, bar = progress_bar(f"ten-{method} {name} on {t.name}")
     with bar:
         s = synthesize(t, name, method=method, root=root, restarts=restarts, workers=workers,
-                       time_limit=time_limit, node_limit=node_limit, max_solves=max_solves,
-                       window=window, repair=repair, symmetric=symmetric, form=form,
-                       progress=update, **common)
+                       repair=repair, symmetric=symmetric, form=form, progress=update,
+                       **limits, **common)
         if not no_verify:
             update(f"verifying {s.num_transfers} transfers", 0, None)
         status = _check(s, no_verify)

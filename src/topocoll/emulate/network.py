@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 from ..errors import EmulationError, EmulationUnavailableError, ResourceLimitError, SpecError
 from ..results import as_progress
-from ..units import format_bandwidth, format_time, parse_bandwidth, parse_time
+from ..units import (format_bandwidth, format_time, parse_bandwidth, parse_time, real_number,
+                     whole_number)
 from .plan import DEFAULT_MTU, NetworkPlan, frame_bytes
 from ..topology import topology as build_topology
 from .calibrate import calibrate
@@ -143,12 +144,11 @@ class EmulatedNetwork:
         if link_bandwidth is not None:
             scale = parse_bandwidth(link_bandwidth, what="link bandwidth") / fastest
         elif scale is not None:
-            if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-                raise SpecError(f"scale must be a number, got {scale!r}")
+            scale = real_number(scale, "scale", above=0)
         else:
             scale = DEFAULT_LINK_BANDWIDTH / fastest
-        if isinstance(mtu, bool) or not isinstance(mtu, int):
-            raise SpecError(f"the MTU must be a whole number of bytes, got {mtu!r}")
+        # the MTU's range is veth's, checked by the plan
+        mtu = whole_number(mtu, "the MTU (bytes)", None)
         self.plan = NetworkPlan(topo, scale=float(scale), mtu=mtu)
         self.latency = None if latency is None else parse_time(latency, what="latency")
         if self.latency is not None and not 0 <= self.latency <= 10.0:

@@ -196,7 +196,7 @@ def evaluate_candidate(candidate, workload, alpha, bandwidth, store, keep_schedu
         seconds
 
 
-def _chain(recipe):
+def expansion_chain(recipe):
     """``(leaf recipe, [(kind, params), ...] innermost first)`` of a recipe."""
     chain = []
     while recipe[0] in ("line", "degree", "power"):
@@ -220,7 +220,7 @@ def _evaluate_by_construction(candidate, workload, alpha, bandwidth, store, prog
     built, verified and evaluated (:func:`evaluate_candidate`)."""
     from ..synth.expansions import predict_chain
 
-    leaf, chain = _chain(candidate.recipe)
+    leaf, chain = expansion_chain(candidate.recipe)
     if not chain:
         return evaluate_candidate(candidate, workload, alpha, bandwidth, store, False, progress,
                                   algorithm=algorithm)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..fileio import parse_json, read_text
 from ..topology.metrics import moore_depth
-from ..units import format_size, parse_size
+from ..units import format_size, parse_size, real_number
 
 __all__ = ["Workload", "bucket_layers", "load_workload", "allreduce_time",
            "allreduce_lower_bound", "any_allreduce_lower_bound"]
@@ -175,10 +175,7 @@ class Workload:
             else:
                 size, weight = item, 1
             sizes.append(_size(size, f"workload entry {i} size"))
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-                raise InputTypeError(f"workload entry {i}: weight must be a number, got "
-                                     f"{weight!r}")
-            weights.append(float(weight))
+            weights.append(real_number(weight, f"workload entry {i}: weight"))
         total = sum(weights)
         return cls(tuple(sizes), tuple(weights),
                    f"{len(sizes)} allreduce size(s), {total:g} allreduces")

@@ -9,6 +9,7 @@ each iteration, and a plot of it.
 import numpy as np
 
 from ..errors import InputTypeError, SpecError, UnsupportedError
+from ..units import whole_number
 from .matrices import as_gossip_topology
 from .spectrum import EXACT_TOL, period_rho
 
@@ -78,12 +79,12 @@ def exact_average_after(topology, max_iterations=None, progress=None, *, seed=0)
 
 def check_iterations(value, name):
     """A count of iterations checked up front: whole, >= 0, at most :data:`MAX_ITERATIONS`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise InputTypeError(f"{name} must be a non-negative integer, got {value!r}")
+    value = whole_number(value, name, 0)
+    # the cap gets its own message: it is there to bound the work, and says so
     if value > MAX_ITERATIONS:
         raise UnsupportedError(f"{name} must be at most {MAX_ITERATIONS:,} (each is a "
                                f"product with the mixing matrix), got {value:,}")
-    return int(value)
+    return value
 
 
 def consensus_errors(topology, iterations, x0=None, *, seed=None, start=0, relative=True):

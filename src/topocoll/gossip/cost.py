@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import InputTypeError, NotStronglyConnectedError, SpecError, TopologyError
-from ..units import parse_size
+from ..units import parse_size, whole_number
 from .model import GossipTopology
 from .registry import gossip_topology
 
@@ -151,8 +151,7 @@ def _placement(net, n, placement, ranks_per_node):
             raise TopologyError(f"placement must name endpoints of {net.name} (not switches)")
         return place.astype(np.int64)
     per = 1 if ranks_per_node is None else ranks_per_node
-    if isinstance(per, bool) or not isinstance(per, (int, np.integer)) or per < 1:
-        raise SpecError(f"ranks_per_node must be a positive integer, got {ranks_per_node!r}")
+    per = whole_number(per, "ranks_per_node")
     if n != per * endpoints.size:
         raise TopologyError(f"network {net.name} has {endpoints.size} endpoints x {per} ranks per "
                             f"node = {per * endpoints.size} ranks, but the gossip topology has "

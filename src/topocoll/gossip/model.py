@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from ..errors import InputTypeError, TopologyError
 from ..limits import require_memory
+from ..units import whole_number
 
 __all__ = ["GossipTopology", "GroupTopology", "GraphTopology", "require_dense", "require_sparse"]
 
@@ -41,28 +42,19 @@ _SPARSE_ENTRY_BYTES = 36
 
 
 def _check_size(size):
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-        raise InputTypeError(f"the world size must be an integer, got {size!r}")
-    size = int(size)
-    if size < 1:
-        raise TopologyError(f"the world size must be at least 1, got {size}")
-    return size
+    return whole_number(size, "the world size")
 
 
 def _check_rank(rank, size, what="rank"):
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)):
-        raise InputTypeError(f"{what} must be an integer, got {rank!r}")
+    rank = whole_number(rank, what, None)
+    # a rank outside the world is a broken topology (its groups or neighbours name it)
     if not 0 <= rank < size:
         raise TopologyError(f"{what} {rank} is outside 0..{size - 1}")
-    return int(rank)
+    return rank
 
 
 def _check_iteration(k):
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise InputTypeError(f"the iteration must be an integer, got {k!r}")
-    if k < 0:
-        raise TopologyError(f"the iteration must be >= 0, got {k}")
-    return int(k)
+    return whole_number(k, "the iteration", 0)
 
 
 def require_dense(name, size, count=1):
@@ -120,9 +112,7 @@ class GossipTopology:
     def __init__(self, name, size, period, params=None):
         self.name = str(name)
         self.size = _check_size(size)
-        if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 1:
-            raise TopologyError(f"the period must be a positive integer, got {period!r}")
-        self.period = int(period)
+        self.period = whole_number(period, "the period")
         self.params = dict(params or {})
         self._mats = None
         self._sparse = None

@@ -19,9 +19,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from ..errors import InputTypeError, SpecError, TopologyError
+from ..units import whole_number
 from .model import GossipTopology
 
 __all__ = ["GossipFamily", "GOSSIP_TOPOLOGIES", "register_gossip_topology",
@@ -188,8 +187,8 @@ def gossip_topology(name, size, **params):
             raise TopologyError(f"{name.name} has {name.size} ranks, not {size}")
         return name
     entry = resolve_gossip_name(name)
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-        raise InputTypeError(f"the world size must be an integer, got {size!r}")
+    # the range is the topology's to check: each names its own least size
+    whole_number(size, "the world size", None)
     known = entry.parameters()
     if not entry._accepts_any():
         for key in params:

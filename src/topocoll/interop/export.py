@@ -36,11 +36,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InputTypeError, UnsupportedError
+from ..errors import UnsupportedError
 from ..results import Result, Status
 from ..schedule.io import as_schedule
 from ..schedule.transforms import merge_pieces
 from ..schedule.verify import verify
+from ..units import whole_number
 from .buffers import buffer_capacity
 from .export_blocks import assign_blocks
 from .export_deps import OpBuilder
@@ -251,7 +252,7 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     lay = Layout(schedule.collective, n, k * channels, schedule.root)
     # the block pass's own refusals, found in seconds on arrays (docs/interop.md, "Limits")
     precheck(schedule, k, channels, room=CAPACITY[proto] if fuse else None, astra=astra)
-    builder = _translate(schedule, k, channels, astra)
+    builder = translate_schedule(schedule, k, channels, astra)
     name = name or f"topocoll-{schedule.algorithm}-{schedule.topology.name}"[:200]
     program, used = _fitted_program(builder, channels, fuse, proto, name, schedule, step_hints)
     program.attrs["minBytes"] = str(int(min_bytes))
@@ -281,19 +282,14 @@ def _check_request(schedule, *, proto, channels, chunks, min_bytes, max_bytes, a
     """Refuse an export request the runtime or the converter could not take."""
     if proto not in PROTOCOLS:
         raise UnsupportedError(f"proto must be one of {', '.join(PROTOCOLS)}, got {proto!r}")
-    for label, value in (("channels", channels), ("chunks", chunks)):
-        if value is not None and (isinstance(value, bool)
-                                  or not isinstance(value, (int, np.integer))):
-            raise InputTypeError(f"{label} must be an integer, got {value!r}")
-    if not 1 <= channels <= LIMITS["channels"]:
+    # the channel limit gets its own message: it is the runtime's, not a property of a count
+    if not 1 <= whole_number(channels, "channels", None) <= LIMITS["channels"]:
         raise UnsupportedError(f"channels must be 1..{LIMITS['channels']} (the runtime's "
                                f"channel limit), got {channels}")
-    if chunks is not None and chunks < 1:
-        raise UnsupportedError(f"chunks must be at least 1, got {chunks}")
+    if chunks is not None:
+        whole_number(chunks, "chunks")
     for label, value in (("min_bytes", min_bytes), ("max_bytes", max_bytes)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not \
-                0 <= value <= NO_LIMIT:
-            raise UnsupportedError(f"{label} must be an integer 0..{NO_LIMIT}, got {value!r}")
+        whole_number(value, label, 0, most=NO_LIMIT)
     if min_bytes > max_bytes:
         raise UnsupportedError(f"min_bytes ({min_bytes}) must not exceed max_bytes ({max_bytes})")
     if astra and schedule.collective.name not in ASTRA_COLLECTIVES:
@@ -360,7 +356,7 @@ def _chunks_per_shard(schedule, chunks):
     return schedule, k, loss
 
 
-def _translate(schedule, k, channels, astra):
+def translate_schedule(schedule, k, channels, astra):
     """The operations of every step (:class:`~.export_deps.OpBuilder`), refusing as soon as a
     rank's part cannot fit the runtime's parser or a rank sends to too many peers."""
     n = schedule.num_nodes

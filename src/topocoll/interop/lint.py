@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from ..errors import TopocollError
 from ..results import Result, Status
 from ..schedule.verify import verify
+from ..units import whole_number
 from .buffers import buffer_capacity
 from .export_limits import CAPACITY
 from .lint_rules import Finding, Findings, lexical_rules, source_text, static_rules
@@ -131,9 +132,8 @@ def lint_msccl(program, *, topology=None, max_errors=50, capacity=None):
         lexical_rules(text, rules)
     static_rules(program, rules)
     problems, correct, schedule, collective, modes = _correctness(program, topology)
-    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)
-                                 or capacity < 1):
-        raise TopocollError(f"capacity must be a positive integer, got {capacity!r}")
+    if capacity is not None:
+        whole_number(capacity, "capacity")
     if capacity is None:
         capacity = CAPACITY.get(program.attrs.get("proto", "Simple"), CAPACITY["Simple"])
     min_capacity = None

@@ -35,9 +35,9 @@ of a bucket is :func:`~topocoll.runtime.neighbor_allreduce` (point-to-point, exa
 """
 
 import copy
-import numbers
 
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
+from ..units import real_number, whole_number
 from .launch import group_info
 from .mixing import as_mixing
 from .neighbor import check_tensor, post_exchange
@@ -59,14 +59,11 @@ def _check_settings(module, lr, optimizer, bucket_size_mb):
         raise InputTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     if (lr is None) == (optimizer is None):
         raise InputTypeError("give exactly one of lr (plain SGD) and optimizer (a factory)")
-    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, numbers.Real)
-                           or not lr >= 0):
-        raise InputTypeError(f"lr must be a real number >= 0, got {lr!r}")
+    if lr is not None:
+        real_number(lr, "lr", least=0)
     if optimizer is not None and not callable(optimizer):
         raise InputTypeError("optimizer must be a callable params -> torch.optim.Optimizer")
-    if isinstance(bucket_size_mb, bool) or not isinstance(bucket_size_mb, numbers.Real) \
-            or not bucket_size_mb > 0:
-        raise InputTypeError(f"bucket_size_mb must be > 0, got {bucket_size_mb!r}")
+    real_number(bucket_size_mb, "bucket_size_mb", above=0)
 
 
 def _mixing(topology, world_size, topology_options):
@@ -370,9 +367,7 @@ class DecentralizedDataParallel:
         self._check_open()
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise InputTypeError(f"not a {STATE_FORMAT} state dict")
-        k = state.get("iteration")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise InputTypeError(f"state dict iteration must be an integer >= 0, got {k!r}")
+        k = whole_number(state.get("iteration"), "state dict iteration", 0)
         if state.get("world_size") != self.world_size:
             raise ProcessGroupError(f"state dict is from a world of {state.get('world_size')} "
                                     f"ranks, this group has {self.world_size}")

@@ -24,6 +24,7 @@ import time
 import traceback
 
 from ..errors import InputTypeError, ProcessGroupError, TorchUnavailableError
+from ..units import whole_number
 
 __all__ = ["group_info", "single_process_group", "run_local", "report_iteration",
            "require_torch"]
@@ -193,8 +194,10 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         they lost it, with tracebacks), or the run timed out (the message names the ranks that
         did not finish and the last iteration each reported, see :func:`report_iteration`).
     InputTypeError
-        Bad arguments, or ``fn`` or ``args`` cannot be pickled for a ``"spawn"`` or
-        ``"forkserver"`` start.
+        Arguments of the wrong kind, or ``fn`` or ``args`` cannot be pickled for a ``"spawn"``
+        or ``"forkserver"`` start.
+    UnsupportedError
+        ``world_size`` or ``num_threads`` below 1.
     """
     require_torch()
     import torch.multiprocessing as mp
@@ -231,11 +234,9 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
 
 
 def _check_run_args(fn, world_size, args, start_method, num_threads):
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise InputTypeError(f"world_size must be a positive integer, got {world_size!r}")
-    if num_threads is not None and (isinstance(num_threads, bool)
-                                    or not isinstance(num_threads, int) or num_threads < 1):
-        raise InputTypeError(f"num_threads must be a positive integer or None, got {num_threads!r}")
+    whole_number(world_size, "world_size")
+    if num_threads is not None:
+        whole_number(num_threads, "num_threads")
     if not callable(fn):
         raise InputTypeError(f"fn must be callable, got {type(fn).__name__}")
     if start_method != "fork":

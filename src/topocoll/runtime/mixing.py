@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputTypeError, ProcessGroupError, TopologyError
+from ..units import whole_number
 
 __all__ = ["Mixing", "MixingPlan", "as_mixing"]
 
@@ -68,14 +69,9 @@ class Mixing:
     def __init__(self, matrix_fn, size, period=None, name="mixing"):
         if not callable(matrix_fn):
             raise InputTypeError(f"matrix_fn must be callable, got {type(matrix_fn).__name__}")
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-            raise TopologyError(f"a gossip topology needs size >= 1, got {size!r}")
-        if period is not None and (isinstance(period, bool)
-                                   or not isinstance(period, (int, np.integer)) or period < 1):
-            raise TopologyError(f"period must be a positive integer or None, got {period!r}")
         self._fn = matrix_fn
-        self.size = int(size)
-        self.period = None if period is None else int(period)
+        self.size = whole_number(size, "size")
+        self.period = None if period is None else whole_number(period, "period")
         self.name = str(name)
         self._cache = {}
 
@@ -83,9 +79,8 @@ class Mixing:
         return f"Mixing(name={self.name!r}, size={self.size}, period={self.period})"
 
     def _key(self, k):
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise InputTypeError(f"iteration must be a non-negative integer, got {k!r}")
-        return int(k) % self.period if self.period is not None else None
+        k = whole_number(k, "iteration", 0)
+        return k % self.period if self.period is not None else None
 
     def matrix(self, k):
         """``W_k`` as a read-only float64 ``(n, n)`` array, checked.
@@ -109,9 +104,7 @@ class Mixing:
 
     def plan(self, k, rank):
         """The :class:`MixingPlan` of ``rank`` in iteration ``k``."""
-        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) \
-                or not 0 <= rank < self.size:
-            raise InputTypeError(f"rank must be an integer in [0, {self.size}), got {rank!r}")
+        rank = whole_number(rank, "rank", 0, most=self.size - 1)
         w = self.matrix(k)
         key = self._key(k)
         plans = self._cache[key][1] if key in self._cache else {}

@@ -19,7 +19,7 @@ A static topology is one matrix; a dynamic one is a :class:`topocoll.gossip.Goss
 (``matrix(k)``) or a callable ``k -> W``; ``iteration`` picks ``W_k``. Every rank of the group
 must call with the same topology, iteration, shape and dtype, in the same order.
 
-Receive buffers come from a per-process pool (:data:`_POOL`): a call takes buffers of its
+Receive buffers come from a per-process pool (:data:`BUFFER_POOL`): a call takes buffers of its
 tensor's shape, dtype and device and gives them back when its result is combined, so steady
 gossip allocates (and page-faults) nothing; :func:`release_buffers` empties the pool. A handle
 dropped without :meth:`NeighborHandle.wait` finishes its messages when it is collected, so the
@@ -41,7 +41,7 @@ __all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers", "check_ten
            "post_exchange"]
 
 
-class _BufferPool:
+class BufferPool:
     """Free tensors by (shape, dtype, device); at most :attr:`keep` of each kind are kept."""
 
     keep = 16
@@ -63,17 +63,21 @@ class _BufferPool:
             if len(free) < self.keep:
                 free.append(t)
 
+    def held(self):
+        """The buffers kept for reuse now."""
+        return [t for tensors in self._free.values() for t in tensors]
+
     def clear(self):
         self._free.clear()
 
 
 #: This process's pool of receive buffers (see the module docstring).
-_POOL = _BufferPool()
+BUFFER_POOL = BufferPool()
 
 
 def release_buffers():
     """Free the receive buffers that :func:`neighbor_allreduce` keeps for reuse."""
-    _POOL.clear()
+    BUFFER_POOL.clear()
 
 
 class NeighborHandle:
@@ -144,7 +148,7 @@ class NeighborHandle:
 
     def _release(self):
         if self._pooled and self._recvs:
-            _POOL.give(self._recvs)
+            BUFFER_POOL.give(self._recvs)
         self._send = self._recvs = None
 
     def __del__(self):
@@ -314,7 +318,7 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
         if async_op or not send.is_contiguous():
             # the caller may change tensor before wait(): send a snapshot
             send = send.clone(memory_format=torch.contiguous_format)
-        recvs = _POOL.take(send, len(plan.sources))
+        recvs = BUFFER_POOL.take(send, len(plan.sources))
         handle = post_exchange(send, plan, recvs, group, tag, out=out, iteration=iteration,
                                pooled=True, slice_bytes=slice_bytes)
         return handle if async_op else handle.wait()

@@ -45,8 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..collectives import REDUCE
-from ..errors import InputTypeError, UnsupportedError
+from ..errors import UnsupportedError
 from ..interop.layout import Layout
+from ..units import whole_number
 
 __all__ = ["TensorLayout", "layout", "RankPlan", "StepPlan", "rank_plan", "simulate_plans",
            "simulation_inputs"]
@@ -108,9 +109,7 @@ def layout(collective, nodes, numel, root=None):
     ...
     topocoll.errors.UnsupportedError: reduce_scatter on 3 ranks needs an input of a multiple of 3 elements (one shard per rank), got 7
     """
-    if isinstance(numel, bool) or not isinstance(numel, (int, np.integer)) or numel < 1:
-        raise InputTypeError(f"a tensor needs at least one element, got {numel!r}")
-    n, numel = int(nodes), int(numel)
+    n, numel = int(nodes), whole_number(numel, "numel (a tensor's elements)")
     buffers = Layout(collective, n, 1, root)
     name = buffers.collective.name
     slots = max(buffers.input_chunks, buffers.output_chunks)

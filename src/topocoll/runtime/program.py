@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputTypeError
+from ..units import whole_number
 from .plan import rank_plan
 
 __all__ = ["SendOp", "RecvOp", "Program", "compile_program", "packets", "slice_elements",
@@ -227,10 +227,7 @@ def slice_elements(slice_bytes, itemsize):
     >>> slice_elements(1 << 20, 4)
     262144
     """
-    if isinstance(slice_bytes, bool) or not isinstance(slice_bytes, (int, np.integer)) \
-            or slice_bytes < 1:
-        raise InputTypeError(f"slice_bytes must be a positive integer, got {slice_bytes!r}")
-    return max(1, int(slice_bytes) // int(itemsize))
+    return max(1, whole_number(slice_bytes, "slice_bytes") // int(itemsize))
 
 
 def _runs(pieces):
@@ -339,9 +336,7 @@ def compile_program(schedule, rank, numel, *, slice_numel, window=DEFAULT_WINDOW
     element_ranges : tuple of arrays, optional
         The transfers' element ranges, when the caller computed them for every rank already.
     """
-    if isinstance(slice_numel, bool) or not isinstance(slice_numel, (int, np.integer)) \
-            or slice_numel < 1:
-        raise InputTypeError(f"slice_numel must be a positive integer, got {slice_numel!r}")
+    whole_number(slice_numel, "slice_numel")
     check_window(window)
     plan = rank_plan(schedule, rank, numel, element_ranges=element_ranges)
     raw_sends = _numbered_packets(plan.steps, "sends", slice_numel)
@@ -359,9 +354,7 @@ def compile_program(schedule, rank, numel, *, slice_numel, window=DEFAULT_WINDOW
 
 def check_window(window):
     """``window`` (staging buffers per peer) as an int, checked to be a positive integer."""
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise InputTypeError(f"window must be a positive integer, got {window!r}")
-    return int(window)
+    return whole_number(window, "window")
 
 
 def _numbered_packets(steps, which, slice_numel):

@@ -32,6 +32,7 @@ from ..collectives import COPY, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..limits import require_memory
 from ..topology.model import Topology
+from ..units import whole_number
 from .io import as_schedule
 from .model import TRANSFER_DTYPE, Schedule, TransferRows, transfer_array
 
@@ -108,8 +109,7 @@ class CompactSchedule(TransferRows):
         coll = _collective(collective)
         if coll.combining:
             raise UnsupportedError(f"a compact schedule holds copies only; {coll.name} combines")
-        if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
-            raise InputTypeError(f"parts must be a whole number >= 1, got {parts!r}")
+        parts = whole_number(parts, "parts")
         if not isinstance(columns, dict):
             raise InputTypeError("columns must be a dict of integer arrays")
         need = _COLUMNS[:4] + (("part",) if parts > 1 else ())

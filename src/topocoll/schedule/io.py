@@ -37,7 +37,7 @@ VERSION = 1
 _MARKER = b'"transfers": [\n'
 _END = b"\n]\n}"
 _ROW_PIECES = (b'{"step": ', b', "src": ', b', "dst": ', b', "shard": ', b', "lo": ', b', "hi": ')
-_CHUNK = 1 << 20
+WRITE_CHUNK = 1 << 20
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -64,8 +64,8 @@ def _row_chunks(t, last=True):
     a second; chunks are yielded one by one so that a large file never sits in memory twice.
     ``last``: ``t`` ends the list (no comma after its last line)."""
     keys = list(_ROW_PIECES) + [b', "op": ']
-    for start in range(0, t.size, _CHUNK):
-        c = t[start:start + _CHUNK]
+    for start in range(0, t.size, WRITE_CHUNK):
+        c = t[start:start + WRITE_CHUNK]
         columns = [_text_table(np.ascontiguousarray(c[name]))
                    for name in ("step", "src", "dst", "shard", "lo", "hi")]
         fields = []
@@ -80,7 +80,7 @@ def _row_chunks(t, last=True):
             rows[f"v{i}"] = table[index]
         rows["op"] = _OP_TEXT[(c["op"] == REDUCE).astype(np.intp)]
         data = memoryview(rows).cast("B")
-        yield data if start + _CHUNK < t.size or not last else data[:-2]  # none after the last
+        yield data if start + WRITE_CHUNK < t.size or not last else data[:-2]  # none after the last
 
 
 def _header(schedule):
@@ -112,7 +112,7 @@ def json_parts(schedule):
     yield _MARKER
     if schedule.form == "compact":            # written as the explicit form, block by block
         total = schedule.num_transfers
-        for lo, block in schedule.blocks(_CHUNK):
+        for lo, block in schedule.blocks(WRITE_CHUNK):
             yield from _row_chunks(block, last=lo + block.size >= total)
     else:
         yield from _row_chunks(schedule.transfers)

@@ -236,7 +236,7 @@ def _links_of(schedule, alpha, link_bandwidth):
 
 #: the dense numbering of :func:`number_values` is used while its table stays within this many
 #: entries per value numbered (plus a constant); past it, a sort numbers the values
-_DENSE_FACTOR = 4
+DENSE_FACTOR = 4
 
 
 def number_values(parts, bound):
@@ -249,7 +249,7 @@ def number_values(parts, bound):
     (3, [1, 0], [0, 2])
     """
     total = sum(int(p.size) for p in parts)
-    if bound <= _DENSE_FACTOR * total + (1 << 20):
+    if bound <= DENSE_FACTOR * total + (1 << 20):
         mark = np.zeros(bound, dtype=bool)
         for p in parts:
             mark[p] = True

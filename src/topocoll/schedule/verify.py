@@ -38,8 +38,8 @@ from .model import transfer_problems
 __all__ = ["verify", "VerifyReport", "Violation", "first_missing"]
 
 _NEVER = np.iinfo(np.int32).max
-_STATE_BUDGET = 1 << 27   # bytes of simulation state per shard batch
-_ENTRY_BUDGET = 1 << 22   # (transfer, atom) entries per shard batch
+STATE_BUDGET = 1 << 27   # bytes of simulation state per shard batch
+ENTRY_BUDGET = 1 << 22   # (transfer, atom) entries per shard batch
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,8 @@ def _batches(shards_sorted, atoms, num_shards, per_atom_bytes):
     while s0 < num_shards:
         base_e = cost_e[s0 - 1] if s0 else 0
         base_s = cost_s[s0 - 1] if s0 else 0
-        s1 = min(int(np.searchsorted(cost_e, base_e + _ENTRY_BUDGET, side="right")),
-                 int(np.searchsorted(cost_s, base_s + _STATE_BUDGET, side="right")))
+        s1 = min(int(np.searchsorted(cost_e, base_e + ENTRY_BUDGET, side="right")),
+                 int(np.searchsorted(cost_s, base_s + STATE_BUDGET, side="right")))
         s1 = max(s1, s0 + 1)
         yield s0, min(s1, num_shards)
         s0 = s1

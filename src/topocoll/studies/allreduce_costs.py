@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from ..defaults import bandwidth_convention
 from ..errors import UnsupportedError
-from ..units import parse_bandwidth, parse_time, whole_number
-from .gradient_profile import check_number
+from ..units import parse_bandwidth, parse_time, real_number, whole_number
 
 __all__ = ["AllreduceCost", "LinkModelCost", "lower_bound_cost", "schedule_cost",
            "baseline_cost", "baseline_closed_form", "baseline_cost_model", "CLOSED_FORM",
@@ -53,7 +52,7 @@ class AllreduceCost:
         ``bandwidth``: ``steps * alpha + t_b * M / bandwidth``."""
         alpha = float(parse_time(alpha, what="alpha"))
         bandwidth = float(parse_bandwidth(bandwidth, what="bandwidth"))
-        return cls(name, steps * alpha, check_number(t_b, "T_B") / bandwidth, int(steps))
+        return cls(name, steps * alpha, real_number(t_b, "T_B", least=0) / bandwidth, int(steps))
 
     def __call__(self, size):
         return self.latency + self.per_byte * size

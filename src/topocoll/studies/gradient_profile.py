@@ -7,24 +7,12 @@ turns a profile into a training workload. The checks of a number, a size and a t
 the ones every training input goes through.
 """
 
-import math
 from dataclasses import dataclass
 
 from ..errors import InputTypeError, UnsupportedError
-from ..units import parse_size, parse_time
+from ..units import parse_size, parse_time, real_number
 
-__all__ = ["ProfileLayer", "Profile", "check_number", "check_bytes", "check_seconds"]
-
-
-def check_number(value, what, *, positive=False):
-    """``value`` as a float: a finite number, non-negative (``positive``: above 0)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputTypeError(f"{what} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise UnsupportedError(f"{what} must be {'positive' if positive else 'non-negative'} "
-                               f"and finite, got {value!r}")
-    return value
+__all__ = ["ProfileLayer", "Profile", "check_bytes", "check_seconds"]
 
 
 @dataclass(frozen=True)
@@ -128,11 +116,10 @@ class Profile:
 
 
 def check_bytes(value, what):
-    """``value`` (a number or a size string such as ``"1MiB"``) as a whole number of bytes."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InputTypeError(f"{what} must be a size in bytes, got {value!r}")
-    value = check_number(value, what) if isinstance(value, (int, float)) else \
-        float(parse_size(value, what=what))
+    """``value`` (a number >= 0 or a size string such as ``"1MiB"``) as a whole number of
+    bytes."""
+    value = float(parse_size(value, what=what)) if isinstance(value, str) else \
+        real_number(value, what, least=0)
     if value != int(value):
         raise UnsupportedError(f"{what} must be a whole number of bytes, got {value!r}")
     return value
@@ -140,9 +127,7 @@ def check_bytes(value, what):
 
 def check_seconds(value, what):
     """``value`` (a number or a time string such as ``"3ms"``) as non-negative seconds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InputTypeError(f"{what} must be a time in seconds, got {value!r}")
-    if isinstance(value, (int, float)):
-        return check_number(value, what)
-    return float(parse_time(value, what=what))
+    if isinstance(value, str):
+        return float(parse_time(value, what=what))
+    return real_number(value, what, least=0)
 

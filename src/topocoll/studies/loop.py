@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
-from ..units import format_size, format_time, whole_number
+from ..units import format_size, format_time, real_number, whole_number
 from .workloads import TrainingWorkload
 
 __all__ = ["simulate_training", "TrainingResult", "Run", "LOOP_POLICIES", "plot_training",
@@ -158,11 +158,8 @@ class _Request:
 
 
 def _duration(price, size):
-    t = price(size)
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-        raise UnsupportedError(f"a collective's price of {size:g} bytes is {t!r}; it must be a "
-                               "non-negative time in seconds")
-    return float(t)
+    return real_number(price(size), f"a collective's price of {size:g} bytes (in seconds)",
+                       least=0)
 
 
 class _Serial:

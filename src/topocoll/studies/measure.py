@@ -35,6 +35,7 @@ import platform
 import time
 
 from ..errors import TorchUnavailableError, UnsupportedError
+from ..units import whole_number
 from .workloads import TrainingWorkload, WorkloadLayer
 
 __all__ = ["TORCH_MODELS", "require_torch", "torch_model", "measure_module", "measure_model",
@@ -191,11 +192,8 @@ def measure_module(module, inputs, *, name="model", repeats=5, batch=None, note=
     :class:`~topocoll.studies.workloads.TrainingWorkload` (see the module docstring)."""
     torch = require_torch()
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise UnsupportedError(f"threads must be a whole number >= 1, got {threads!r}")
-        torch.set_num_threads(threads)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise UnsupportedError(f"repeats must be a whole number >= 1, got {repeats!r}")
+        torch.set_num_threads(whole_number(threads, "threads"))
+    whole_number(repeats, "repeats")
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     module.train()
     calls = _record_calls(torch, module, inputs)
@@ -232,8 +230,7 @@ def measure_model(name, *, batch=8, repeats=5, threads=1):
     other: the mlp's layers took 20 ms each with 2 threads on a busy 2-core machine, 0.1 ms
     with 1)."""
     torch = require_torch()
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise UnsupportedError(f"batch must be a whole number >= 1, got {batch!r}")
+    batch = whole_number(batch, "batch")
     module = torch_model(name)
     shape, sample = TORCH_MODELS[name]
     torch.manual_seed(1)

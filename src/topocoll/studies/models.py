@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from .. import defaults
 from ..errors import InputTypeError, UnsupportedError
-from ..units import format_size, format_time
+from ..units import format_size, format_time, real_number, whole_number
 from .gradient_profile import Profile, ProfileLayer
 from .workloads import TrainingWorkload, WorkloadLayer
 
@@ -216,8 +216,7 @@ def _dtype_bytes(value):
             raise UnsupportedError(f"unknown gradient type {value!r}; use one of "
                                    f"{', '.join(DTYPE_BYTES)} or a number of bytes")
         return DTYPE_BYTES[value]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise UnsupportedError(f"bytes per parameter must be positive, got {value!r}")
+    real_number(value, "bytes per parameter", above=0)
     return value
 
 
@@ -252,16 +251,11 @@ def model_profile(name, *, batch=None, gpu_flops=None, efficiency=None, bytes_pe
     """
     func, default_batch, _ = _model(name)
     batch = default_batch if batch is None else batch
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise UnsupportedError(f"batch must be a whole number >= 1, got {batch!r}")
-    gpu_flops = defaults.GPU_FLOPS if gpu_flops is None else gpu_flops
-    efficiency = defaults.GPU_EFFICIENCY if efficiency is None else efficiency
-    if isinstance(gpu_flops, bool) or not isinstance(gpu_flops, (int, float)) \
-            or not 0 < gpu_flops < float("inf"):
-        raise UnsupportedError(f"GPU throughput must be a positive FLOP/s, got {gpu_flops!r}")
-    if isinstance(efficiency, bool) or not isinstance(efficiency, (int, float)) \
-            or not 0 < efficiency <= 1:
-        raise UnsupportedError(f"efficiency must be in (0, 1], got {efficiency!r}")
+    batch = whole_number(batch, "batch")
+    gpu_flops = real_number(defaults.GPU_FLOPS if gpu_flops is None else gpu_flops,
+                            "GPU throughput (FLOP/s)", above=0)
+    efficiency = real_number(defaults.GPU_EFFICIENCY if efficiency is None else efficiency,
+                             "efficiency", above=0, most=1)
     width = _dtype_bytes(defaults.BYTES_PER_PARAM if bytes_per_param is None
                          else bytes_per_param)
     rate = float(gpu_flops) * float(efficiency)

@@ -36,13 +36,12 @@ Layers ready at 1, 2 and 2.25 s and 1.5 s per allreduce: ``c`` goes alone at 1 s
 [(1.0, ('c',)), (2.5, ('b', 'a'))]
 """
 
-import math
 from dataclasses import dataclass, field
 
 from .. import defaults
 from ..errors import InputTypeError, UnsupportedError
 from ..results import Result, Status
-from ..units import format_size, format_time
+from ..units import format_size, format_time, real_number
 # kept importable from here for benchmarks/train_sim.py and docs/training.md (their homes are
 # .allreduce_costs and .gradient_profile)
 from .allreduce_costs import AllreduceCost, baseline_closed_form, baseline_cost, lower_bound_cost
@@ -139,7 +138,8 @@ def simulate_iteration(profile, comm_time, policy="wait-free", bucket_size=None)
     ------
     UnsupportedError
         An unknown policy, a bucket size with ``"wait-free"``, or a ``comm_time`` that returns
-        a negative or non-finite time.
+        a negative or non-finite time (:class:`~topocoll.errors.InputTypeError`: one that
+        returns no number).
 
     Examples
     --------
@@ -187,11 +187,7 @@ def simulate_iteration(profile, comm_time, policy="wait-free", bucket_size=None)
 
 
 def _duration(comm_time, size):
-    t = comm_time(size)
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-        raise UnsupportedError(f"comm_time({size:g}) returned {t!r}; it must return a "
-                               "non-negative time in seconds")
-    return float(t)
+    return real_number(comm_time(size), f"comm_time({size:g}) (in seconds)", least=0)
 
 
 def plot_iteration(result, path, *, profile=None, title=None):

@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 from .. import defaults
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..fileio import parse_json, read_text
-from ..units import format_size, format_time, parse_size, parse_time
-from .gradient_profile import Profile, ProfileLayer
+from ..units import format_size, format_time, real_number
+from .gradient_profile import Profile, ProfileLayer, check_bytes, check_seconds
 
 __all__ = ["WorkloadLayer", "TrainingWorkload", "parse_astra_workload", "workload_from_document",
            "profile_from_document",
@@ -299,9 +299,7 @@ def parse_astra_workload(text, *, cycle_time=None, name="astra-sim workload", so
     """A :class:`TrainingWorkload` from the text of an ASTRA-sim 1.0 workload (see the module
     docstring); ``source`` names it in errors (with the line)."""
     cycle = defaults.CYCLE_TIME if cycle_time is None else cycle_time
-    if isinstance(cycle, bool) or not isinstance(cycle, (int, float)) or not 0 < cycle < 1:
-        raise UnsupportedError(f"cycle time must be a positive number of seconds below 1, got "
-                               f"{cycle_time!r}")
+    real_number(cycle, "cycle time (seconds)", above=0, below=1)
     lines = [(i, line.split()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         _fail(source, "empty workload file")
@@ -330,25 +328,6 @@ def parse_astra_workload(text, *, cycle_time=None, name="astra-sim workload", so
 
 
 # ---------------------------------------------------------------------- JSON
-def _seconds(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise UnsupportedError(f"{what} must be a time in seconds, got {value!r}")
-    t = float(parse_time(value, what=what)) if isinstance(value, str) else float(value)
-    if not (t >= 0 and math.isfinite(t)):
-        raise UnsupportedError(f"{what} must be non-negative and finite, got {value!r}")
-    return t
-
-
-def _bytes(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise UnsupportedError(f"{what} must be a size in bytes, got {value!r}")
-    b = float(parse_size(value, what=what)) if isinstance(value, str) else float(value)
-    if not (b >= 0 and math.isfinite(b)) or b != int(b):
-        raise UnsupportedError(f"{what} must be a whole non-negative number of bytes, got "
-                               f"{value!r}")
-    return b
-
-
 def _comm(value, what):
     if value is None:
         return None
@@ -358,7 +337,7 @@ def _comm(value, what):
     kind = value["type"]
     if kind not in COLLECTIVES:
         raise UnsupportedError(f"{what} type {kind!r} is not one of {', '.join(COLLECTIVES)}")
-    nbytes = _bytes(value.get("bytes", 0), f"{what} bytes")
+    nbytes = check_bytes(value.get("bytes", 0), f"{what} bytes")
     return (kind, nbytes) if nbytes > 0 else None
 
 
@@ -378,18 +357,18 @@ def _json_layer(i, doc):
         raise UnsupportedError(f"{where}: missing {missing[0]!r} (seconds); a layer has "
                                "forward, input_grad and weight_grad times (a layer profile) "
                                "or a ready time (a ready-time profile)")
-    times = [_seconds(doc[k], f"{where} {k}") for k in PHASES]
+    times = [check_seconds(doc[k], f"{where} {k}") for k in PHASES]
     grad = _comm(doc.get("weight_grad_comm"), f"{where} weight_grad_comm")
     if "weight_grad_comm" in doc and "bytes" in doc:
         raise UnsupportedError(f"{where}: give 'bytes' (the gradient allreduce) or "
                                "'weight_grad_comm', not both")
     if "bytes" in doc:
-        size = _bytes(doc["bytes"], f"{where} bytes")
+        size = check_bytes(doc["bytes"], f"{where} bytes")
         grad = ("allreduce", size) if size > 0 else None
     return WorkloadLayer(str(doc.get("name", f"layer{i}")), *times,
                          _comm(doc.get("forward_comm"), f"{where} forward_comm"),
                          _comm(doc.get("input_grad_comm"), f"{where} input_grad_comm"), grad,
-                         _seconds(doc.get("update", 0.0), f"{where} update"))
+                         check_seconds(doc.get("update", 0.0), f"{where} update"))
 
 
 def profile_from_document(doc, *, name="profile"):

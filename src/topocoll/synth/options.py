@@ -1,9 +1,11 @@
 """What a generator accepts: option parsers and the checks generators share.
 
 Every generator declares its options in the registry (:mod:`topocoll.synth.registry`) as
-``name -> parser``; :func:`take_options` applies them, so that a value typed on the command line
-(``-O shift=3``) and one given from Python (``shift=3``) arrive the same, and an option a
-generator does not know is refused by name.
+``name -> Option`` (a parser, the default and a one-line doc); :func:`take_options` applies
+them, so that a value typed on the command line (``-O shift=3``) and one given from Python
+(``shift=3``) arrive the same, and an option a generator does not know is refused by name.
+Every mistake in an option's value is an ``UnsupportedError`` naming the algorithm and the
+option, whatever its kind (a wrong type or a value out of range).
 
 >>> take_options("shiftedring", {"shift": "3"}, {"shift": int_option(1)})
 {'shift': 3}
@@ -13,19 +15,51 @@ Traceback (most recent call last):
 topocoll.errors.UnsupportedError: algorithm rhd has no option bogus
 """
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
 from ..collectives import collective as _collective
 from ..errors import TopocollError, UnsupportedError
 from ..units import MAX_DIGITS, parse_size, parse_time, whole_number
 
-__all__ = ["take_options", "int_option", "bool_option", "size_option", "time_option",
+__all__ = ["Option", "take_options", "int_option", "bool_option", "size_option", "time_option",
            "choice_option", "any_option", "dims_option", "require_links",
            "require_collective"]
 
 
+@dataclass(frozen=True)
+class Option:
+    """One option of a generator: how its value is read, its default, what it means.
+
+    Called as a parser, ``option(algorithm, name, value)``; ``None`` given to an option whose
+    default is ``None`` stays ``None`` (not given: the generator decides), so a caller may
+    pass every keyword it has.
+
+    Attributes
+    ----------
+    parse : callable
+        ``parse(algorithm, name, value)`` -> the value to pass on (the parsers below).
+    default : object
+        The value the generator uses when the option is not given (``None``: it decides).
+    doc : str
+        One line saying what the option does.
+    """
+
+    parse: Callable
+    default: object = None
+    doc: str = ""
+
+    def __call__(self, algorithm, name, value):
+        if value is None and self.default is None:
+            return None
+        return self.parse(algorithm, name, value)
+
+
 def take_options(algorithm, options, parsers):
-    """Parse keyword ``options`` of ``algorithm`` with ``parsers`` (name -> parser).
+    """Parse keyword ``options`` of ``algorithm`` with ``parsers`` (name -> parser or
+    :class:`Option`).
 
     A parser is called as ``parser(algorithm, name, value)`` and returns the value to pass on.
     An option it does not know raises ``UnsupportedError("algorithm X has no option Y")``.

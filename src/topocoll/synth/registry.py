@@ -4,9 +4,12 @@ Every generator is a function
 
 ``make(topology, collective, *, root=None, progress=None, **options)``
 
-that returns a :class:`~topocoll.schedule.model.Schedule`. Its options are declared here with a
-parser each (:mod:`topocoll.synth.options`), so :func:`generate` checks and converts them the
-same way for every generator (``-O chunks=4`` on the command line, ``chunks=4`` from Python).
+that returns a :class:`~topocoll.schedule.model.Schedule`. Its options are declared here, each
+an :class:`~topocoll.synth.options.Option` (parser, default, one-line doc), so :func:`generate`
+checks and converts them the same way for every generator (``-O chunks=4`` on the command
+line, ``chunks=4`` from Python) and :func:`show_options` lists them. The ``ten`` generator's
+table is :data:`topocoll.synth.ten.options.TEN_OPTIONS`, which ``synthesize`` and ``topocoll
+synth`` read too.
 
 >>> s = generate("hypercube:3", "allreduce", "bfb")
 >>> s.num_steps
@@ -15,6 +18,10 @@ same way for every generator (``-O chunks=4`` on the command line, ``chunks=4`` 
 False
 >>> sorted(ALGORITHMS["dbt"].options)
 ['chunks']
+>>> print(show_options("dbt"))
+dbt: NCCL double binary tree on dbt:N, half of each shard per tree (option chunks)
+  chunks = 1
+      chunks per shard: each tree pipelines its half in this many parts
 >>> s = generate("ring:4", "alltoall", "lp", rounds=2)
 >>> s.algorithm, s.meta["rounds"]
 ('alltoall-pipelined', 2)
@@ -36,11 +43,12 @@ from ..schedule.symmetric import (EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES
                                   symmetric_schedule)
 from ..topology.symmetry import translation_group
 from ..topology import topology as _topology
-from .options import (any_option, bool_option, choice_option, dims_option, fraction_option,
-                      int_option,
-                      size_option, take_options, time_option)
+from ..units import format_size
+from .options import (Option, bool_option, dims_option, fraction_option, int_option,
+                      size_option, take_options)
 
-__all__ = ["Generator", "ALGORITHMS", "generate", "lp_alltoall_schedule", "FORMS"]
+__all__ = ["Generator", "ALGORITHMS", "generate", "show_options", "lp_alltoall_schedule",
+           "FORMS"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,9 @@ class Generator:
         ``generate(..., form="symmetric")`` calls); without one, :func:`generate` makes the
         explicit schedule and converts it.
     options : dict
-        Option name -> parser ``parser(algorithm, name, value)``.
+        Option name -> :class:`~topocoll.synth.options.Option` (its parser, default and
+        one-line doc; a bare parser ``parser(algorithm, name, value)`` works too, without a
+        default or doc to show).
     """
 
     name: str
@@ -127,6 +137,27 @@ class _Table(MutableMapping):
         return f"<generators {', '.join(self._makers)}>"
 
 
+#: The ``shift`` option of the ShiftedRing generators.
+_SHIFT = Option(int_option(1), None, "the second ring's offset s (default: the circulant's "
+                "second offset)")
+
+
+def _trees_options(forest):
+    """The options of the ``trees`` generator, their defaults the packing's own."""
+    return {"chunks": Option(int_option(1), None,
+                             "chunks per tree K (default: the smallest power of two within "
+                             "tolerance of the optimum)"),
+            "tolerance": Option(fraction_option, forest.DEFAULT_TOLERANCE,
+                                "how close to the optimal T_B the chosen K must come"),
+            "max_chunks": Option(int_option(1), forest.DEFAULT_MAX_CHUNKS,
+                                 "the most chunks per tree K may be"),
+            "depth_slack": Option(int_option(0), forest.DEFAULT_DEPTH_SLACK,
+                                  "levels a tree may have beyond the shortest possible"),
+            "size": Option(size_option, None,
+                           "buffer size: choose K for it, trading latency for bandwidth "
+                           "(default: bandwidth only)")}
+
+
 def _module(name):
     return importlib.import_module(f"{__package__}.{name}")
 
@@ -135,8 +166,18 @@ def _bfb():
     bfb = _module("bfb")
     return Generator("bfb", bfb.BFB_COLLECTIVES,
                      "breadth-first broadcast, per-(node, step) load balancing", bfb.bfb_schedule,
-                     {"symmetry": bool_option, "workers": int_option(1), "size": size_option,
-                      "chunks": int_option(1)})
+                     {"symmetry": Option(bool_option, True,
+                                         "solve node 0's problems and map them to every node "
+                                         "where the topology has a translation symmetry"),
+                      "workers": Option(int_option(1), None,
+                                        "processes for the load-balancing problems (default: "
+                                        "every core)"),
+                      "size": Option(size_option, None,
+                                     "buffer size M: each link's latency joins its load "
+                                     "(default: bandwidth only)"),
+                      "chunks": Option(int_option(1), None,
+                                       "cut every shard into this many equal chunks "
+                                       "(default: exact fractions)")})
 
 
 def _ring():
@@ -157,7 +198,7 @@ def _shiftedring():
     return Generator("shiftedring", classic.SHIFTED_RING_COLLECTIVES,
                      "TopoOpt ShiftedRing: rings i->i+1 and i->i+s on shiftedring:N, half of "
                      "each shard per bidirectional ring (option shift)",
-                     classic.shifted_ring_schedule, {"shift": int_option(1)})
+                     classic.shifted_ring_schedule, {"shift": _SHIFT})
 
 
 def _shiftedbfbring():
@@ -165,14 +206,16 @@ def _shiftedbfbring():
     return Generator("shiftedbfbring", classic.SHIFTED_RING_COLLECTIVES,
                      "ShiftedRing topology with the BFB ring schedule on each ring (half the "
                      "steps; option shift)", classic.shifted_bfb_ring_schedule,
-                     {"shift": int_option(1)})
+                     {"shift": _SHIFT})
 
 
 def _dbt():
     trees = _module("trees")
     return Generator("dbt", trees.DBT_COLLECTIVES,
                      "NCCL double binary tree on dbt:N, half of each shard per tree (option "
-                     "chunks)", trees.dbt_schedule, {"chunks": int_option(1)})
+                     "chunks)", trees.dbt_schedule,
+                     {"chunks": Option(int_option(1), 1, "chunks per shard: each tree "
+                                       "pipelines its half in this many parts")})
 
 
 def _trees():
@@ -181,9 +224,7 @@ def _trees():
                      "spanning-tree packing at the exact cut optimum, any topology and link "
                      "speeds, pipelined in K chunks (options chunks, size, tolerance, "
                      "max_chunks)", packing.trees_schedule,
-                     {"chunks": int_option(1), "tolerance": fraction_option,
-                      "max_chunks": int_option(1), "depth_slack": int_option(0),
-                      "size": size_option})
+                     _trees_options(_module("packing.forest")))
 
 
 def _rhd():
@@ -194,17 +235,11 @@ def _rhd():
 
 
 def _ten():
-    ten = _module("ten.synthesis")
+    # the one table synthesize and `topocoll synth` read too
     return Generator("ten", tuple(COLLECTIVES),
                      "time-expanded-network synthesis (TACOS greedy; options method=ilp, "
-                     "chunks, seed, restarts, size ...); also `topocoll synth`", ten.synthesize,
-                     {"method": choice_option(*ten.METHODS), "chunks": int_option(1),
-                      "size": size_option, "seed": int_option(0), "restarts": int_option(1),
-                      "workers": int_option(1), "unwind_degree": int_option(1),
-                      "fail_links": any_option, "fail_nodes": any_option,
-                      "time_step": time_option, "time_limit": time_option,
-                      "node_limit": int_option(0), "max_solves": int_option(1),
-                      "window": int_option(1)})
+                     "chunks, seed, restarts, size ...); also `topocoll synth`",
+                     _module("ten.synthesis").synthesize, _module("ten.options").TEN_OPTIONS)
 
 
 def _torusrings():
@@ -212,14 +247,24 @@ def _torusrings():
     return Generator("torusrings", torus_rings.TORUS_RINGS_COLLECTIVES,
                      "traditional torus schedule: ring collectives dimension after dimension "
                      "(options multiport, dims)", torus_rings.torus_rings_schedule,
-                     {"multiport": bool_option, "dims": dims_option})
+                     {"multiport": Option(bool_option, True,
+                                          "D rotated parts per shard, one per dimension at a "
+                                          "time (false: one part, dimension after dimension)"),
+                      "dims": Option(dims_option, None,
+                                     "dimension sizes such as 4x6, for a topology that is not "
+                                     "a torus by name (default: from its name)")})
 
 
 def _lp():
     return Generator("lp", ("alltoall",),
                      "the all-to-all path LP's optimal routes, pipelined to near the LP's time "
                      "(options rounds, size)", lp_alltoall_schedule,
-                     {"rounds": int_option(1), "size": size_option})
+                     {"rounds": Option(int_option(1), None,
+                                       "pipelining rounds (default: the fewest within 5% of "
+                                       "the LP time)"),
+                      "size": Option(size_option, None,
+                                     "buffer size M: also keep the links' latencies within 5% "
+                                     "of the LP time (default: latencies free)")})
 
 
 #: Every generator, by name (a mapping; each is made when first looked up).
@@ -265,10 +310,7 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     topo.require_no_switches("schedule generation")
     topo.require_nodes(2, "a collective schedule")
     coll = _collective(collective)
-    generator = ALGORITHMS.get(algorithm)
-    if generator is None:
-        raise UnsupportedError(f"unknown algorithm {algorithm!r}; choose one of "
-                               f"{', '.join(ALGORITHMS)}")
+    generator = _generator(algorithm)
     if coll.name not in generator.collectives:
         raise UnsupportedError(f"algorithm {algorithm} makes {', '.join(generator.collectives)}; "
                                f"not {coll.name}")
@@ -298,6 +340,42 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     if form == "symmetric":
         return symmetric_schedule(made)
     return made.expand() if getattr(made, "form", None) == "symmetric" else made
+
+
+def show_options(algorithm=None):
+    """The options of one generator (of every generator when ``algorithm`` is None) as text,
+    as :func:`scipy.optimize.show_options` lists a solver's: the generator's name and summary,
+    then one entry per option, ``name = default`` and its one-line doc. The text is returned,
+    not printed (library code never prints): ``print(show_options("ten"))``.
+
+    >>> print(show_options("lp").splitlines()[1])
+      rounds = None
+    """
+    names = list(ALGORITHMS) if algorithm is None else [algorithm]
+    return "\n\n".join(_options_text(name, _generator(name)) for name in names)
+
+
+def _options_text(name, generator):
+    lines = [f"{name}: {generator.summary}"]
+    for option, parser in generator.options.items():
+        default = getattr(parser, "default", None)
+        shown = format_size(default) if getattr(parser, "parse", None) is size_option \
+            and default is not None else repr(default)
+        lines.append(f"  {option} = {shown}")
+        if getattr(parser, "doc", ""):
+            lines.append(f"      {parser.doc}")
+    if not generator.options:
+        lines.append("  (no options)")
+    return "\n".join(lines)
+
+
+def _generator(algorithm):
+    """The generator named ``algorithm``; an unknown name is refused, the known ones listed."""
+    generator = ALGORITHMS.get(algorithm)
+    if generator is None:
+        raise UnsupportedError(f"unknown algorithm {algorithm!r}; choose one of "
+                               f"{', '.join(ALGORITHMS)}")
+    return generator
 
 
 def symmetric_hook(generator):

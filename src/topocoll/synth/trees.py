@@ -43,7 +43,7 @@ __all__ = ["dbt_schedule", "DBT_COLLECTIVES"]
 DBT_COLLECTIVES = ("allreduce",)
 
 
-def _depths(parent):
+def tree_depths(parent):
     depth = np.zeros(parent.size, dtype=np.int64)
     cur = parent.copy()
     while np.any(cur >= 0):
@@ -72,7 +72,7 @@ def dbt_schedule(topology, collective, *, chunks=1, root=None, progress=None):
     shards = np.arange(n)
     parts, depths = [], []
     for tree, par in enumerate(dbt_trees(n)):
-        depth = _depths(par)
+        depth = tree_depths(par)
         height = int(depth.max())
         depths.append(height)
         kids = np.flatnonzero(par >= 0)

@@ -31,10 +31,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ..errors import InputTypeError, TopologyError
 from ..limits import require_memory
 from ..results import Status
 from ..topology.metrics import distance_matrix
+from ..units import whole_number
 from .dual import positive_lengths, hop_shortest_paths, link_ids, tree_paths
 from .frontdoor import (SolveLog, bounds_or_disconnected, deadline_after, failed_result,
                         require_alltoall_topology, result_fields, run_rounds, time_left)
@@ -50,11 +50,7 @@ def hop_limits(topology, max_hops):
     """Per-pair hop bound ``dist + max_hops`` (N x N int64), or ``None`` when unbounded."""
     if max_hops is None:
         return None
-    if isinstance(max_hops, bool) or not isinstance(max_hops, (int, np.integer)):
-        raise InputTypeError(f"max_hops must be a whole number of extra hops, got {max_hops!r}")
-    if max_hops < 0:
-        raise TopologyError(f"max_hops (extra hops over the shortest distance) must be >= 0, "
-                            f"got {max_hops}")
+    max_hops = whole_number(max_hops, "max_hops (extra hops over the shortest distance)", 0)
     dist = distance_matrix(topology).astype(np.int64)
     # a simple path has at most N-1 links: a larger bound changes nothing
     return np.minimum(dist + int(max_hops), topology.num_nodes - 1)

@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from ..errors import InputTypeError, SpecError, TopologyError
 from ..results import Result, Status
-from ..units import parse_size
+from ..units import parse_size, real_number, whole_number
 from ..topology.metrics import require_strongly_connected
 from ..topology.model import Topology
 
@@ -336,14 +336,12 @@ def _check_rewire_args(topology, seed, budget, max_swaps, directed):
     if not isinstance(topology, Topology):
         raise InputTypeError(f"rewire needs a Topology, got {type(topology).__name__}")
     topology.require_no_switches("rewire")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SpecError(f"rewire seed must be an integer >= 0, got {seed!r}")
-    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
-        raise SpecError(f"rewire budget must be a positive number of seconds or None, "
-                        f"got {budget!r}")
-    if max_swaps is not None and (isinstance(max_swaps, bool) or
-                                  not isinstance(max_swaps, (int, np.integer)) or max_swaps < 0):
-        raise SpecError(f"rewire max_swaps must be an integer >= 0 or None, got {max_swaps!r}")
+    whole_number(seed, "rewire seed", 0)
+    if budget is not None:
+        # an infinite budget is a long way to write None, not a mistake
+        real_number(budget, "rewire budget (seconds)", above=0, finite=False)
+    if max_swaps is not None:
+        whole_number(max_swaps, "rewire max_swaps", 0)
     if topology.pairs[0].size != topology.num_links:
         raise TopologyError(f"rewire needs a simple topology, but {topology.name} has "
                             f"{topology.num_links - topology.pairs[0].size} parallel links")
@@ -371,8 +369,7 @@ def _warmup_stage(topology, fn, warmup, *, start, budget, max_swaps, seed, direc
     rtol = float(getattr(fn, "rtol", 0.0))
     if warmup is None:
         warmup = 0.5 * budget if budget is not None and isinstance(fn, alltoall_objective) else 0
-    if not (isinstance(warmup, (int, float)) and warmup >= 0):
-        raise SpecError(f"rewire warmup must be a number of seconds >= 0, got {warmup!r}")
+    warmup = real_number(warmup, "rewire warmup (seconds)", least=0, finite=False)
 
     current = float(fn(topology))
     result = RewireResult(topology, current, current, 0, 0, evaluated=1, directed=directed,
@@ -495,7 +492,9 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
     NotStronglyConnectedError
         The input is not strongly connected.
     SpecError
-        Bad budget, max_swaps, seed or objective name.
+        An unknown objective name.
+    InputTypeError, UnsupportedError
+        A budget, warmup, max_swaps or seed of the wrong kind, or out of range.
 
     Examples
     --------

@@ -18,7 +18,7 @@ __all__ = ["distance_matrix", "diameter", "is_strongly_connected", "unreachable_
            "distance_sum"]
 
 UNREACHABLE = -1
-_BLOCK_BYTES = 32 << 20   # csgraph's float64 rows per block of sources
+BLOCK_BYTES = 32 << 20   # csgraph's float64 rows per block of sources
 
 
 def _rows(topology, sources, *, transpose=False):
@@ -32,7 +32,7 @@ def _rows(topology, sources, *, transpose=False):
     return out
 
 
-def _row_blocks(topology):
+def row_blocks(topology):
     """``(start, rows)`` for consecutive blocks of sources: all-pairs distances in memory that
     grows with N, not N^2 (the cached matrix is used when it exists)."""
     n = topology.num_nodes
@@ -40,7 +40,7 @@ def _row_blocks(topology):
     if cached is not None:
         yield 0, cached
         return
-    step = max(1, _BLOCK_BYTES // (8 * max(n, 1)))
+    step = max(1, BLOCK_BYTES // (8 * max(n, 1)))
     for start in range(0, n, step):
         yield start, _rows(topology, range(start, min(n, start + step)))
 
@@ -54,10 +54,10 @@ def distance_matrix(topology):
     """
     def compute():
         n = topology.num_nodes
-        require_memory(4 * n * n + _BLOCK_BYTES,
+        require_memory(4 * n * n + BLOCK_BYTES,
                        f"the all-pairs distance matrix of {topology.name} ({n} nodes)")
         out = np.empty((n, n), dtype=np.int32)
-        for start, rows in _row_blocks(topology):
+        for start, rows in row_blocks(topology):
             out[start:start + rows.shape[0]] = rows
         out.flags.writeable = False
         return out
@@ -109,7 +109,7 @@ def _diameter(topology, progress):
         return int(_rows(topology, [0]).max())
     n = topology.num_nodes
     best = 0
-    for start, rows in _row_blocks(topology):
+    for start, rows in row_blocks(topology):
         best = max(best, int(rows.max()))
         if progress is not None:
             progress(start + rows.shape[0], n)
@@ -128,7 +128,7 @@ def distance_sum(topology):
     require_strongly_connected(topology, "the distance sum")
     if "distance_matrix" not in topology._cache and translation_group(topology) is not None:
         return float(topology.num_nodes) * float(_rows(topology, [0]).sum(dtype=np.float64))
-    return float(sum(rows.sum(dtype=np.float64) for _, rows in _row_blocks(topology)))
+    return float(sum(rows.sum(dtype=np.float64) for _, rows in row_blocks(topology)))
 
 
 def degree_summary(topology):

@@ -11,6 +11,7 @@ import numpy as np
 from ..defaults import LINK_BANDWIDTH, LINK_LATENCY
 from ..errors import InputTypeError, TopologyError
 from ..limits import require_memory
+from ..units import whole_number
 
 __all__ = ["Topology"]
 
@@ -82,9 +83,8 @@ class Topology:
 
     def __init__(self, num_nodes, src, dst, bandwidth=LINK_BANDWIDTH, latency=LINK_LATENCY,
                  *, name=None, switches=(), drop_self_loops=False, meta=None):
-        if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)):
-            raise InputTypeError(f"num_nodes must be an integer, got {num_nodes!r}")
-        num_nodes = int(num_nodes)
+        # an empty topology is no topology (files declare sizes too): a TopologyError
+        num_nodes = whole_number(num_nodes, "num_nodes", None)
         if num_nodes < 1:
             raise TopologyError(f"a topology needs at least 1 node, got {num_nodes}")
         # every job keeps a few arrays per node (degrees, bandwidth shares, distances): ask

@@ -251,7 +251,7 @@ def _gen(name, module=""):
 #: The names ``drg:NAME`` takes, in the order of
 #: :data:`~topocoll.topology.families.DISTANCE_REGULAR_GRAPHS` (a test keeps them equal; spelled
 #: out here so that listing the families does not import the distance-regular module).
-_DRG_NAMES = ("octahedron", "paley9", "k55-minus-matching", "heawood-distance3", "petersen-line",
+DRG_NAMES = ("octahedron", "paley9", "k55-minus-matching", "heawood-distance3", "petersen-line",
               "4cube", "heawood-line", "pg23-incidence", "ag24-minus-parallel-class", "odd4",
               "tutte8cage-line", "doubled-odd4", "gq33-incidence", "tutte12cage-line",
               "gh33-incidence", "petersen", "heawood", "tutte8cage", "tutte12cage")
@@ -323,7 +323,7 @@ FAMILIES = _families(
            _gen("random_regular_digraph"), _random, optional=1),
     Family("drg", "NAME",
            "distance-regular graph by name: Table 7 of Zhao et al., NSDI 2025 (" +
-           ", ".join(_DRG_NAMES[:-4]) + ") and " + ", ".join(_DRG_NAMES[-4:]),
+           ", ".join(DRG_NAMES[:-4]) + ") and " + ", ".join(DRG_NAMES[-4:]),
            "drg:odd4", _gen("distance_regular_graph"), _word("graph")),
     Family("paley", "Q",
            "Paley graph over GF(Q), Q a prime power = 1 mod 4: x <-> x + nonzero squares; "

@@ -29,6 +29,7 @@ import re
 import numpy as np
 
 from ..errors import InputTypeError, TopologyError
+from ..units import whole_number
 from .model import Topology
 
 __all__ = ["unwind_switches", "fail_links", "fail_nodes", "parse_link_list", "parse_node_list"]
@@ -156,9 +157,8 @@ def unwind_switches(topology, degree=None):
     A topology without switches comes back unchanged.
     """
     topo = topology
-    if degree is not None and (isinstance(degree, bool) or
-                               not isinstance(degree, (int, np.integer)) or degree < 1):
-        raise TopologyError(f"unwind degree must be a whole number >= 1, got {degree!r}")
+    if degree is not None:
+        whole_number(degree, "unwind degree")
     if not topo.switches:
         return topo
     src, dst = topo.src.copy(), topo.dst.copy()

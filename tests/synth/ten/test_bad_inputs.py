@@ -70,13 +70,13 @@ def test_an_allreduce_shares_one_time_limit_between_its_phases(monkeypatch):
     import topocoll.synth.ten.synthesis as module
 
     given = []
-    real = module._synth_one
+    real = module.synthesize_one
 
     def spy(*args, **kwargs):
         given.append(kwargs["limits"]["time_limit"])
         return real(*args, **kwargs)
     clock = iter([100.0, 103.0])                       # the first phase took 3 s
-    monkeypatch.setattr(module, "_synth_one", spy)
-    monkeypatch.setattr(module, "_clock", lambda: next(clock))
+    monkeypatch.setattr(module, "synthesize_one", spy)
+    monkeypatch.setattr(module, "clock", lambda: next(clock))
     s = synthesize("ring:4", "allreduce", method="ilp", time_limit=10)
     assert verify(s).valid and given[0] == 5.0 and given[-1] == 7.0   # reduce-scatter, allgather

@@ -346,13 +346,13 @@ def _base():
     (dict(pre=np.eye(3, 4, dtype=bool)), SpecError),
     (dict(post=np.ones((2, 3), dtype=bool)), SpecError),
     (dict(pre=np.array([[1, 0, 0], [0, 0, 0], [0, 0, 1]], dtype=bool)), SpecError),
-    (dict(time_limit=0), SpecError),
+    (dict(time_limit=0), UnsupportedError),
     (dict(time_limit="10s"), InputTypeError),
     (dict(node_limit=-1), UnsupportedError),
     (dict(node_limit=1.5), InputTypeError),
     (dict(max_solves=0), UnsupportedError),
     (dict(max_solves=True), InputTypeError),
-    (dict(window=0), SpecError),
+    (dict(window=0), UnsupportedError),
     (dict(window=1.5), InputTypeError),
 ])
 def test_bad_inputs(change, error):

@@ -45,7 +45,7 @@ def test_entry_modules_keep_their_public_names():
         assert name in export.__all__ and hasattr(export, name)
 
 
-@pytest.mark.parametrize("function", [search.greedy_search, search._greedy_runs])
+@pytest.mark.parametrize("function", [search.greedy_search, search.greedy_runs])
 def test_greedy_search_takes_a_request_not_thirteen_positionals(function):
     params = inspect.signature(function).parameters.values()
     positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]

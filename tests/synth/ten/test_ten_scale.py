@@ -14,7 +14,7 @@ from topocoll.errors import UnsupportedError
 from topocoll.schedule import evaluate, simulate, symmetric_schedule, verify
 from topocoll.synth.ten import chunk_lower_bound, events_to_schedule, synthesize, ten_problem
 from topocoll.synth.ten.cayley import symmetric_events
-from topocoll.synth.ten.cutbound import _demands
+from topocoll.synth.ten.cutbound import pair_demands
 from topocoll.synth.ten.bitsets import first_bits, pick_draws
 from topocoll.synth.ten.greedy import greedy_events
 from topocoll.synth.ten.bounds import bounds_of
@@ -122,7 +122,7 @@ def test_bitset_pair_demands_match_a_plain_count(k, n, seed):
     pu, pv = rng.integers(0, n, 6), rng.integers(0, n, 6)
     keep = pu != pv
     pu, pv = pu[keep], pv[keep]
-    recv, send = _demands(pu, pv, pre, post)
+    recv, send = pair_demands(pu, pv, pre, post)
     assert (recv.tolist(), send.tolist()) == _naive_demands(pu, pv, pre, post)
 
 

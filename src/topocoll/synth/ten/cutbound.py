@@ -42,7 +42,7 @@ def pair_cut_bound(topology, cost, pre, post, stream_bound, pairs=None):
     pu, pv = _adjacent_pairs(t) if pairs is None else pairs
     if pu.size == 0:
         return 0.0
-    recv, send = _demands(pu, pv, pre, post)
+    recv, send = pair_demands(pu, pv, pre, post)
     best = 0.0
     for ends, links, demand in ((t.dst, _crossing(t.dst, t.src, pu, pv, n), recv),
                                 (t.src, _crossing(t.src, t.dst, pu, pv, n), send)):
@@ -78,7 +78,7 @@ def _crossing(inside, outside, pu, pv, n):
     return pair[at][keep], link[keep]
 
 
-def _demands(pu, pv, pre, post):
+def pair_demands(pu, pv, pre, post):
     """Per pair: chunks it must receive, chunks it must send (held only inside, wanted out).
 
     Counted on bitsets (one row of chunk bits per node of the pairs): a chunk is held only

@@ -46,8 +46,9 @@ import os
 
 import numpy as np
 
-from ...errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
+from ...errors import NotStronglyConnectedError, UnsupportedError
 from ...topology.paths import distances
+from ...units import whole_number
 from .greedy_flood import Flood, in_table
 from .greedy_routed import Routed
 from .greedy_sends import EVENT_DTYPE, Sends
@@ -111,9 +112,7 @@ class GreedyResult:
 
 def check_ten_problem(num_nodes, link_src, link_dst, link_steps, pre, post):
     """Validate and normalise a raw TEN problem; returns the arrays as int64/bool."""
-    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)) \
-            or num_nodes < 1:
-        raise InputTypeError(f"num_nodes must be a positive integer, got {num_nodes!r}")
+    whole_number(num_nodes, "num_nodes")
     src = np.asarray(link_src, dtype=np.int64).ravel()
     dst = np.asarray(link_dst, dtype=np.int64).ravel()
     steps = np.asarray(link_steps, dtype=np.int64).ravel()
@@ -189,9 +188,8 @@ def greedy_events(num_nodes, link_src, link_dst, link_steps, pre, post, *, seed=
 def _check_choices(rule, threads):
     if rule not in RULES:
         raise UnsupportedError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
-    if threads is not None and (isinstance(threads, bool) or
-                                not isinstance(threads, (int, np.integer)) or threads < 1):
-        raise InputTypeError(f"threads must be a whole number >= 1, got {threads!r}")
+    if threads is not None:
+        whole_number(threads, "threads")
 
 
 def _parts(n, links, pre, post, rng, *, rule, threads):

@@ -14,11 +14,9 @@ Every check raises one of :class:`~topocoll.errors.SpecError`,
 3
 """
 
-import operator
-
 import numpy as np
 
-from ...units import whole_number
+from ...units import real_number, whole_number
 from ...errors import InputTypeError, InvalidScheduleError, SpecError, TopologyError
 from .ilp_bounds import INF
 
@@ -74,19 +72,9 @@ def validate_problem(num_nodes, link_src, link_dst, link_steps, pre, post, time_
         raise SpecError(f"every chunk must be held by some node at slot 0; chunk {orphan[0]} "
                         f"is held by none")
     if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)):
-            raise InputTypeError(f"time_limit must be a number of seconds, got {time_limit!r}")
-        if not time_limit > 0:
-            raise SpecError(f"time_limit must be > 0 seconds, got {time_limit}")
-        time_limit = float(time_limit)
+        time_limit = real_number(time_limit, "time_limit (seconds)", above=0)
     if window is not None:
-        try:
-            window = operator.index(window)
-        except TypeError:
-            raise InputTypeError(f"window must be an integer number of slots, got "
-                                 f"{window!r}") from None
-        if window < 1:
-            raise SpecError(f"window must be >= 1 slot, got {window}")
+        window = whole_number(window, "window (slots)")
     return num_nodes, src, dst, steps, pre, post, time_limit, window
 
 

@@ -15,6 +15,7 @@ from ...schedule.model import TRANSFER_DTYPE, Schedule, transfer_array
 from ...topology import topology as _topology
 from ...topology.model import Topology
 from ...units import parse_size, parse_time
+from ..options import int_option
 from .greedy import GreedyResult
 
 __all__ = ["TenProblem", "ten_problem", "chunk_conditions", "discretize",
@@ -46,6 +47,11 @@ MAX_SLOTS_PER_LINK = 2**16
 
 
 MAX_RESOLUTION = 8
+
+
+# The integer checks of the TEN options (synth/ten/options.py, above this module, holds the
+# table; chunk_conditions and prepare_topology are called without it too).
+_AT_LEAST_ONE = int_option(1)
 
 
 def chunk_conditions(collective, num_nodes, chunks=1, root=None):
@@ -145,8 +151,8 @@ def check_symmetric_work(topo, coll, chunks, restarts):
 
 
 def check_chunks(chunks):
-    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
-        raise UnsupportedError(f"chunks must be a whole number >= 1, got {chunks!r}")
+    """``chunks`` as an int, checked as the ``chunks`` option of TEN synthesis is."""
+    return _AT_LEAST_ONE("ten", "chunks", chunks)
 
 
 def discretize(cost, time_step=None, *, max_error=REL_ERROR, max_resolution=MAX_RESOLUTION):
@@ -373,5 +379,4 @@ def prepare_topology(topology, unwind_degree=None, fail_links=None, fail_nodes=N
 
 
 def _check_degree(k):
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise UnsupportedError(f"unwind degree must be a whole number >= 1, got {k!r}")
+    return _AT_LEAST_ONE("ten", "unwind_degree", k)

@@ -193,7 +193,7 @@ def greedy_search(req, *, repair, symmetric):
             info = {"restart_makespans": [], "best_restart": None, "best_seed": None,
                     "best_rule": None, "repair": fixed, "symmetric": tried}
             return problem, capacity, bound, sym_events, sym_span, info
-    found = _greedy_runs(req, problem, repair=repair, bound=bound)
+    found = greedy_runs(req, problem, repair=repair, bound=bound)
     ends, problem_g, events, makespan, info = found
     if sym is None:
         return problem_g, capacity, bound, events, makespan, dict(info, symmetric=None)
@@ -208,7 +208,7 @@ def greedy_search(req, *, repair, symmetric):
     return problem, capacity, bound, sym_events, sym_span, dict(info, symmetric=tried)
 
 
-def _greedy_runs(req, problem, *, repair, bound):
+def greedy_runs(req, problem, *, repair, bound):
     """The greedy part of :func:`greedy_search` for ``req`` (a :class:`GreedyRequest`) from
     its first ``problem``: ``(replay time, problem, events, makespan, info)``; the replay time
     is None without the repair (not computed)."""

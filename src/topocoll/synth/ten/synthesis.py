@@ -38,25 +38,25 @@ import numpy as np
 
 from ... import defaults
 from ...collectives import collective as _collective
-from ...errors import InputTypeError, UnsupportedError
+from ...errors import UnsupportedError
 from ...schedule.model import transfer_array
 from ...schedule import symmetric as symmetric_form
 from ...schedule.forms import FORMS, check_form
 from ...schedule.symmetric import SYMMETRIC_COLLECTIVES
 from ...schedule.transforms import concatenate, concatenate_symmetric, reverse, reverse_symmetric
 from ...topology.symmetry import translation_group
-from ...units import parse_size
 from .bounds import bounds_of
 from .cayley import symmetric_representatives, translation_servers
-from .problem import (METHODS, REVERSED, check_chunks, check_symmetric_work, check_work,
-                      events_to_compact, events_to_schedule, prepare_topology, ten_problem)
+from .options import ten_options
+from .problem import (REVERSED, check_symmetric_work, check_work, events_to_compact,
+                      events_to_schedule, prepare_topology, ten_problem)
 from .search import GREEDY_DISCRETIZATION, GreedyRequest, greedy_search, run_ilp
 
 __all__ = ["synthesize", "FORMS"]
 
 
 #: The clock that splits an allreduce's time limit (tests replace it).
-_clock = time.monotonic
+clock = time.monotonic
 
 
 def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults.SYNTHESIS_SIZE,
@@ -65,6 +65,11 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
                node_limit=None, max_solves=None, window=None, repair=None, symmetric=None,
                form="auto", progress=None):
     """Synthesize a schedule of any collective on any topology through the TEN.
+
+    Every keyword but ``root``, ``form`` and ``progress`` is an option of the one table
+    :data:`~topocoll.synth.ten.options.TEN_OPTIONS` (``generate(..., "ten")`` and ``topocoll
+    synth`` read it too) and is checked there: a bad value raises ``UnsupportedError`` naming
+    it, and digit strings, sizes and times read as from the command line.
 
     Parameters
     ----------
@@ -149,50 +154,27 @@ def synthesize(topology, collective, *, method="greedy", chunks=1, size=defaults
     >>> s.collective.name, s.root, s.meta["method"]
     ('reduce', 2, 'greedy')
     """
-    _check_options(method, dict(time_limit=time_limit, node_limit=node_limit,
-                                max_solves=max_solves, window=window),
-                   dict(repair=repair, symmetric=symmetric), restarts, workers, seed)
-    check_chunks(chunks)
-    topo = prepare_topology(topology, unwind_degree, fail_links, fail_nodes)
+    o = ten_options(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
+                    workers=workers, unwind_degree=unwind_degree, fail_links=fail_links,
+                    fail_nodes=fail_nodes, time_step=time_step, time_limit=time_limit,
+                    node_limit=node_limit, max_solves=max_solves, window=window, repair=repair,
+                    symmetric=symmetric)
+    topo = prepare_topology(topology, o["unwind_degree"], o["fail_links"], o["fail_nodes"])
     coll = _collective(collective)
     root = _checked_root(coll, root, topo)
-    size = parse_size(size)
-    form = _resolve_form(form, topo, coll, int(chunks), method, symmetric)
+    method, chunks, restarts = o["method"], o["chunks"], o["restarts"]
+    form = _resolve_form(form, topo, coll, chunks, method, o["symmetric"])
     if form != "symmetric":
-        check_work(topo, coll, int(chunks), method, restarts, compact=form == "compact")
+        check_work(topo, coll, chunks, method, restarts, compact=form == "compact")
     else:
-        check_symmetric_work(topo, coll, int(chunks), restarts)
-    opts = dict(method=method, chunks=chunks, size=size, seed=seed, restarts=restarts,
-                workers=workers, time_step=time_step, window=window, progress=progress,
-                repair=repair, symmetric=symmetric, form=form,
-                limits=dict(time_limit=time_limit, node_limit=node_limit, max_solves=max_solves))
+        check_symmetric_work(topo, coll, chunks, restarts)
+    opts = dict(method=method, chunks=chunks, size=o["size"], seed=o["seed"], restarts=restarts,
+                workers=o["workers"], time_step=o["time_step"], window=o["window"],
+                progress=progress, repair=o["repair"], symmetric=o["symmetric"], form=form,
+                limits={name: o[name] for name in ("time_limit", "node_limit", "max_solves")})
     if coll.name == "allreduce":
-        return _allreduce(topo, opts, time_limit, form)
-    return _synth_one(topo, coll, root, **opts)
-
-
-def _check_options(method, ilp_only, greedy_only, restarts, workers, seed):
-    """Refuse options of the other method (said, not silently ignored) and bad counts."""
-    if method not in METHODS:
-        raise UnsupportedError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if method != "ilp":
-        given = [name for name, value in ilp_only.items() if value is not None]
-        if given:
-            raise UnsupportedError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
-                                   "to method='ilp' only")
-    else:
-        for name, value in greedy_only.items():
-            if value is not None:
-                raise UnsupportedError(f"{name} applies to method='greedy' only")
-    for name, value in greedy_only.items():
-        if value is not None and not isinstance(value, (bool, np.bool_)):
-            raise UnsupportedError(f"{name} must be True, False or None, got {value!r}")
-    for name, value in (("restarts", restarts), ("workers", workers)):
-        if value is not None and (isinstance(value, bool) or
-                                  not isinstance(value, (int, np.integer)) or value < 1):
-            raise UnsupportedError(f"{name} must be a whole number >= 1, got {value!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputTypeError(f"seed must be a non-negative integer, got {seed!r}")
+        return _allreduce(topo, opts, o["time_limit"], form)
+    return synthesize_one(topo, coll, root, **opts)
 
 
 def _checked_root(coll, root, topo):
@@ -211,14 +193,14 @@ def _checked_root(coll, root, topo):
 def _allreduce(topo, opts, time_limit, form):
     """Reduce-scatter then allgather, one time limit for the whole call: half for the first
     phase, what is left for the second."""
-    started = _clock()
+    started = clock()
     first = dict(opts, limits=dict(opts["limits"], time_limit=None if time_limit is None
                                    else time_limit / 2))
-    rs = _synth_one(topo, _collective("reduce_scatter"), None, **first)
+    rs = synthesize_one(topo, _collective("reduce_scatter"), None, **first)
     if time_limit is not None:
-        left = max(time_limit - (_clock() - started), 1e-3)
+        left = max(time_limit - (clock() - started), 1e-3)
         opts = dict(opts, limits=dict(opts["limits"], time_limit=left))
-    ag = _synth_one(topo, _collective("allgather"), None, **opts)
+    ag = synthesize_one(topo, _collective("allgather"), None, **opts)
     join = concatenate_symmetric if form == "symmetric" else concatenate
     out = join(rs, ag, "allreduce", algorithm=rs.algorithm)
     meta = dict(ag.meta)
@@ -237,11 +219,11 @@ def _phase(meta):
     return {k: meta[k] for k in ("makespan_slots", "ten_time", "chunk_lower_bound")}
 
 
-def _synth_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
+def synthesize_one(topo, coll, root, *, method, chunks, size, seed, restarts, workers, time_step,
                limits, window, progress, repair, symmetric, form="explicit"):
     if coll.name in REVERSED:
         base = _collective(REVERSED[coll.name])
-        fwd = _synth_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
+        fwd = synthesize_one(topo.transpose(), base, root, method=method, chunks=chunks, size=size,
                          seed=seed, restarts=restarts, workers=workers, time_step=time_step,
                          limits=limits, window=window, progress=progress, repair=repair,
                          symmetric=symmetric, form=form)

@@ -1,11 +1,9 @@
 """Shared checks and the link-array builder of the family generators and composite specs."""
 
-import operator
-
 import numpy as np
 
 from ...errors import InputTypeError, SpecError
-from ...units import parse_bandwidth, parse_time
+from ...units import parse_bandwidth, parse_time, whole_number
 from ..model import Topology
 
 #: Generators refuse topologies larger than this many nodes ...
@@ -15,13 +13,10 @@ MAX_LINKS = 1 << 24
 
 
 def as_int(value, what):
-    """``value`` as a Python int; bools, floats and strings are refused with ``InputTypeError``."""
-    if isinstance(value, bool):
-        raise InputTypeError(f"{what} must be an integer, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise InputTypeError(f"{what} must be an integer, got {value!r}") from None
+    """``value`` as a Python int; bools, floats and strings are refused with ``InputTypeError``
+    (:func:`~topocoll.units.whole_number`; the range is the family's to check, as a
+    ``SpecError``)."""
+    return whole_number(value, what, None)
 
 
 def as_int_tuple(values, what):

@@ -114,7 +114,7 @@ def _regular_args(n, d, what):
     return n, d
 
 
-def _strongly_connected(n, src, dst):
+def strongly_connected_links(n, src, dst):
     from scipy.sparse import coo_matrix   # imported when first needed (start-up time)
     from scipy.sparse.csgraph import connected_components
 
@@ -217,7 +217,7 @@ def random_regular_graph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH, latency=LINK
             src, dst = _edge_links(edges[:, 0], edges[:, 1])
             if flip:
                 src, dst = rows_to_links(_complement_rows(n, src, dst, d))
-        if _strongly_connected(n, src, dst):
+        if strongly_connected_links(n, src, dst):
             meta = {"family": "randomregular", "n": n, "d": d, "seed": seed, "attempt": attempt}
             return make_topology(name, n, src, dst, bandwidth, latency, meta)
     raise SpecError(f"randomregular drew no connected {d}-regular graph on {n} nodes in "
@@ -318,7 +318,7 @@ def random_regular_digraph(n, d, seed=0, *, bandwidth=LINK_BANDWIDTH,
                 src, dst = rows_to_links(rows)
                 rows = _complement_rows(n, src, dst, d)
         src, dst = rows_to_links(np.sort(rows, axis=1))
-        if _strongly_connected(n, src, dst):
+        if strongly_connected_links(n, src, dst):
             meta = {"family": "randomdigraph", "n": n, "d": d, "seed": seed, "attempt": attempt}
             return make_topology(name, n, src, dst, bandwidth, latency, meta)
     raise SpecError(f"randomdigraph drew no strongly connected {d}-regular digraph on {n} nodes "
