@@ -117,8 +117,12 @@ def test_an_exception_inside_the_block_takes_the_network_down():
             raise KeyError("boom")
 
 
+# The signals as a terminal delivers them: a parent started under nohup or in a background job
+# hands its children SIGHUP and SIGINT ignored, which no handler of ours may override.
 _HOLDER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 from topocoll.emulate.network import EmulatedNetwork
 with EmulatedNetwork("ring:4", link_bandwidth="20Mbps", check_capacity=False) as net:
     print(net.run, flush=True)

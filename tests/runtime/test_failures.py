@@ -7,7 +7,6 @@ import time
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
 
 from topocoll.errors import InputTypeError, ProcessGroupError
 from topocoll.runtime import DecentralizedDataParallel, neighbor_allreduce, run_local
@@ -181,9 +180,15 @@ def test_an_interrupt_in_the_parent_leaves_no_rank_behind(tmp_path):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Ctrl-C as a terminal delivers it (a parent started in a background job or under nohup
+    # hands SIGINT down ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_local(_sleeps, 4, (str(tmp_path),), start_method="fork", timeout=300)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_local(_sleeps, 4, (str(tmp_path),), start_method="fork", timeout=300)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     for name in os.listdir(tmp_path):
         with pytest.raises(ProcessLookupError):   # every rank is gone, none orphaned
             os.kill(int(name), 0)

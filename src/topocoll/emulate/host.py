@@ -58,8 +58,9 @@ class HostMonitor:
         busy1, total1 = cpu_times()
         self.seconds = time.monotonic() - t0
         total = total1 - total0
-        self.idle = 1.0 - (busy1 - busy0) / total if total > 0 else 1.0
-        self.busy_cores = (busy1 - busy0) / self.seconds if self.seconds > 0 else 0.0
+        # clamped: iowait in /proc/stat may run backwards between two reads
+        self.idle = min(1.0, max(0.0, 1.0 - (busy1 - busy0) / total)) if total > 0 else 1.0
+        self.busy_cores = max(0.0, busy1 - busy0) / self.seconds if self.seconds > 0 else 0.0
         return False
 
     def to_dict(self):

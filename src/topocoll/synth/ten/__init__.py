@@ -2,11 +2,14 @@
 
 * :mod:`.synthesis` -- :func:`synthesize`, the entry point: the form, the phases of combining
   collectives, the search or the ILP;
+* :mod:`.options` -- :data:`TEN_OPTIONS`, the one table of its options (parser, default, doc)
+  that ``synthesize``, ``generate(..., "ten")`` and ``topocoll synth`` read;
 * :mod:`.problem` -- the TEN model (chunks, pre/postconditions, discretized links, what a
   synthesis may cost) and events turned into schedules;
 * :mod:`.bounds` -- the chunk lower bound;
 * :mod:`.search` -- the greedy's restarts, discretizations and repair, and the exact ILP;
-* :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links;
+* :mod:`.greedy` -- greedy link-chunk matching, vectorized over the links (its state in
+  :mod:`.greedy_flood`, :mod:`.greedy_routed`, :mod:`.greedy_sends` and :mod:`.bitsets`);
 * :mod:`.latebind` -- the greedy on links of mixed speeds (late binding, arrival estimates);
 * :mod:`.repair` -- small ILPs that re-solve the greedy's last slots on mixed speeds;
 * :mod:`.cayley` -- all-gathers on tori (translation symmetry) as one node's schedule,
@@ -27,6 +30,7 @@ from ...lazy import lazy_attributes
 # names is first used (PEP 562), so a job loads only the modules it needs (start-up time).
 _LAZY = {
     ".bounds": ("chunk_lower_bound",),
+    ".options": ("TEN_OPTIONS",),
     ".problem": ("METHODS", "TEN_COLLECTIVES", "TenProblem", "chunk_conditions", "discretize",
                  "events_to_compact", "events_to_schedule", "ten_problem"),
     ".synthesis": ("synthesize",),
@@ -35,7 +39,8 @@ _LAZY = {
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
            "chunk_lower_bound", "events_to_schedule", "events_to_compact", "METHODS",
-           "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant"]
+           "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant",
+           "TEN_OPTIONS"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
