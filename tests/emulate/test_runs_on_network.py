@@ -156,7 +156,9 @@ def test_gossip_on_a_switch_reports_both_and_their_models():
     # M against 2 (n-1)/n M, and each side's latencies: 6 ring steps against one message
     assert r["model_ratio"] == pytest.approx(r["model_time"] / r["baseline_model_time"])
     assert 0 < r["model_ratio"] <= 4 / 6 + 1e-9    # latencies only lower it
-    assert r["model_time"] >= (1 << 20) / (100e6 / 8)                 # the bytes of one port
+    # the bytes of one port at the calibrated goodput (measured: may sit a little above the
+    # shaper's nominal rate)
+    assert r["model_time"] >= (1 << 20) / r["calibration"]["goodput"] * (1 - 1e-9)
     assert r["ratio"] == pytest.approx(r["time"] / r["baseline_time"])
     assert r["iterations"] == 2 and r["ranks"] == 4
 
