@@ -109,3 +109,11 @@ def test_the_finder_runs_inside_the_job_and_matches_the_command(tmp_path, monkey
     assert cli.returncode == 0, cli
     doc = json.loads(json.dumps({**result.to_dict(), "plot": None}, default=float))
     assert doc == json.loads(cli.stdout)
+
+
+def test_the_commands_explicit_limit_is_the_finders():
+    # spelt in the command so that --help starts without the finder; one value all the same
+    from topocoll.cli.trainsim import EXPLICIT_NODES as command_limit
+    from topocoll.finder.core import EXPLICIT_NODES
+
+    assert command_limit == EXPLICIT_NODES

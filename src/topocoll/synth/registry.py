@@ -322,8 +322,8 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
         raise UnsupportedError(f"{coll.name} takes no root")
     parsed = take_options(algorithm, options, generator.options)
     fewest = least_transfers(coll.name, topo.num_nodes)
-    form = _form(form, topo, coll, generator, fewest)
     hook = symmetric_hook(generator)
+    form = _form(form, topo, coll, hook, fewest)
     if form == "compact":
         return _compact(generator, hook, topo, coll, root, progress, parsed)
     if form == "symmetric" and hook is not None:
@@ -388,14 +388,13 @@ def symmetric_hook(generator):
     return next((name for name in ("form", "symmetric") if name in params), None)
 
 
-def _form(form, topo, coll, generator, fewest):
+def _form(form, topo, coll, hook, fewest):
     """``form`` checked, with ``"auto"`` decided: symmetric iff the explicit form would hold
     more than EXPLICIT_TRANSFER_LIMIT transfers and a symmetric one can be made cheaply; else
     compact where the generator makes that form itself and the collective only copies."""
     if check_form(form) != "auto":
         return form
     big = fewest > EXPLICIT_TRANSFER_LIMIT
-    hook = symmetric_hook(generator)
     if big and coll.name in SYMMETRIC_COLLECTIVES and hook is not None \
             and translation_group(topo) is not None:
         return "symmetric"
