@@ -7,7 +7,7 @@ schedule runs on it, with torch's ``all_reduce`` and ``all_gather_into_tensor`` 
 ranks. Each case is a call on a reused tensor (as training calls a collective), every call
 after a barrier, the cases alternating call by call; a case's time is the median over
 ``--repeats`` calls of the slowest rank. The anchor of every row is the model's time on that
-network (``topocoll.emulate.model``: the link model for our schedules, torch's gloo rings in
+network (``topocoll.emulate.prediction``: the link model for our schedules, torch's gloo rings in
 rank order over the installed routes for torch's), and torch's own time.
 
 Parts:
@@ -159,7 +159,7 @@ def _schedule_cases(spec, name, sizes):
 
 def schedules_part(args):
     from topocoll.emulate import EmulatedNetwork
-    from topocoll.emulate.model import schedule_model_time, torch_model_time
+    from topocoll.emulate.prediction import schedule_model_time, torch_model_time
     from topocoll.runtime import run_local
 
     rows = []

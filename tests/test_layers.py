@@ -214,7 +214,7 @@ def test_the_floors_inside_packages_are_what_the_code_says():
     # a few the design depends on (docs/architecture.md)
     assert table["schedule.model"] < table["schedule.io"] < table["schedule.verify"]
     assert table["schedule.symmetric"] < table["schedule.transforms"]
-    assert table["topology.transforms"] < table["topology.composite"] < table["topology.registry"]
+    assert table["topology.transforms"] < table["topology.composite"] < table["topology.specs"]
     assert table["interop.buffers"] < table["interop.lint"]
     assert table["interop.export_limits"] < table["interop.export"]
     assert table["finder.evaluation"] < table["finder.optimize"] < table["finder.core"]

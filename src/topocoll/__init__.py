@@ -56,7 +56,7 @@ _MODULES = {
 # subpackage (``import topocoll.topology as tt`` gives the module, with ``tt.Topology``); the
 # function that builds a topology from a spec is ``build_topology`` here and
 # ``topocoll.topology.topology`` there (docs/architecture.md, "The front door").
-_RENAMED = {"build_topology": (".topology.registry", "topology"),
+_RENAMED = {"build_topology": (".topology.specs", "topology"),
             "alltoall_throughput": (".throughput", "throughput"),
             "analyze_gossip": (".gossip", "analyze"),
             "gossip_topology": (".gossip", "gossip_topology")}

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 
 from topocoll.emulate.calibrate import Calibration
-from topocoll.emulate.model import (ack_share, flows_model_time, gossip_model_time,
+from topocoll.emulate.prediction import (ack_share, flows_model_time, gossip_model_time,
                                     link_goodputs, schedule_model_time, torch_model_time)
 from topocoll.emulate.network import EmulatedNetwork
 from topocoll.emulate.plan import REVERSE_FRACTION, NetworkPlan, node_address

@@ -6,7 +6,7 @@ import pytest
 
 import topocoll as tc
 from topocoll.errors import UnsupportedError
-from topocoll.synth import registry
+from topocoll.synth import generators as registry
 
 
 def _rows(schedule):

@@ -302,7 +302,7 @@ def test_options_are_parsed_and_forwarded(monkeypatch):
         seen.update(chunks=chunks, root=root, **rest)
         return "made"
 
-    from topocoll.synth import registry
+    from topocoll.synth import generators as registry
 
     monkeypatch.setitem(registry.ALGORITHMS, "bfb",
                         registry.Generator("bfb", ("broadcast",), "fake", fake,

@@ -14,11 +14,11 @@ from topocoll.errors import SpecError
 from topocoll.finder import Cache, Search, build_allreduce
 from topocoll.finder.build import leaf_topology, recipe_spec, recipe_topology
 from topocoll.finder.search import circulant_rule
-from topocoll.synth.registry import generate
+from topocoll.synth.generators import generate
 from topocoll.topology import transforms
 from topocoll.topology.composite import (OPERATORS, Composite, decode_heads, format_spec,
                                          parse_composite, rewired_spec)
-from topocoll.topology.registry import describe_operators, parse_spec, topology
+from topocoll.topology.specs import describe_operators, parse_spec, topology
 
 
 def same_digraph(a, b):

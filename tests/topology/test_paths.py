@@ -110,7 +110,7 @@ def test_unreachable_pair_agrees_with_strong_components(graph):
 def test_the_registry_spells_the_distance_regular_names_as_the_family_module():
     """The registry lists drg names without importing their module; they must stay equal."""
     from topocoll.topology.families import DISTANCE_REGULAR_GRAPHS
-    from topocoll.topology.registry import DRG_NAMES
+    from topocoll.topology.specs import DRG_NAMES
 
     assert DRG_NAMES == tuple(DISTANCE_REGULAR_GRAPHS)
 

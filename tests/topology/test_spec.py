@@ -238,7 +238,7 @@ def test_junk_specs_give_a_topology_or_a_spec_error(tokens):
                                   "torus:4x" + "7" * 4400])
 def test_numbers_of_thousands_of_digits_are_one_short_line(spec):
     from topocoll.errors import SpecError
-    from topocoll.topology.registry import topology as build
+    from topocoll.topology.specs import topology as build
 
     with pytest.raises(SpecError, match="digits") as err:
         build(spec)

@@ -9,7 +9,7 @@ from ..schedule.linkmodel import (ALPHA_CONVENTIONS, DEFAULT_ALPHA_PER, simulate
 from ..synth.ten import METHODS, TEN_COLLECTIVES, synthesize
 from ..synth.ten.options import ILP_ONLY, TEN_OPTIONS
 from ..errors import InvalidScheduleError, ResourceLimitError
-from ..studies.tenants import check_synthesized, run_tenants
+from ..studies.multitenant import check_synthesized, run_tenants
 from ..topology.families.lattice import with_dimension_bandwidth
 from ..units import format_size, format_time
 from ..results import Status, document

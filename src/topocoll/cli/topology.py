@@ -14,7 +14,7 @@ __all__ = ["topologies", "info"]
 def topologies(as_json):
     """List the topology families and their spec syntax."""
     from ..topology import describe_families
-    from ..topology.registry import describe_operators
+    from ..topology.specs import describe_operators
 
     rows = describe_families()
     ops = describe_operators()

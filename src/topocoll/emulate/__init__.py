@@ -22,7 +22,7 @@ _LAZY = {
     ".calibrate": ("Calibration", "calibrate"),
     ".capacity": ("HostCapacity", "probe_host"),
     ".host": ("HostMonitor", "describe_host"),
-    ".model": ("schedule_model_time", "torch_model_time", "flows_model_time",
+    ".prediction": ("schedule_model_time", "torch_model_time", "flows_model_time",
                "gossip_model_time"),
     ".network": ("EmulatedNetwork", "Endpoint", "DEFAULT_LINK_BANDWIDTH"),
     ".plan": ("NetworkPlan", "DEFAULT_MTU"),

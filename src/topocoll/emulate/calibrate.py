@@ -17,7 +17,7 @@ actually do, not what they were told to do:
 :func:`calibrate` measures them once per network with the socket probes of
 :mod:`~topocoll.emulate.probe`: small round trips and bulk transfers over one hop and, where
 the network has one, a two-hop route; two bulk sizes separate the per-byte cost from the
-per-transfer one. The model (:mod:`topocoll.emulate.model`) prices links at
+per-transfer one. The model (:mod:`topocoll.emulate.prediction`) prices links at
 ``rate x goodput_ratio`` and a route of ``h`` hops at ``alpha + (h - 1) x hop_delay``.
 The per-message cost of the runtime above the socket (Python, gloo) is not in ``alpha``; it
 shows at small sizes, as measured / model above 1 (docs/emulate.md).

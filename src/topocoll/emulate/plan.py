@@ -1,7 +1,7 @@
 """The plan of an emulated network: what becomes a namespace, a cable, a rate, an address, a route.
 
 Nothing here touches the kernel; :class:`~topocoll.emulate.network.EmulatedNetwork` builds the
-plan, and the model (:mod:`topocoll.emulate.model`) prices on the same plan, so that both
+plan, and the model (:mod:`topocoll.emulate.prediction`) prices on the same plan, so that both
 speak of the same links, rates and routes.
 
 * Every node is a network namespace; switch nodes forward and hold no rank. Rank ``r`` sits on

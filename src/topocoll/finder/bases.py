@@ -182,7 +182,7 @@ def compute_base(spec, family=None):
     from ..schedule.verify import verify
     from ..synth.bfb import bfb_allreduce
     from ..topology.metrics import degree_summary, diameter
-    from ..topology.registry import topology
+    from ..topology.specs import topology
 
     topo = topology(spec).with_node_bandwidth(1.0)
     deg = degree_summary(topo)
@@ -248,7 +248,7 @@ def measure_base(item):
         row = lookup_genkautz(item.nodes, item.degree)
         return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, row["steps"],
                                  row["t_b_ag"], row["t_b_rs"])
-    from ..topology.registry import topology
+    from ..topology.specs import topology
     topo = topology(item.spec)
     ag, rs = bfb_cost(topo), bfb_cost(topo, transpose=True)
     return _entry_from_costs(item.spec, item.family, item.nodes, item.degree, ag["steps"],

@@ -53,7 +53,7 @@ def leaf_topology(recipe):
     bandwidth 1 split evenly over its links (how it will be priced: it matters where nodes
     have fewer links, as in generalized Kautz digraphs)."""
     from ..topology.model import Topology
-    from ..topology.registry import topology
+    from ..topology.specs import topology
     from ..topology.transforms import cartesian_product
 
     kind = recipe[0]

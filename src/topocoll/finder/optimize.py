@@ -93,7 +93,7 @@ def skeleton_of(candidate):
         recipe = recipe[1]
     if recipe[0] != "spec":
         return None
-    from ..topology.registry import topology
+    from ..topology.specs import topology
 
     base = topology(recipe[1])
     return Skeleton(base.num_nodes, int(base.out_degree(multi=True).max()), tuple(chain[::-1]))
@@ -357,7 +357,7 @@ class BaseScorer:
 
 def _seed_heads(candidate_base_spec, skeleton):
     """Heads of the seed base (d-regular simple digraphs only), else None."""
-    from ..topology.registry import topology
+    from ..topology.specs import topology
 
     topo = topology(candidate_base_spec)
     n, d = skeleton.nodes, skeleton.degree

@@ -236,7 +236,7 @@ def twisted_torus_3d(n):
     ('twistedtorus:4x4x8', 6)
     """
     from ..topology.metrics import eccentricity
-    from ..topology.registry import topology
+    from ..topology.specs import topology
 
     best = None
     for a in range(3, round(n ** (1 / 3)) + 2):

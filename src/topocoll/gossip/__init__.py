@@ -31,7 +31,7 @@ _LAZY = {
     ".matrices": ("is_column_stochastic", "is_doubly_stochastic", "is_row_stochastic",
                   "mixing_matrix", "period_operator", "period_product", "same_mixing",
                   "stochasticity"),
-    ".model": ("GossipTopology", "GraphTopology", "GroupTopology"),
+    ".mixing": ("GossipTopology", "GraphTopology", "GroupTopology"),
     ".registry": ("GOSSIP_TOPOLOGIES", "GossipFamily", "describe_gossip_topologies",
                   "gossip_topology", "parse_param_value", "register_gossip_topology",
                   "resolve_gossip_name", "unregister_gossip_topology"),

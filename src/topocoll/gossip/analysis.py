@@ -27,7 +27,7 @@ from .consensus import MAX_ITERATIONS, consensus_errors, exact_average_after, pl
 from .matrices import (DEFAULT_TOL, as_gossip_topology, is_column_stochastic,
                        is_doubly_stochastic, is_row_stochastic, mixing_matrix, period_operator,
                        period_product, same_mixing, stochasticity)
-from .model import GossipTopology
+from .mixing import GossipTopology
 from .registry import GOSSIP_TOPOLOGIES, gossip_topology, resolve_gossip_name
 from .spectrum import DENSE_MAX, EXACT_TOL, SPARSE_TOL, check_method, period_rho, rho
 

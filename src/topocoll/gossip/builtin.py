@@ -56,7 +56,7 @@ import scipy.sparse as sp
 
 from ..errors import InputTypeError, SpecError
 from ..limits import require_memory
-from .model import GraphTopology, GroupTopology, require_dense, require_sparse
+from .mixing import GraphTopology, GroupTopology, require_dense, require_sparse
 from .registry import gossip_topology, register_gossip_topology
 
 __all__ = ["metropolis_hastings", "metropolis_hastings_topology", "one_peer_dynamic",

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import InputTypeError, NotStronglyConnectedError, SpecError, TopologyError
 from ..units import parse_size, whole_number
-from .model import GossipTopology
+from .mixing import GossipTopology
 from .registry import gossip_topology
 
 __all__ = ["gossip_cost", "GossipCost", "IterationCost", "iteration_messages",

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from ..errors import InputTypeError
-from .model import GossipTopology
+from .mixing import GossipTopology
 
 __all__ = ["mixing_matrix", "period_product", "period_operator", "period_factors",
            "apply_factors", "apply_factors_transposed", "is_row_stochastic",

@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..errors import InputTypeError, SpecError, TopologyError
 from ..units import whole_number
-from .model import GossipTopology
+from .mixing import GossipTopology
 
 __all__ = ["GossipFamily", "GOSSIP_TOPOLOGIES", "register_gossip_topology",
            "unregister_gossip_topology", "gossip_topology", "describe_gossip_topologies",

@@ -18,7 +18,7 @@ import statistics
 import time
 
 from ..emulate.host import HostMonitor, describe_host
-from ..emulate.model import gossip_model_time, schedule_model_time, torch_model_time
+from ..emulate.prediction import gossip_model_time, schedule_model_time, torch_model_time
 from ..units import parse_size
 from .launch import run_local
 from .measure import measure_schedule

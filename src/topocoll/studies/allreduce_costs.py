@@ -197,7 +197,7 @@ def baseline_cost(baseline, nodes, *, alpha, bandwidth=None, link_bandwidth=None
     (91, True)
     """
     from ..synth import generate
-    from ..topology.registry import topology
+    from ..topology.specs import topology
 
     if baseline not in BASELINES:
         raise UnsupportedError(f"unknown baseline {baseline!r}; use one of "
@@ -244,7 +244,7 @@ def baseline_closed_form(baseline, nodes, *, alpha, bandwidth=None, link_bandwid
     import numpy as np
 
     from ..topology.families.trees import dbt_trees
-    from ..topology.registry import topology
+    from ..topology.specs import topology
 
     if baseline not in BASELINES:
         raise UnsupportedError(f"unknown baseline {baseline!r}; use one of "

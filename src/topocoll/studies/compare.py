@@ -45,7 +45,7 @@ from ..schedule.verify import verify
 from ..synth import generate
 from ..topology.io import topology_from_dict
 from ..topology.model import Topology
-from ..topology.registry import topology as _topology
+from ..topology.specs import topology as _topology
 from ..units import format_size, format_time, parse_size, parse_time
 
 __all__ = ["compare", "plot_comparison", "fastest", "CompareResult", "ComparisonRow",

@@ -9,7 +9,7 @@ is ``--cycle-time``).
 import os
 
 from ..errors import UnsupportedError
-from .measure import TORCH_MODELS, measure_model
+from .layer_timing import TORCH_MODELS, measure_model
 from .models import MODELS, model_profile, model_workload
 from .profiles import load_profile
 from .workloads import load_training_workload
@@ -61,7 +61,7 @@ def _built_in(model, batch, gpu_flops, efficiency, dtype, cycle_time, known_also
 def resolve_workload(model, *, measure=False, batch=None, gpu_flops=None, efficiency=None,
                      dtype=None, cycle_time=None):
     """The :class:`~topocoll.studies.workloads.TrainingWorkload` of ``model``: measured with
-    torch (``measure``: one of :data:`~topocoll.studies.measure.TORCH_MODELS`, ``batch``
+    torch (``measure``: one of :data:`~topocoll.studies.layer_timing.TORCH_MODELS`, ``batch``
     default 8), a built-in model's FLOPs model, or a profile file (JSON or ASTRA-sim text).
 
     Raises

@@ -14,7 +14,7 @@ from ..results import as_progress
 from ..schedule.io import load_schedule
 from ..schedule.model import Schedule
 from ..schedule.verify import verify
-from ..topology.registry import topology as make_topology
+from ..topology.specs import topology as make_topology
 from .allreduce_costs import (CLOSED_FORM, AllreduceCost, LinkModelCost, baseline_closed_form,
                               baseline_cost, node_bandwidth_of, priced_network, schedule_cost)
 from .prices import (alltoall_distance_cost, bound_prices, phase_prices, ring_prices,

@@ -10,7 +10,7 @@ the training loop that runs them (:data:`LOOPS`; see :mod:`topocoll.studies.loop
 
 Where the numbers come from is :attr:`TrainingWorkload.compute_model`: ``"flops"`` (the
 built-in models' FLOPs count at a fraction of a GPU's peak), ``"measured"`` (a profile measured
-with torch, :mod:`topocoll.studies.measure`), ``"astra-sim"`` (an ASTRA-sim workload file,
+with torch, :mod:`topocoll.studies.layer_timing`), ``"astra-sim"`` (an ASTRA-sim workload file,
 cycles), or ``"file"`` (a JSON profile a user wrote).
 
 Three file formats (:func:`load_training_workload`):

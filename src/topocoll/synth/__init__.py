@@ -20,7 +20,7 @@ _LAZY = {
     ".expansions": ("bidirectional_expansion", "cartesian_power_expansion",
                     "degree_expansion_schedule", "expand_schedule", "line_graph_expansion",
                     "product_schedule"),
-    ".registry": ("ALGORITHMS", "Generator", "generate", "show_options"),
+    ".generators": ("ALGORITHMS", "Generator", "generate", "show_options"),
     ".torus_rings": ("torus_rings_schedule",),
     ".trees": ("dbt_schedule",),
 }

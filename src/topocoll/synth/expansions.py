@@ -51,7 +51,7 @@ from ..schedule.cost import step_costs
 from ..schedule.model import Schedule, TRANSFER_DTYPE
 from ..schedule.transforms import concatenate, relabel, reverse
 from ..topology.model import Topology
-from ..topology.registry import topology as build_topology
+from ..topology.specs import topology as build_topology
 from ..topology.transforms import (bidirectional_union, cartesian_power, grouped,
                                    cartesian_product, degree_expansion, line_graph, ragged)
 from ..units import whole_number

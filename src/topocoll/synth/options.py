@@ -1,6 +1,6 @@
 """What a generator accepts: option parsers and the checks generators share.
 
-Every generator declares its options in the registry (:mod:`topocoll.synth.registry`) as
+Every generator declares its options in the registry (:mod:`topocoll.synth.generators`) as
 ``name -> Option`` (a parser, the default and a one-line doc); :func:`take_options` applies
 them, so that a value typed on the command line (``-O shift=3``) and one given from Python
 (``shift=3``) arrive the same, and an option a generator does not know is refused by name.

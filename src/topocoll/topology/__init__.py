@@ -32,7 +32,7 @@ _LAZY = {
                  "is_strongly_connected", "moore_depth", "require_strongly_connected",
                  "unreachable_pair"),
     ".model": ("Topology",),
-    ".registry": ("FAMILIES", "Family", "describe_families", "parse_spec", "topology"),
+    ".specs": ("FAMILIES", "Family", "describe_families", "parse_spec", "topology"),
 }
 
 __all__ = [

@@ -8,7 +8,7 @@ every link is ``i -> i+s mod n``), ``{"kind": "xor"}`` (ids are bit strings, lin
 ``i -> i xor m``) or ``{"kind": "mixed_radix", "dims": [...]}`` (ids are mixed-radix
 coordinates, first most significant, links translate them coordinate-wise modulo ``dims``);
 :mod:`topocoll.topology.symmetry` verifies a claim before anything relies on it. The
-spec-string registry is in :mod:`topocoll.topology.registry`.
+spec-string registry is in :mod:`topocoll.topology.specs`.
 
 >>> from topocoll.topology.families import torus_graph
 >>> torus_graph([4, 4]).name

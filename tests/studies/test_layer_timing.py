@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import DATA
 from topocoll.errors import TorchUnavailableError
-from topocoll.studies import measure
+from topocoll.studies import measure_model
 from topocoll.studies.loop import simulate_training
 from topocoll.studies.prices import bound_prices
 from topocoll.studies.workloads import load_training_workload, workload_from_document
@@ -16,13 +16,13 @@ from topocoll.studies.workloads import load_training_workload, workload_from_doc
 def test_without_torch_the_error_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)      # import torch now fails
     with pytest.raises(TorchUnavailableError, match="needs PyTorch") as info:
-        measure.measure_model("mlp", batch=2)
+        measure_model("mlp", batch=2)
     assert "\n" not in str(info.value)
 
 
 def test_a_tiny_model_is_measured_layer_by_layer():
     pytest.importorskip("torch")
-    w = measure.measure_model("mlp", batch=2, repeats=1)
+    w = measure_model("mlp", batch=2, repeats=1)
     assert w.compute_model == "measured" and w.loop == "data"
     assert [x.name for x in w.layers] == ["0 (Linear)", "1 (ReLU)", "2 (Linear)", "3 (ReLU)",
                                           "4 (Linear)"]
