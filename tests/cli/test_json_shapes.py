@@ -21,7 +21,7 @@ from topocoll.synth import ALGORITHMS, generate
 from topocoll.topology import topology
 from topocoll.schedule.verify import verify
 
-from tests.cli.conftest import leaf_commands, run_cli, run_subprocess
+from tests.cli.conftest import leaf_commands, run_subprocess
 
 # Commands that print no JSON because they compute nothing: none so far.
 NO_JSON = set()

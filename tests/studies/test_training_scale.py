@@ -20,6 +20,7 @@ from topocoll.errors import TopocollError, UnsupportedError
 from topocoll.finder import Workload, find
 from topocoll.finder.core import BY_CONSTRUCTION, EXPLICIT
 from topocoll.finder.evaluation import expansion_chain
+from topocoll.finder.recipes import DegreeRecipe, LineRecipe, PowerRecipe, SpecRecipe
 from topocoll.schedule.cost import step_costs
 from topocoll.studies.models import model_profile
 from topocoll.studies.allreduce_costs import CLOSED_FORM, baseline_closed_form, baseline_cost
@@ -116,10 +117,10 @@ def test_predict_chain_is_the_built_expansions_prediction(spec, chain):
 
 
 def test_chain_of_a_recipe_is_innermost_first():
-    recipe = ("degree", ("line", ("power", ("spec", "ring:3"), 2)), 3)
-    assert expansion_chain(recipe) == (("spec", "ring:3"),
+    recipe = DegreeRecipe(LineRecipe(PowerRecipe(SpecRecipe("ring:3"), 2)), 3)
+    assert expansion_chain(recipe) == (SpecRecipe("ring:3"),
                               [("power", {"n": 2}), ("line", {}), ("degree", {"m": 3})])
-    assert expansion_chain(("spec", "ring:3")) == (("spec", "ring:3"), [])
+    assert expansion_chain(SpecRecipe("ring:3")) == (SpecRecipe("ring:3"), [])
 
 
 def _workload():

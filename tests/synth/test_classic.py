@@ -298,16 +298,18 @@ def test_unknown_option_is_named(algorithm, spec):
 def test_options_are_parsed_and_forwarded(monkeypatch):
     seen = {}
 
+    made = generate("ring:4", "broadcast", "bfb", root=2)
+
     def fake(topology, collective, *, root=None, progress=None, chunks=None, **rest):
         seen.update(chunks=chunks, root=root, **rest)
-        return "made"
+        return made
 
     from topocoll.synth import generators as registry
 
     monkeypatch.setitem(registry.ALGORITHMS, "bfb",
                         registry.Generator("bfb", ("broadcast",), "fake", fake,
                                            ALGORITHMS["bfb"].options))
-    assert generate("ring:4", "broadcast", "bfb", root=2, chunks="4", symmetry="no") == "made"
+    assert generate("ring:4", "broadcast", "bfb", root=2, chunks="4", symmetry="no") is made
     assert seen == {"chunks": 4, "root": 2, "symmetry": False}
     with pytest.raises(UnsupportedError, match="algorithm bfb has no option bogus"):
         generate("ring:4", "broadcast", "bfb", bogus=3)

@@ -13,6 +13,7 @@ import topocoll as tc
 from topocoll.errors import SpecError
 from topocoll.finder import Cache, Search, build_allreduce
 from topocoll.finder.build import leaf_topology, recipe_spec, recipe_topology
+from topocoll.finder.recipes import ArcsRecipe
 from topocoll.finder.search import circulant_rule
 from topocoll.synth.generators import generate
 from topocoll.topology import transforms
@@ -118,11 +119,11 @@ def test_rewired_bases_of_the_optimizer_are_specs():
     for _ in range(15):
         opt.rewire(track, 8)
     best = track.best[1]
-    leaf = best.recipe[1]
-    assert leaf[0] == "arcs" and leaf[1].startswith("rewired:24,3:")
-    assert best.name == f"line({leaf[1]})"
-    assert same_digraph(topology(leaf[1]), leaf_topology(leaf))
-    assert decode_heads(24, 3, leaf[1].split(":")[2]).tolist() == [list(r) for r in leaf[3]]
+    leaf = best.recipe.base
+    assert isinstance(leaf, ArcsRecipe) and leaf.name.startswith("rewired:24,3:")
+    assert best.name == f"line({leaf.name})"
+    assert same_digraph(topology(leaf.name), leaf_topology(leaf))
+    assert decode_heads(24, 3, leaf.name.split(":")[2]).tolist() == [list(r) for r in leaf.heads]
     schedule = build_allreduce(best)
     assert same_digraph(schedule.topology, topology(best.name))
     assert tc.verify(schedule).valid

@@ -41,24 +41,21 @@ def convert(file, output, form, as_json):
         s = load_schedule(file)
         before = s.form
         update(f"converting {s.num_transfers} transfers to the {form} form", 0, None)
-        if form == "symmetric":
-            out = symmetric_schedule(s)
-        else:
-            out = s.expand() if s.form == "symmetric" else s
+        out = symmetric_schedule(s) if form == "symmetric" else s.unfolded()
         update(f"writing {output}", 0, None)
         save_schedule(out, output)
-    symmetric = out.form == "symmetric"
-    reps = out.num_representatives if symmetric else None
+    facts = out.form_facts()
+    reps = facts.get("representatives")
     where = "" if to_stdout else f", written to {output}"
     line = (f"{out.algorithm} {out.collective.name} on {out.topology.name}: {before} -> "
             f"{out.form}, {out.num_transfers} transfers"
-            f"{f' ({reps} representatives)' if symmetric else ''}{where}")
+            f"{f' ({reps} representatives)' if reps is not None else ''}{where}")
     if as_json:
         print_json(document(Status.SUCCESS, line, file=file, output=output, **{"from": before},
                              form=out.form, collective=out.collective.name,
                              nodes=out.num_nodes, steps=out.num_steps,
                              transfers=out.num_transfers, representatives=reps,
-                             symmetry=[int(d) for d in out.group.dims] if symmetric else None),
+                             symmetry=facts.get("symmetry")),
                     err=to_stdout)
         return
     click.echo(line, err=to_stdout)

@@ -14,24 +14,8 @@ from ..results import Status, document
 from .common import (EXIT_INVALID, check_output_option, Fail, LazyChoice, load_topology_arg,
                      on_stdout, out_console, print_json, progress_bar, topo_options, unit_callback)
 
-__all__ = ["schedule", "verify", "evaluate", "form_note", "form_facts", "FORMS"]
+__all__ = ["schedule", "verify", "evaluate", "FORMS"]
 
-
-
-def form_note(s):
-    """`` (symmetric: R representatives)`` for a symmetric schedule, else nothing."""
-    if s.form == "symmetric":
-        return f" (symmetric: {s.num_representatives} representatives)"
-    return ""
-
-
-def form_facts(s):
-    """The form of a schedule for a --json document (its representatives and group if
-    symmetric)."""
-    if s.form == "symmetric":
-        return {"form": "symmetric", "representatives": s.num_representatives,
-                "symmetry": [int(d) for d in s.group.dims]}
-    return {"form": s.form}
 
 #: The fields of an evaluation that do not depend on the size (the top of evaluate's --json).
 _SIZE_FREE = ("collective", "algorithm", "topology", "nodes", "degree", "steps", "T_L",
@@ -137,11 +121,11 @@ def schedule(*, topo, collective, algorithm, root, link_bandwidth, node_bandwidt
     where = f", written to {output}" if output and not to_stdout else ""
     summary = generator_summary(s, t, size=options.get("size"))   # the generator's own meta
     line = (f"{s.algorithm} {s.collective.name} on {t.name}: {s.num_steps} steps, "
-            f"{s.num_transfers} transfers{form_note(s)}, {status}{where}{summary.text}")
+            f"{s.num_transfers} transfers{s.form_note()}, {status}{where}{summary.text}")
     if as_json:   # {status keys, collective, algorithm, topology, ..., verified, output, meta}
         print_json(document(summary.status, line, collective=s.collective.name,
                              algorithm=s.algorithm, topology=t.name, nodes=s.num_nodes, root=s.root,
-                             steps=s.num_steps, transfers=s.num_transfers, **form_facts(s),
+                             steps=s.num_steps, transfers=s.num_transfers, **s.form_facts(),
                              verified=status == "verified", output=output, **summary.facts,
                              meta=dict(s.meta)), err=to_stdout)
         return
@@ -248,12 +232,12 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
         print_json(document(
             Status.SUCCESS, f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.steps} "
             f"steps, priced at {len(results)} size{'s' if len(results) > 1 else ''}",
-            file=file, bandwidth=bandwidth, **facts, **form_facts(s),
+            file=file, bandwidth=bandwidth, **facts, **s.form_facts(),
             sizes=[dict(r.to_dict(), link_model_time=lt) for r, lt in zip(results, link_times)]))
         return
     out_console.print(f"{e0.algorithm} {e0.collective} on {e0.topology}: {e0.nodes} nodes, degree "
                f"{e0.degree}, {e0.steps} steps (diameter {e0.diameter}, Moore depth "
-               f"{e0.moore_steps}), T_L {format_time(e0.T_L)}{form_note(s)}")
+               f"{e0.moore_steps}), T_L {format_time(e0.T_L)}{s.form_note()}")
     out_console.print(f"priced with {bandwidth}", markup=False)
     from rich.table import Table  # only for the table (start-up time of --json)
 

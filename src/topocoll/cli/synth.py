@@ -3,6 +3,7 @@
 import click
 
 from .. import defaults, units
+from ..schedule.compact import CompactSchedule
 from ..schedule.io import load_schedule, save_schedule
 from ..schedule.linkmodel import (ALPHA_CONVENTIONS, DEFAULT_ALPHA_PER, simulate as _link_model,
                                   simulate_many)
@@ -149,12 +150,13 @@ def _timed(schedule, size):
     which ``--form auto`` keeps it compact; said in the report)."""
     from ..schedule.symmetric import EXPLICIT_TRANSFER_LIMIT
 
-    if schedule.form == "compact" and schedule.num_transfers > EXPLICIT_TRANSFER_LIMIT:
+    lazy = isinstance(schedule, CompactSchedule)   # its explicit form is built to be timed
+    if lazy and schedule.num_transfers > EXPLICIT_TRANSFER_LIMIT:
         return None
     try:
         return _link_model(schedule, size).time
     except ResourceLimitError:
-        if schedule.form != "compact":
+        if not lazy:
             raise
         return None
 
@@ -229,7 +231,7 @@ def _report_synth(s, m, status, output, as_json):
     line = (f"{s.algorithm} {s.collective.name} on {s.topology.name}: "
             f"{m['makespan_slots']} slots of {format_time(m['time_step'])}, "
             f"{bound}, {s.num_transfers} transfers"
-            f"{_form_note(s)}, "
+            f"{s.form_note()}, "
             f"{status}{where}{spread}{extra}")
     if as_json:   # the tenants' shape (one tenant) plus the schedule's own facts and meta
         tenant = {"collective": s.collective.name, "root": s.root,
@@ -246,15 +248,6 @@ def _report_synth(s, m, status, output, as_json):
         print_json(document(m.get("ilp_status", Status.SUCCESS), line, doc), err=to_stdout)
     else:
         click.echo(line, err=to_stdout)
-
-
-def _form_note(schedule):
-    if schedule.form == "compact":
-        each = schedule.nbytes / max(1, schedule.num_transfers)
-        return f" (compact: {each:.0f} bytes each)"
-    if schedule.form != "symmetric":
-        return ""
-    return f" (symmetric: {schedule.num_representatives} representatives)"
 
 
 def _write(schedule, output):

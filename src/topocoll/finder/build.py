@@ -1,6 +1,6 @@
 """Build a candidate: its topology and its allreduce schedule, from the recipe.
 
-The leaves of a recipe (a spec, an explicit digraph ``("arcs", name, n, heads)`` from the
+The leaves of a recipe (:mod:`~topocoll.finder.recipes`: a spec, an explicit digraph from the
 optimizer, or a product of specs) get their allreduce from a schedule *algorithm* of
 :data:`ALGORITHMS` (default ``"bfb"``: :func:`topocoll.synth.bfb.bfb_allreduce`); expansions
 take the leaf's allreduce through :mod:`topocoll.synth.expansions` (nothing is solved again).
@@ -15,7 +15,8 @@ Every recipe has a spec, :func:`recipe_spec` (the candidate's name), that
 numbering, same links in the same order; :func:`recipe_topology` builds it without a schedule).
 
 >>> from topocoll.finder.search import Candidate
->>> c = Candidate("line(complete:3)", 6, 2, 2, 1.0, ("line", ("spec", "complete:3")))
+>>> from topocoll.finder.recipes import LineRecipe, SpecRecipe
+>>> c = Candidate("line(complete:3)", 6, 2, 2, 1.0, LineRecipe(SpecRecipe("complete:3")))
 >>> s = build_allreduce(c)
 >>> s.topology.name, s.collective.name, s.num_nodes
 ('line(complete:3)', 'allreduce', 6)
@@ -26,6 +27,8 @@ numbering, same links in the same order; :func:`recipe_topology` builds it witho
 import numpy as np
 
 from ..errors import UnsupportedError
+from .recipes import (ArcsRecipe, DegreeRecipe, LineRecipe, PowerRecipe, ProductRecipe,
+                      SpecRecipe, as_recipe)
 
 __all__ = ["build_allreduce", "priced", "leaf_topology", "recipe_topology", "recipe_spec",
            "ALGORITHMS"]
@@ -49,29 +52,29 @@ ALGORITHMS = {"bfb": _bfb, "trees": _trees}
 
 
 def leaf_topology(recipe):
-    """The topology of a leaf recipe (``spec``, ``arcs`` or ``product``), every node's egress
+    """The topology of a leaf recipe (spec, arcs or product), every node's egress
     bandwidth 1 split evenly over its links (how it will be priced: it matters where nodes
     have fewer links, as in generalized Kautz digraphs)."""
     from ..topology.model import Topology
     from ..topology.specs import topology
     from ..topology.transforms import cartesian_product
 
-    kind = recipe[0]
-    if kind == "spec":
-        return topology(recipe[1]).with_node_bandwidth(1.0)
-    if kind == "arcs":
-        _, name, n, heads = recipe
-        heads = np.asarray(heads, dtype=np.int64)
+    recipe = as_recipe(recipe)
+    if isinstance(recipe, SpecRecipe):
+        return topology(recipe.spec).with_node_bandwidth(1.0)
+    if isinstance(recipe, ArcsRecipe):
+        n = recipe.nodes
+        heads = np.asarray(recipe.heads, dtype=np.int64)
         src = np.repeat(np.arange(n, dtype=np.int64), heads.shape[1])
-        return Topology(n, src, heads.ravel(), name=name).with_node_bandwidth(1.0)
-    if kind == "product":
+        return Topology(n, src, heads.ravel(), name=recipe.name).with_node_bandwidth(1.0)
+    if isinstance(recipe, ProductRecipe):
         factors = []
-        for factor in recipe[1]:
-            if factor[0] != "spec":
+        for factor in recipe.factors:
+            if not isinstance(factor, SpecRecipe):
                 raise UnsupportedError(f"product factors must be specs, got {factor!r}")
-            factors.append(topology(factor[1]))
+            factors.append(topology(factor.spec))
         return cartesian_product(*factors).with_node_bandwidth(1.0)
-    raise UnsupportedError(f"{kind!r} is not a leaf recipe")
+    raise UnsupportedError(f"{recipe.kind!r} is not a leaf recipe")
 
 
 def recipe_spec(recipe):
@@ -80,21 +83,23 @@ def recipe_spec(recipe):
     digraphs are named by ``rewired:N,D:CODE`` specs). The grammar is
     :mod:`topocoll.topology.composite`.
 
-    >>> recipe_spec(("degree", ("product", (("spec", "ring:3"), ("spec", "hamming:2,3"))), 2))
+    >>> factors = (SpecRecipe("ring:3"), SpecRecipe("hamming:2,3"))
+    >>> recipe_spec(DegreeRecipe(ProductRecipe(factors), m=2))
     'degree(product(ring:3,hamming:2,3),m=2)'
     """
-    kind = recipe[0]
-    if kind in ("spec", "arcs"):
-        return recipe[1]
-    if kind == "product":
-        return "product(" + ",".join(recipe_spec(f) for f in recipe[1]) + ")"
-    if kind == "line":
-        return f"line({recipe_spec(recipe[1])})"
-    if kind == "degree":
-        return f"degree({recipe_spec(recipe[1])},m={recipe[2]})"
-    if kind == "power":
-        return f"power({recipe_spec(recipe[1])},n={recipe[2]})"
-    raise UnsupportedError(f"unknown recipe {kind!r}")
+    match as_recipe(recipe):
+        case SpecRecipe(spec=spec):
+            return spec
+        case ArcsRecipe(name=name):
+            return name
+        case ProductRecipe(factors=factors):
+            return "product(" + ",".join(recipe_spec(f) for f in factors) + ")"
+        case LineRecipe(base=base):
+            return f"line({recipe_spec(base)})"
+        case DegreeRecipe(base=base, m=m):
+            return f"degree({recipe_spec(base)},m={m})"
+        case PowerRecipe(base=base, n=n):
+            return f"power({recipe_spec(base)},n={n})"
 
 
 def recipe_topology(recipe):
@@ -102,22 +107,20 @@ def recipe_topology(recipe):
     expansion the transform :mod:`topocoll.synth.expansions` applies), without scheduling:
     the same digraph as ``topology(recipe_spec(recipe))``.
 
-    >>> recipe_topology(("line", ("spec", "uniring:3"))).dst.tolist()
+    >>> recipe_topology(LineRecipe(SpecRecipe("uniring:3"))).dst.tolist()
     [1, 2, 0]
     """
     from ..topology.transforms import cartesian_power, degree_expansion, line_graph
 
-    kind = recipe[0]
-    if kind in ("spec", "arcs", "product"):
-        return leaf_topology(recipe)
-    base = recipe_topology(recipe[1])
-    if kind == "line":
-        return line_graph(base)
-    if kind == "degree":
-        return degree_expansion(base, recipe[2])
-    if kind == "power":
-        return cartesian_power(base, recipe[2])
-    raise UnsupportedError(f"unknown recipe {kind!r}")
+    match as_recipe(recipe):
+        case LineRecipe(base=base):
+            return line_graph(recipe_topology(base))
+        case DegreeRecipe(base=base, m=m):
+            return degree_expansion(recipe_topology(base), m)
+        case PowerRecipe(base=base, n=n):
+            return cartesian_power(recipe_topology(base), n)
+        case leaf:
+            return leaf_topology(leaf)
 
 
 def _algorithm(name):
@@ -130,24 +133,22 @@ def _algorithm(name):
 def _build(recipe, options, algorithm):
     from ..synth import expansions
 
-    kind = recipe[0]
-    if kind in ("spec", "arcs", "product"):
-        return _algorithm(algorithm)(leaf_topology(recipe), **options)
-    base = _build(recipe[1], options, algorithm)
-    if kind == "line":
-        return expansions.line_graph_expansion(base)
-    if kind == "degree":
-        return expansions.degree_expansion_schedule(base, recipe[2])
-    if kind == "power":
-        return expansions.cartesian_power_expansion(base, recipe[2])
-    raise UnsupportedError(f"unknown recipe {kind!r}")
+    match recipe:
+        case LineRecipe(base=base):
+            return expansions.line_graph_expansion(_build(base, options, algorithm))
+        case DegreeRecipe(base=base, m=m):
+            return expansions.degree_expansion_schedule(_build(base, options, algorithm), m)
+        case PowerRecipe(base=base, n=n):
+            return expansions.cartesian_power_expansion(_build(base, options, algorithm), n)
+        case leaf:
+            return _algorithm(algorithm)(leaf_topology(leaf), **options)
 
 
 def build_allreduce(candidate, *, algorithm="bfb", progress=None, workers=None):
-    """The allreduce schedule of a :class:`~topocoll.finder.search.Candidate` (or a recipe
-    tuple), on its topology with default links, its leaves scheduled by ``algorithm`` (a key
-    of :data:`ALGORITHMS`). Not verified here (see :func:`priced`)."""
-    recipe = getattr(candidate, "recipe", candidate)
+    """The allreduce schedule of a :class:`~topocoll.finder.search.Candidate` (or a recipe,
+    or its JSON or tuple form), on its topology with default links, its leaves scheduled by
+    ``algorithm`` (a key of :data:`ALGORITHMS`). Not verified here (see :func:`priced`)."""
+    recipe = as_recipe(getattr(candidate, "recipe", candidate))
     options = {}
     if progress is not None:
         options["progress"] = progress

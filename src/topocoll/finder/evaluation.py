@@ -22,6 +22,7 @@ from .bfbcost import genkautz_cost
 from .build import ALGORITHMS, build_allreduce, priced
 from .cache import Cache
 from .genkautz_table import lookup as lookup_genkautz
+from .recipes import EXPANSIONS, as_recipe
 from .search import Candidate, Search
 from .workload import Workload
 
@@ -197,16 +198,13 @@ def evaluate_candidate(candidate, workload, alpha, bandwidth, store, keep_schedu
 
 
 def expansion_chain(recipe):
-    """``(leaf recipe, [(kind, params), ...] innermost first)`` of a recipe."""
+    """``(leaf recipe, [(kind, params), ...] innermost first)`` of a recipe (or of its JSON
+    or tuple form)."""
+    recipe = as_recipe(recipe)
     chain = []
-    while recipe[0] in ("line", "degree", "power"):
-        if recipe[0] == "line":
-            chain.append(("line", {}))
-        elif recipe[0] == "degree":
-            chain.append(("degree", {"m": recipe[2]}))
-        else:
-            chain.append(("power", {"n": recipe[2]}))
-        recipe = recipe[1]
+    while isinstance(recipe, EXPANSIONS):
+        chain.append((recipe.kind, recipe.params))
+        recipe = recipe.base
     return recipe, chain[::-1]
 
 

@@ -40,11 +40,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TopocollError, UnsupportedError
-from ..units import format_time, parse_time
+from ..units import format_time, parse_time, whole_number
 from ..topology.composite import rewired_spec
 from .bfbcost import bfb_phases
 from .evaluation import (check_algorithms, cluster_settings, evaluate_best, evaluate_candidate,
                          frontier as _frontier, open_cache, rank_by_time)
+from .recipes import EXPANSIONS, ArcsRecipe, SpecRecipe
 from .search import Candidate, expand_candidate
 
 __all__ = ["optimize", "OptimizeResult", "Skeleton", "skeleton_of", "group_presentations"]
@@ -88,14 +89,14 @@ def skeleton_of(candidate):
     """The :class:`Skeleton` of a candidate whose base is one spec, or None (products)."""
     recipe = candidate.recipe
     chain = []
-    while recipe[0] in ("line", "degree", "power"):
-        chain.append((recipe[0], *recipe[2:]))
-        recipe = recipe[1]
-    if recipe[0] != "spec":
+    while isinstance(recipe, EXPANSIONS):
+        chain.append((recipe.kind, *recipe.params.values()))
+        recipe = recipe.base
+    if not isinstance(recipe, SpecRecipe):
         return None
     from ..topology.specs import topology
 
-    base = topology(recipe[1])
+    base = topology(recipe.spec)
     return Skeleton(base.num_nodes, int(base.out_degree(multi=True).max()), tuple(chain[::-1]))
 
 
@@ -245,8 +246,8 @@ class BaseScorer:
 
     def time_of(self, skeleton, steps, t_b):
         """Predicted workload time of a base with ``(steps, t_b)`` through the skeleton."""
-        c = skeleton.wrap(Candidate("b", skeleton.nodes, skeleton.degree, steps, t_b, ("spec",
-                                    "b"), "optimized", True, False))
+        c = skeleton.wrap(Candidate("b", skeleton.nodes, skeleton.degree, steps, t_b,
+                                    SpecRecipe("b"), "optimized", True, False))
         return c.time(self.workload, alpha=self.alpha, bandwidth=self.bandwidth), c
 
     def base_candidate(self, skeleton, name, recipe, steps, t_b):
@@ -319,7 +320,7 @@ class BaseScorer:
                     spec = f"dcirculant:{m}:" + ",".join(str(y) for y, _ in gens)
                 else:
                     spec = f"metacyclic:{m},{k},{r}:" + ",".join(f"{y}.{j}" for y, j in gens)
-                cand = self.base_candidate(sk, spec, ("spec", spec), steps, t_b)
+                cand = self.base_candidate(sk, spec, SpecRecipe(spec), steps, t_b)
                 if track.offer(time_, cand, heads):
                     track.walk = None         # restart the rewiring walk from the new best
         return done
@@ -348,7 +349,7 @@ class BaseScorer:
             cur_time = got[0]
             if cur_time < track.best[0] * (1 - 1e-12):
                 name = rewired_spec(heads)          # a spec that rebuilds these heads
-                recipe = ("arcs", name, n, tuple(tuple(int(x) for x in row) for row in heads))
+                recipe = ArcsRecipe(name, n, tuple(tuple(int(x) for x in row) for row in heads))
                 track.offer(cur_time, self.base_candidate(sk, name, recipe, got[1], got[2]),
                             heads.copy())
         track.walk = (cur_time, heads)
@@ -369,19 +370,25 @@ def _seed_heads(candidate_base_spec, skeleton):
     return topo.dst[order].reshape(n, d).astype(np.int64)
 
 
+def _leaf(candidate):
+    """The leaf recipe under a candidate's expansions."""
+    recipe = candidate.recipe
+    while isinstance(recipe, EXPANSIONS):
+        recipe = recipe.base
+    return recipe
+
+
 def _leaf_name(candidate):
     """The spec of a candidate's base (a ``rewired:`` spec for an explicit digraph)."""
-    recipe = candidate.recipe
-    while recipe[0] in ("line", "degree", "power"):
-        recipe = recipe[1]
-    return recipe[1] if recipe[0] in ("spec", "arcs") else None
+    match _leaf(candidate):
+        case SpecRecipe(spec=spec) | ArcsRecipe(name=spec):
+            return spec
+    return None
 
 
 def _base_spec(candidate):
-    recipe = candidate.recipe
-    while recipe[0] in ("line", "degree", "power"):
-        recipe = recipe[1]
-    return recipe[1] if recipe[0] == "spec" else None
+    leaf = _leaf(candidate)
+    return leaf.spec if isinstance(leaf, SpecRecipe) else None
 
 
 def _find_seed(candidates, order, times, cost, tools, nodes):
@@ -488,6 +495,20 @@ def _track_summary(track):
             "best_predicted": None if track.best is None else track.best[0]}
 
 
+def _search_limits(budget, max_evaluations):
+    """``(budget, max_evaluations)`` of :func:`optimize` checked: the budget in seconds (from
+    ``300`` or ``"5min"``) or None, the count or None; with neither, 2000 candidates."""
+    if budget is not None:
+        budget = parse_time(budget, what="budget") if isinstance(budget, str) else float(budget)
+        if not budget >= 0:
+            raise UnsupportedError(f"the budget must be >= 0 seconds, got {budget}")
+    if max_evaluations is not None:
+        max_evaluations = whole_number(max_evaluations, "max_evaluations", 0)
+    elif budget is None:
+        max_evaluations = 2000
+    return budget, max_evaluations
+
+
 # ---------------------------------------------------------------------- the API
 def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
              link_bandwidth=None, seed=0,
@@ -532,20 +553,12 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
     OptimizeResult
     """
     from ..results import as_progress
-    from ..units import whole_number as _int
 
     started = time.perf_counter()
     nodes, degree, alpha, bandwidth, workload, _ = cluster_settings(
         nodes, degree, alpha, node_bandwidth, workload, link_bandwidth=link_bandwidth)
     progress = as_progress(progress)
-    if budget is not None:
-        budget = parse_time(budget, what="budget") if isinstance(budget, str) else float(budget)
-        if not budget >= 0:
-            raise UnsupportedError(f"the budget must be >= 0 seconds, got {budget}")
-    if max_evaluations is not None:
-        max_evaluations = _int(max_evaluations, "max_evaluations", 0)
-    elif budget is None:
-        max_evaluations = 2000
+    budget, max_evaluations = _search_limits(budget, max_evaluations)
     algorithms = check_algorithms(algorithms)
     store = open_cache(cache)
     candidates = frontier if frontier is not None else _frontier(

@@ -1,9 +1,9 @@
 """The bottom-up search: candidates, their predicted costs, and the Pareto frontier.
 
 A candidate is a topology of N nodes and degree d (distinct out-neighbours) with an allreduce
-schedule, described by a *recipe*:
+schedule, described by a *recipe* (:mod:`~topocoll.finder.recipes`):
 
-* ``("spec", S)``: a topology spec whose schedule is BFB. Bases of the database
+* ``SpecRecipe(S)``: a topology spec whose schedule is BFB. Bases of the database
   (:mod:`~topocoll.finder.bases`, measured), bandwidth-optimal families through closed forms
   (complete and complete bipartite graphs, Hamming graphs and hypercubes, rings, optimal degree-4
   circulants, large distance-regular graphs: BFB takes ``diameter`` steps and T_B = (N-1)/N, proven
@@ -11,7 +11,7 @@ schedule, described by a *recipe*:
   digraph (its BFB cost computed by :mod:`~topocoll.finder.bfbcost`, up to degree 10), for even
   degrees of 6 or more a circulant with geometric offsets, and at degree 6 the best 3D twisted
   torus (TPU v4);
-* ``("line", R)``, ``("degree", R, m)``, ``("power", R, n)``: an expansion of recipe R
+* ``LineRecipe(R)``, ``DegreeRecipe(R, m)``, ``PowerRecipe(R, n)``: an expansion of recipe R
   (:mod:`topocoll.synth.expansions`), predicted by docs/math.md section 4 (with
   :func:`~topocoll.synth.expansions.predict`, the one implementation of this table; the search
   expands by degree with ``m >= 2`` only):
@@ -24,7 +24,7 @@ schedule, described by a *recipe*:
   power   N^n       n*d    n*s           t * N/(N-1) * (N^n-1)/N^n
   ======  ========  =====  ============  =====================================
 
-* ``("product", (R1, R2, ...))``: the Cartesian product of bandwidth-optimal BFB atoms with BFB
+* ``ProductRecipe((R1, R2, ...))``: the Cartesian product of bandwidth-optimal BFB atoms with BFB
   on the product, which is bandwidth-optimal with the sum of the factors' steps (Zhao et al.
   (NSDI 2025), Theorem 13). Products of rings are named as tori.
 
@@ -60,6 +60,8 @@ from .bases import MAX_BASE_NODES, BaseDatabase
 from .bfbcost import MAX_IN_DEGREE, genkautz_cost
 from .genkautz_table import lookup as lookup_genkautz
 from .cache import Cache
+from .recipes import (ProductRecipe, Recipe, SpecRecipe, as_recipe, expansion,
+                      recipe_from_json, recipe_to_json)
 
 __all__ = ["Candidate", "Search", "pareto_frontier", "optcirculant_diameter",
            "twisted_torus_diameter", "twisted_torus_3d", "circulant_rule", "TOL",
@@ -125,8 +127,9 @@ class Candidate:
         Steps of each phase (the allreduce takes twice as many).
     t_b : float
         Bandwidth time of each phase in units of M/B (the allreduce takes twice as much).
-    recipe : tuple
-        How to build it (see the module docstring).
+    recipe : Recipe
+        How to build it (see the module docstring and :mod:`~topocoll.finder.recipes`; a
+        recipe's JSON or tuple form is taken too).
     kind : str
         ``"base"`` (measured in the database), ``"family"`` (closed form), ``"computed"``
         (BFB cost computed without a schedule), ``"product"`` or ``"expanded"``.
@@ -141,10 +144,13 @@ class Candidate:
     degree: int
     steps: int
     t_b: float
-    recipe: tuple = field(repr=False)
+    recipe: Recipe = field(repr=False)
     kind: str = "family"
     exact: bool = True
     bw_optimal: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "recipe", as_recipe(self.recipe))
 
     @property
     def allreduce_steps(self):
@@ -156,34 +162,14 @@ class Candidate:
 
     def to_dict(self):
         return {"name": self.name, "nodes": self.nodes, "degree": self.degree,
-                "steps": self.steps, "T_B": self.t_b, "recipe": _recipe_json(self.recipe),
+                "steps": self.steps, "T_B": self.t_b, "recipe": recipe_to_json(self.recipe),
                 "kind": self.kind, "exact": self.exact, "bw_optimal": self.bw_optimal}
 
     @classmethod
     def from_dict(cls, doc):
         return cls(name=doc["name"], nodes=doc["nodes"], degree=doc["degree"],
-                   steps=doc["steps"], t_b=doc["T_B"], recipe=_recipe_tuple(doc["recipe"]),
+                   steps=doc["steps"], t_b=doc["T_B"], recipe=recipe_from_json(doc["recipe"]),
                    kind=doc["kind"], exact=doc["exact"], bw_optimal=doc["bw_optimal"])
-
-
-def _recipe_json(recipe):
-    if recipe[0] == "product":
-        return ["product", [_recipe_json(r) for r in recipe[1]]]
-    if recipe[0] == "spec":
-        return list(recipe)
-    if recipe[0] == "arcs":
-        return ["arcs", recipe[1], recipe[2], [list(row) for row in recipe[3]]]
-    return [recipe[0], _recipe_json(recipe[1]), *recipe[2:]]
-
-
-def _recipe_tuple(doc):
-    if doc[0] == "product":
-        return ("product", tuple(_recipe_tuple(r) for r in doc[1]))
-    if doc[0] == "spec":
-        return tuple(doc)
-    if doc[0] == "arcs":
-        return ("arcs", doc[1], doc[2], tuple(tuple(row) for row in doc[3]))
-    return (doc[0], _recipe_tuple(doc[1]), *doc[2:])
 
 
 def _bound(nodes):
@@ -192,7 +178,7 @@ def _bound(nodes):
 
 def family_candidate(spec, nodes, degree, steps, *, exact=True):
     """The candidate of a family's spec with a known number of BFB steps (at the bound T_B)."""
-    return Candidate(spec, nodes, degree, int(steps), _bound(nodes), ("spec", spec), "family",
+    return Candidate(spec, nodes, degree, int(steps), _bound(nodes), SpecRecipe(spec), "family",
                      exact, True)
 
 
@@ -355,7 +341,7 @@ class Search:
         out = []
         specs = set()
         for e in self.bases.entries(n, d):
-            out.append(Candidate(e.spec, n, d, e.steps, e.t_b, ("spec", e.spec), "base", True,
+            out.append(Candidate(e.spec, n, d, e.steps, e.t_b, SpecRecipe(e.spec), "base", True,
                                  e.bw_optimal))
             specs.add(e.spec)
 
@@ -400,7 +386,8 @@ class Search:
             return self._bw[key]
         best = None
         for c in self.atoms(n, d):
-            if c.bw_optimal and c.recipe[0] == "spec" and (best is None or c.steps < best.steps):
+            spec_atom = c.bw_optimal and isinstance(c.recipe, SpecRecipe)
+            if spec_atom and (best is None or c.steps < best.steps):
                 best = c
         if self.products:
             for a in _divisors(n):
@@ -427,7 +414,7 @@ class Search:
         found = list(self.atoms(n, d))
         if self.products:
             p = self.bw_best(n, d)
-            if p is not None and p.recipe[0] == "product":
+            if p is not None and isinstance(p.recipe, ProductRecipe):
                 found.append(p)
         if d >= 2 and n % d == 0 and n // d >= 2:
             for c in self.cell(n // d, d):
@@ -459,7 +446,7 @@ class Search:
         if cost is not None:
             t_b = 0.5 * (cost["t_b_ag"] + cost["t_b_rs"])
             out.append(Candidate(f"genkautz:{n},{d}", n, d, cost["steps"], t_b,
-                                 ("spec", f"genkautz:{n},{d}"), "computed", cost["exact"],
+                                 SpecRecipe(f"genkautz:{n},{d}"), "computed", cost["exact"],
                                  t_b <= _bound(n) * (1 + TOL)))
         rule = circulant_rule(n, d)
         if rule is not None:
@@ -501,27 +488,27 @@ def expand_candidate(c, kind, **params):
     steps, t_b = predict(kind, c.steps, c.t_b, c.nodes, **params)
     if kind == "line":
         nodes, degree, name = c.nodes * c.degree, c.degree, f"line({c.name})"
-        recipe, exact = ("line", c.recipe), False
+        exact = False
     elif kind == "degree":
         m = params["m"]
         nodes, degree, name = c.nodes * m, c.degree * m, f"degree({c.name},m={m})"
-        recipe, exact = ("degree", c.recipe, m), c.exact
+        exact = c.exact
     else:
         p = params["n"]
         nodes, degree, name = c.nodes**p, c.degree * p, f"power({c.name},n={p})"
-        recipe, exact = ("power", c.recipe, p), c.exact
+        exact = c.exact
     optimal = c.bw_optimal and kind != "line"
-    return Candidate(name, nodes, degree, steps, _bound(nodes) if optimal else t_b, recipe,
-                     "expanded", exact, optimal)
+    return Candidate(name, nodes, degree, steps, _bound(nodes) if optimal else t_b,
+                     expansion(kind, c.recipe, **params), "expanded", exact, optimal)
 
 
 def _factors(c):
-    return list(c.recipe[1]) if c.recipe[0] == "product" else [c.recipe]
+    return list(c.recipe.factors) if isinstance(c.recipe, ProductRecipe) else [c.recipe]
 
 
 def _product(left, right, n, d, steps):
     factors = _factors(left) + _factors(right)
-    specs = [f[1] for f in factors]
+    specs = [f.spec for f in factors]
     dims = []
     for spec in specs:
         family, _, arg = spec.partition(":")
@@ -534,7 +521,7 @@ def _product(left, right, n, d, steps):
             break
     if dims and any(x >= 3 for x in dims):
         name = "torus:" + "x".join(map(str, dims))
-        return Candidate(name, n, d, steps, _bound(n), ("spec", name), "product", True, True)
+        return Candidate(name, n, d, steps, _bound(n), SpecRecipe(name), "product", True, True)
     name = "product(" + ",".join(specs) + ")"
-    return Candidate(name, n, d, steps, _bound(n), ("product", tuple(factors)), "product",
+    return Candidate(name, n, d, steps, _bound(n), ProductRecipe(tuple(factors)), "product",
                      True, True)

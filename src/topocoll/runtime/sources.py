@@ -23,7 +23,7 @@ import os
 from ..errors import InputTypeError, InvalidScheduleError, ScheduleFormatError, UnsupportedError
 from ..fileio import read_input
 from ..schedule.io import loads_schedule
-from ..schedule.model import Schedule
+from ..schedule.model import Schedule, TransferRows
 
 __all__ = ["load_runnable", "loads_runnable", "read_runnable", "runnable_format", "MSCCL_XML",
            "SCHEDULE_FILE"]
@@ -95,7 +95,7 @@ def loads_runnable(data, *, source="<input>", topology=None):
     if kind == SCHEDULE_FILE:
         _no_topology(topology, source)
         schedule = loads_schedule(data, source=source)   # a symmetric file runs expanded
-        return schedule.expand() if schedule.form == "symmetric" else schedule
+        return schedule.unfolded()
     from ..interop import import_msccl, parse_msccl
 
     if topology is not None:
@@ -150,9 +150,9 @@ def load_runnable(source, *, topology=None):
     if isinstance(source, Schedule):
         _no_topology(topology, "a Schedule")
         return source
-    if getattr(source, "form", None) == "symmetric":   # expanded under the memory guard
+    if isinstance(source, TransferRows):   # another form: unfolded under the memory guard
         _no_topology(topology, "a Schedule")
-        return source.expand()
+        return source.unfolded()
     if not isinstance(source, (str, os.PathLike)):
         raise InputTypeError("expected a Schedule or the path of a schedule file or MSCCL XML "
                              f"file, got {type(source).__name__}")

@@ -196,9 +196,11 @@ class CompactSchedule(TransferRows):
                               np.divide(part, self.parts), np.divide(part + 1, self.parts),
                               COPY)
 
-    def blocks(self, rows=BLOCK_ROWS):
-        """``(first row, transfers)`` for consecutive blocks of at most ``rows`` rows, as
-        :data:`TRANSFER_DTYPE` arrays (one block in memory at a time)."""
+    def blocks(self, rows=None):
+        """``(first row, transfers)`` for consecutive blocks of at most ``rows`` rows
+        (default :data:`BLOCK_ROWS`), as :data:`TRANSFER_DTYPE` arrays (one block in memory at
+        a time)."""
+        rows = rows or BLOCK_ROWS
         for lo in range(0, self.num_transfers, rows):
             yield lo, self.rows(slice(lo, lo + rows))
 
@@ -212,6 +214,12 @@ class CompactSchedule(TransferRows):
             out[lo:lo + block.size] = block
         return Schedule(self.topology, self.collective, out, root=self.root,
                         algorithm=self.algorithm, meta=dict(self.meta))
+
+    def explicit(self):
+        return self.expand()
+
+    def form_note(self):
+        return f" (compact: {self.nbytes / max(1, self.num_transfers):.0f} bytes each)"
 
     def op_names(self):
         return np.full(self.num_transfers, "copy", dtype=object)

@@ -22,6 +22,7 @@ from ..topology.metrics import diameter as _diameter
 from ..units import parse_bandwidth, parse_size, parse_time
 from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_bound
 from .io import as_schedule
+from .symmetric import SymmetricSchedule
 from .verify import verify
 
 __all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound",
@@ -41,8 +42,7 @@ def _step_pair_loads(schedule):
     """Per (non-empty step, used pair), sorted by step: ``(step, pair, seconds per byte of M,
     pair latency)``. A symmetric schedule gives the pairs into node 0 only: every pair of the
     same label carries the same (docs/math.md section 10, theorem 2)."""
-    if schedule.form == "symmetric":
-        schedule = schedule.representatives()
+    schedule = schedule.representatives()
     topo = schedule.topology
     t = schedule.transfers
     _, _, pair_bw, pair_lat = topo.pairs
@@ -297,7 +297,7 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     ``schedule`` is a :class:`Schedule`, a symmetric schedule (priced from its
     representatives) or a schedule file's path.
     """
-    schedule = as_schedule(schedule, symmetric=True)
+    schedule = as_schedule(schedule, accept=(SymmetricSchedule,))
     size = parse_size(size)
     if alpha is not None or link_bandwidth is not None:
         topo = schedule.topology.with_links(

@@ -26,7 +26,7 @@ import numpy as np
 from ..collectives import COLLECTIVES, COPY, REDUCE
 from ..errors import InputTypeError, ScheduleFormatError, TopocollError
 from ..fileio import open_output, parse_json, read_input
-from .model import TRANSFER_DTYPE, Schedule, transfer_problems
+from .model import TRANSFER_DTYPE, Schedule, TransferRows, transfer_problems
 from .symmetric import SymmetricSchedule
 
 __all__ = ["load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
@@ -38,6 +38,9 @@ _MARKER = b'"transfers": [\n'
 _END = b"\n]\n}"
 _ROW_PIECES = (b'{"step": ', b', "src": ', b', "dst": ', b', "shard": ', b', "lo": ', b', "hi": ')
 WRITE_CHUNK = 1 << 20
+#: The forms a schedule file may say, each with the fields of its own (the compact form is
+#: written as the explicit one: its rows are every transfer).
+_FILE_FORMS = {"explicit": (), "symmetric": ("symmetry",)}
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -84,15 +87,15 @@ def _row_chunks(t, last=True):
 
 
 def _header(schedule):
+    own = schedule.file_fields()       # the form's fields: "form" up top, the rest after
     head = {"format": FORMAT, "version": VERSION}
-    if schedule.form == "symmetric":
-        head["form"] = "symmetric"
+    if "form" in own:
+        head["form"] = own.pop("form")
     head["collective"] = schedule.collective.name
     if schedule.root is not None:
         head["root"] = schedule.root
     head["algorithm"] = schedule.algorithm
-    if schedule.form == "symmetric":
-        head["symmetry"] = {"kind": "translation", "dims": [int(d) for d in schedule.group.dims]}
+    head.update(own)
     head["topology"] = schedule.topology.to_dict()
     head["meta"] = schedule.meta
     return head
@@ -110,12 +113,13 @@ def json_parts(schedule):
     for key, value in head.items():
         yield f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n".encode()
     yield _MARKER
-    if schedule.form == "compact":            # written as the explicit form, block by block
-        total = schedule.num_transfers
-        for lo, block in schedule.blocks(WRITE_CHUNK):
-            yield from _row_chunks(block, last=lo + block.size >= total)
-    else:
-        yield from _row_chunks(schedule.transfers)
+    held = None                        # one block behind, to know which block is the last
+    for _, block in schedule.blocks(WRITE_CHUNK):
+        if held is not None:
+            yield from _row_chunks(held, last=False)
+        held = block
+    if held is not None:
+        yield from _row_chunks(held)
     yield _END + b"\n"
 
 
@@ -390,10 +394,11 @@ def schedule_from_dict(doc, *, transfers=None):
     if transfers is None:
         transfers = _transfers_from_list(_need(doc, "transfers", list, ""))
     form = _need(doc, "form", str, "", optional=True, default="explicit")
-    if form not in ("explicit", "symmetric"):
-        raise ScheduleFormatError(f"form: must be \"explicit\" or \"symmetric\", got {form!r}")
+    if form not in _FILE_FORMS:
+        raise ScheduleFormatError(f"form: must be {' or '.join(map(json.dumps, _FILE_FORMS))}"
+                                  f", got {form!r}")
     known = {"format", "version", "form", "collective", "root", "algorithm", "topology",
-             "transfers", "meta"} | ({"symmetry"} if form == "symmetric" else set())
+             "transfers", "meta"} | set(_FILE_FORMS[form])
     extra = set(doc) - known
     if extra:
         raise ScheduleFormatError(f"{sorted(extra)[0]}: unknown field")
@@ -402,7 +407,7 @@ def schedule_from_dict(doc, *, transfers=None):
     if problems:
         index, field, message = problems[0]
         raise ScheduleFormatError(f"transfers[{index}].{field}: {message}")
-    if form == "symmetric":
+    if _FILE_FORMS[form]:              # the symmetric form: its group
         dims = _symmetry_dims(_need(doc, "symmetry", dict, ""))
         if math.prod(dims) != topo.num_nodes:
             raise ScheduleFormatError(f"symmetry.dims: {dims} do not multiply to the "
@@ -426,21 +431,20 @@ def _symmetry_dims(doc):
     return dims
 
 
-def as_schedule(schedule, *, symmetric=False, compact=False):
+def as_schedule(schedule, *, accept=()):
     """``schedule`` itself if it is a :class:`Schedule`; a schedule file's path loaded.
 
-    The functions that take a schedule (verify, evaluate, simulate) accept either. A
-    :class:`~topocoll.schedule.symmetric.SymmetricSchedule` (or a file holding one) is returned
-    as it is with ``symmetric``, a :class:`~topocoll.schedule.compact.CompactSchedule` with
-    ``compact``; else each is expanded to its explicit form (under the memory guard).
+    The functions that take a schedule (verify, evaluate, simulate) accept either. A schedule
+    of another form (:class:`~topocoll.schedule.symmetric.SymmetricSchedule`,
+    :class:`~topocoll.schedule.compact.CompactSchedule`, or a file holding one) is returned as
+    it is if it is an instance of a class in ``accept`` (the forms the caller works on), else
+    as its explicit form (under the memory guard).
     """
     if isinstance(schedule, (str, os.PathLike)):
         schedule = load_schedule(schedule)
-    if isinstance(schedule, Schedule):
+    if isinstance(schedule, (Schedule, *accept)):
         return schedule
-    form = getattr(schedule, "form", None)
-    if form in ("symmetric", "compact") and hasattr(schedule, "expand"):
-        keep = symmetric if form == "symmetric" else compact
-        return schedule if keep else schedule.expand()
+    if isinstance(schedule, TransferRows):
+        return schedule.explicit()
     raise InputTypeError(f"expected a Schedule or a schedule file's path, got "
                          f"{type(schedule).__name__}")

@@ -43,6 +43,7 @@ from ..collectives import REDUCE
 from ..errors import InputTypeError, InvalidScheduleError, TopologyError, UnsupportedError
 from ..units import parse_bandwidth, parse_size, parse_time
 from .io import as_schedule
+from .symmetric import SymmetricSchedule
 
 __all__ = ["simulate", "simulate_many", "LinkModelResult", "WAITED", "INTERVAL_DTYPE",
            "ALPHA_CONVENTIONS", "DEFAULT_ALPHA_PER"]
@@ -418,7 +419,7 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
     if not schedules:
         raise InputTypeError("simulate_many needs at least one schedule")
     if len(schedules) > 1:   # tenants share links: a symmetric one is timed expanded
-        schedules = [s.expand() if s.form == "symmetric" else s for s in schedules]
+        schedules = [s.unfolded() for s in schedules]
     size = parse_size(size)
     alpha_per = _alpha_per(alpha_per)
     topo, lat, bw = _links_of(schedules[0], alpha, link_bandwidth)
@@ -428,7 +429,7 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
                 or not np.array_equal(other.dst, topo.dst):
             raise TopologyError("simulate_many: the schedules live on different networks")
     step_of, bounds, glob, offsets = _step_order(schedules)   # first: before the big arrays
-    tenants = [_Tenant(s.history() if s.form == "symmetric" else s, size) for s in schedules]
+    tenants = [_Tenant(s.timed_rows(), size) for s in schedules]
     net = _Network(topo, lat, bw, alpha_per)
     pairs = [net.pairs_of(s.transfers) for s in schedules]
     out = _Outcome(schedules, topo.num_links)
@@ -453,7 +454,7 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
                 out.store(i, idx[m], *(column[m] for column in done))
                 tenant.deliver(idx[m], done[1][m])
     mirrors = [_mirror_links(topo, s.group, net.upair, net.pair_of_link, net.table)
-               if s.form == "symmetric" else None for s in schedules]
+               if s.group is not None else None for s in schedules]
     return out.results(schedules, mirrors, size, alpha_per)
 
 
@@ -646,5 +647,5 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None)
     -------
     LinkModelResult
     """
-    return simulate_many([as_schedule(schedule, symmetric=True)], size, alpha=alpha,
+    return simulate_many([as_schedule(schedule, accept=(SymmetricSchedule,))], size, alpha=alpha,
                          link_bandwidth=link_bandwidth, alpha_per=alpha_per)[0]

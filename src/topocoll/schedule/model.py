@@ -103,13 +103,66 @@ def coerce_transfers(transfers):
 
 
 class TransferRows:
-    """What a schedule derives from its ``topology``, ``collective`` and ``transfers`` rows,
-    whether the rows are every transfer (:class:`Schedule`) or one per orbit
+    """What every form of a schedule offers, whether its rows are every transfer
+    (:class:`Schedule`), one per orbit
     (:class:`~topocoll.schedule.symmetric.SymmetricSchedule`, whose steps are the full
-    schedule's); and copies of it with some fields changed (every field is a keyword of the
-    constructor)."""
+    schedule's) or narrow whole-chunk copies
+    (:class:`~topocoll.schedule.compact.CompactSchedule`).
+
+    A form is a subclass: it says its :attr:`form` name and overrides the operations below
+    where its rows are not the explicit ones (the defaults here are the explicit form's). The
+    modules above that need more than these (the verifier, the transforms) dispatch on the
+    class (docs/architecture.md, "a new form").
+    """
 
     __slots__ = ()
+
+    #: The form's name, as ``--form`` and the schedule file say it.
+    form = None
+    #: The translation group whose orbits the rows stand for (None: each row is one transfer).
+    group = None
+
+    def explicit(self):
+        """The explicit :class:`Schedule` of every transfer (built under the memory guard by
+        the forms that hold fewer rows)."""
+        return self
+
+    def unfolded(self):
+        """A schedule with every transfer a row: the orbits of a symmetric schedule unfolded,
+        the other forms (which list every transfer) as they are."""
+        return self
+
+    def representatives(self):
+        """The rows the step model prices: every transfer, or one per orbit (whose pairs carry
+        what every pair of their label carries: docs/math.md section 10, theorem 2)."""
+        return self
+
+    def timed_rows(self):
+        """The rows the link model follows: every transfer, or the shard-0 history of a
+        symmetric schedule, whose timings its translations mirror."""
+        return self
+
+    def rows(self, index):
+        """Rows ``index`` (an integer array, or a slice) as :data:`TRANSFER_DTYPE` transfers."""
+        return self.transfers[index]
+
+    def blocks(self, rows=None):
+        """``(first row, transfers)`` for consecutive blocks of rows (one block in memory at a
+        time); the rows held here are one block."""
+        yield 0, self.transfers
+
+    def file_fields(self):
+        """The form's own fields of the schedule file (none: the explicit form is the
+        default)."""
+        return {}
+
+    def form_facts(self):
+        """The form for a ``--json`` document."""
+        return {"form": self.form}
+
+    def form_note(self):
+        """What a one-line summary says of the form (nothing for every transfer listed)."""
+        return ""
 
     @property
     def num_nodes(self):

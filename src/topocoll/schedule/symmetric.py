@@ -186,6 +186,26 @@ class SymmetricSchedule(TransferRows):
                         translate(t, self.group, self.group.subtract(0, t["shard"])),
                         algorithm=self.algorithm)
 
+    def timed_rows(self):
+        return self.history()
+
+    def explicit(self):
+        return self.expand()
+
+    def unfolded(self):
+        return self.expand()
+
+    def file_fields(self):
+        return {"form": self.form,
+                "symmetry": {"kind": "translation", "dims": [int(d) for d in self.group.dims]}}
+
+    def form_facts(self):
+        return {"form": self.form, "representatives": self.num_representatives,
+                "symmetry": [int(d) for d in self.group.dims]}
+
+    def form_note(self):
+        return f" (symmetric: {self.num_representatives} representatives)"
+
     def expand(self):
         """The explicit :class:`Schedule` (memory guard first): the representatives sorted by
         step (stably), each followed by its translations to nodes 0..N-1."""

@@ -11,6 +11,8 @@
 (True, True, (1, 1, 2, 0, 0.0, 1.0, 1))
 """
 
+import functools
+
 import numpy as np
 
 from ..collectives import COPY, REDUCE, collective as _collective
@@ -22,6 +24,7 @@ __all__ = ["reverse", "concatenate", "relabel", "merge_pieces", "reverse_symmetr
            "concatenate_symmetric"]
 
 
+@functools.singledispatch
 def reverse(schedule, collective, topology=None, *, algorithm=None):
     """Run ``schedule`` backwards on the transposed topology.
 
@@ -30,11 +33,9 @@ def reverse(schedule, collective, topology=None, *, algorithm=None):
     G^T becomes a reduce-scatter on G, a broadcast a reduce, a scatter a gather.
 
     ``topology`` is the topology of the result (by default the transpose of the schedule's).
-    A symmetric schedule gives a symmetric one
-    (:func:`reverse_symmetric`).
+    A symmetric schedule gives a symmetric one (:func:`reverse_symmetric`, registered for
+    its class).
     """
-    if schedule.form == "symmetric":
-        return reverse_symmetric(schedule, collective, topology, algorithm=algorithm)
     coll = _collective(collective)
     topo = schedule.topology.transpose() if topology is None else topology
     if topo.num_nodes != schedule.topology.num_nodes:
@@ -54,12 +55,11 @@ def concatenate(first, second, collective, *, algorithm=None):
 
     The result lives on ``first``'s topology; e.g. reduce-scatter then allgather is an allreduce.
     Two symmetric schedules give a symmetric one
-    (:func:`concatenate_symmetric`).
+    (:func:`concatenate_symmetric`); beside another form, a symmetric one is unfolded.
     """
-    if first.form == "symmetric" and second.form == "symmetric":
+    if isinstance(first, SymmetricSchedule) and isinstance(second, SymmetricSchedule):
         return concatenate_symmetric(first, second, collective, algorithm=algorithm)
-    if first.form == "symmetric" or second.form == "symmetric":
-        first, second = (s.expand() if s.form == "symmetric" else s for s in (first, second))
+    first, second = first.unfolded(), second.unfolded()
     if first.topology.num_nodes != second.topology.num_nodes:
         raise TopologyError("concatenate: the schedules have different numbers of nodes")
     coll = _collective(collective)
@@ -127,7 +127,8 @@ def merge_pieces(schedule):
     return schedule.replace(transfers=merged[keep])
 
 
-def reverse_symmetric(schedule, collective, topology=None, *, algorithm=None):
+@reverse.register
+def reverse_symmetric(schedule: SymmetricSchedule, collective, topology=None, *, algorithm=None):
     """:func:`reverse` of a symmetric schedule, symmetric: the
     representatives reversed (every row then leaves node 0), then put back into node 0 by
     :func:`~topocoll.schedule.symmetric.normalize` (the group of a topology is a group of its transpose)."""

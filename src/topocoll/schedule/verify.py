@@ -26,14 +26,17 @@ True
 (False, {'incomplete': 1})
 """
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..collectives import REDUCE
-from ..errors import InputTypeError, InvalidScheduleError
+from ..errors import InputTypeError, InvalidScheduleError, UnsupportedError
+from .compact import CompactSchedule
 from .io import as_schedule
-from .model import transfer_problems
+from .model import Schedule, transfer_problems
+from .symmetric import SymmetricSchedule
 
 __all__ = ["verify", "VerifyReport", "Violation", "first_missing"]
 
@@ -206,15 +209,31 @@ def verify(schedule, *, max_errors=10, shards=None):
     shard numbers, restricts the simulation and the end state to those shards (the rules of
     single transfers are checked on all).
     """
-    schedule = as_schedule(schedule, symmetric=True, compact=True)
-    if schedule.form == "symmetric":
-        return _verify_symmetric(schedule, max_errors)
-    if shards is not None:
-        shards = np.unique(np.asarray(shards, dtype=np.int64))
-        if shards.size and (shards[0] < 0 or shards[-1] >= schedule.num_shards):
-            raise InputTypeError(f"shards must be shard numbers 0..{schedule.num_shards - 1}")
-    if schedule.form == "compact":
-        return _verify_compact(schedule, max_errors, shards)
+    schedule = as_schedule(schedule, accept=(SymmetricSchedule, CompactSchedule))
+    return _verify_form(schedule, max_errors, shards)
+
+
+def _shard_selection(schedule, shards):
+    """The shards to simulate (sorted, unique), or None for all; a shard that is not one of
+    the schedule's refused."""
+    if shards is None:
+        return None
+    shards = np.unique(np.asarray(shards, dtype=np.int64))
+    if shards.size and (shards[0] < 0 or shards[-1] >= schedule.num_shards):
+        raise InputTypeError(f"shards must be shard numbers 0..{schedule.num_shards - 1}")
+    return shards
+
+
+@functools.singledispatch
+def _verify_form(schedule, max_errors, shards):
+    """The verifier of ``schedule``'s form (one registered below per form class)."""
+    raise UnsupportedError(f"verify has no rules for the {schedule.form!r} form "
+                           f"({type(schedule).__name__})")
+
+
+@_verify_form.register
+def _verify_explicit(schedule: Schedule, max_errors, shards):
+    shards = _shard_selection(schedule, shards)
     topo = schedule.topology
     t = schedule.transfers
     found = _Collector()
@@ -499,7 +518,7 @@ def _violation(kind, ti, j, extra, schedule, atoms):
         return Violation(kind, f"end state: node {node} lacks {what + ' ' if what else ''}shard "
                          f"{shard} {_piece(atoms.lo[a], atoms.hi[a])}", shard=shard,
                          lo=float(atoms.lo[a]), hi=float(atoms.hi[a]), node=node)
-    tr = schedule.rows([ti])[0] if schedule.form == "compact" else schedule.transfers[ti]
+    tr = schedule.rows([ti])[0]
     step, src, dst, shard = int(tr["step"]), int(tr["src"]), int(tr["dst"]), int(tr["shard"])
     lo, hi = float(tr["lo"]), float(tr["hi"])
     where = f"step {step}: {src}->{dst} shard {shard} {_piece(lo, hi)}"
@@ -519,7 +538,8 @@ def _violation(kind, ti, j, extra, schedule, atoms):
                      transfer=int(ti))
 
 
-def _verify_symmetric(schedule, max_errors):
+@_verify_form.register
+def _verify_symmetric(schedule: SymmetricSchedule, max_errors, shards=None):
     """A symmetric schedule checked from its representatives (docs/math.md section 10,
     theorem 1): the group's invariance on the links, the rules of single rows on
     the representatives, then the *shard-0 history* (each representative translated by minus
@@ -527,6 +547,7 @@ def _verify_symmetric(schedule, max_errors):
 
     Counts are the full schedule's: a representative stands for its N translations, a node
     lacking a piece of shard 0 for N (node, shard) pairs. Violations name representative rows.
+    ``shards`` is not read: shard 0's history stands for every shard.
     """
     from ..topology.symmetry import invariant
 
@@ -596,10 +617,12 @@ class _StepColumn:
         return self.steps
 
 
-def _verify_compact(schedule, max_errors, shards):
+@_verify_form.register
+def _verify_compact(schedule: CompactSchedule, max_errors, shards):
     """A compact schedule checked block by block with the explicit form's rules: the rows
     (malformed, missing link) in one pass, then per batch of shards the copies' simulation
     (first arrival of each chunk at each node, then every send against it) in two passes."""
+    shards = _shard_selection(schedule, shards)
     topo = schedule.topology
     n = topo.num_nodes
     coll = schedule.collective

@@ -339,7 +339,7 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     made = generator.make(topo, coll, root=root, progress=progress, **ask, **parsed)
     if form == "symmetric":
         return symmetric_schedule(made)
-    return made.expand() if getattr(made, "form", None) == "symmetric" else made
+    return made.unfolded()
 
 
 def show_options(algorithm=None):

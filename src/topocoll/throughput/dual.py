@@ -86,11 +86,25 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
     """
     psrc, pdst, _, _ = topology.pairs
     n = topology.num_nodes
-    num_e = psrc.size
-    lengths = positive_lengths(lengths)
     hop_limit = np.asarray(hop_limit, dtype=np.int64)
+    out, preds = _hop_levels(psrc, pdst, n, positive_lengths(lengths), hop_limit, paths)
+    if not paths:
+        return out, None, None
+    if pairs is None:
+        xs, ys = np.nonzero(~np.eye(n, dtype=bool))
+    else:
+        xs, ys = (np.asarray(a, dtype=np.int64) for a in pairs)
+    ptr, edges = _trace_paths(psrc, preds, hop_limit, xs, ys)
+    return out, ptr, edges
+
+
+def _hop_levels(psrc, pdst, n, lengths, hop_limit, keep_preds):
+    """The Bellman-Ford of :func:`hop_shortest_paths` over hop counts 1 .. ``hop_limit.max()``
+    (``lengths`` positive): ``dist`` (N x N, each pair at its own hop limit) and, with
+    ``keep_preds``, per level ``h`` the (source, node) -> pair-link array of the walks' last
+    links (-1 where level ``h`` did not improve on level ``h - 1``)."""
     top = int(hop_limit.max()) if hop_limit.size else 0
-    table = in_links(pdst, n, fill=num_e)   # padded with a dummy edge of infinite length
+    table = in_links(pdst, n, fill=psrc.size)   # padded with a dummy edge of infinite length
     src_ext = np.append(psrc, 0)
     len_ext = np.append(lengths, np.inf)
     table_src, table_len = src_ext[table], len_ext[table]
@@ -104,18 +118,20 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
         val = np.take_along_axis(cand, k[:, :, None], axis=2)[:, :, 0]
         upd = val < level
         level = np.where(upd, val, level)
-        if paths:
+        if keep_preds:
             pred = np.where(upd, table[np.arange(n)[None, :], k], -1).astype(np.int32)
             preds.append(pred)
         at = hop_limit == h
         out[at] = level[at]
     out[hop_limit > top] = level[hop_limit > top]
-    if not paths:
-        return out, None, None
-    if pairs is None:
-        xs, ys = np.nonzero(~np.eye(n, dtype=bool))
-    else:
-        xs, ys = (np.asarray(a, dtype=np.int64) for a in pairs)
+    return out, preds
+
+
+def _trace_paths(psrc, preds, hop_limit, xs, ys):
+    """The paths of the pairs ``(xs[i], ys[i])`` walked back from ``ys`` through the levels'
+    predecessors ``preds`` (:func:`_hop_levels`), in the CSR layout of
+    :func:`hop_shortest_paths`: ``(ptr, edges)``."""
+    top = len(preds)                            # one level per hop count 1 .. top
     cur = ys.copy()
     h = np.minimum(hop_limit[xs, ys], top)
     idx = np.arange(xs.size)
@@ -143,7 +159,7 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
     order = np.lexsort((-ri, rp))   # per pair, last recorded (the first link) first
     counts = np.bincount(rp, minlength=xs.size)
     ptr = np.concatenate([[0], np.cumsum(counts)])
-    return out, ptr, re[order].astype(np.int64)
+    return ptr, re[order].astype(np.int64)
 
 
 def in_links(pdst, n, fill=-1):

@@ -43,7 +43,7 @@ from ...schedule.model import transfer_array
 from ...schedule import symmetric as symmetric_form
 from ...schedule.forms import FORMS, check_form
 from ...schedule.symmetric import SYMMETRIC_COLLECTIVES
-from ...schedule.transforms import concatenate, concatenate_symmetric, reverse, reverse_symmetric
+from ...schedule.transforms import concatenate, reverse
 from ...topology.symmetry import translation_group
 from .bounds import bounds_of
 from .cayley import symmetric_representatives, translation_servers
@@ -201,8 +201,7 @@ def _allreduce(topo, opts, time_limit, form):
         left = max(time_limit - (clock() - started), 1e-3)
         opts = dict(opts, limits=dict(opts["limits"], time_limit=left))
     ag = synthesize_one(topo, _collective("allgather"), None, **opts)
-    join = concatenate_symmetric if form == "symmetric" else concatenate
-    out = join(rs, ag, "allreduce", algorithm=rs.algorithm)
+    out = concatenate(rs, ag, "allreduce", algorithm=rs.algorithm)
     meta = dict(ag.meta)
     for key in ("makespan_slots", "ten_time"):
         meta[key] = rs.meta[key] + ag.meta[key]
@@ -227,10 +226,7 @@ def synthesize_one(topo, coll, root, *, method, chunks, size, seed, restarts, wo
                          seed=seed, restarts=restarts, workers=workers, time_step=time_step,
                          limits=limits, window=window, progress=progress, repair=repair,
                          symmetric=symmetric, form=form)
-        if form == "symmetric":
-            out = reverse_symmetric(fwd, coll, topo)
-        else:
-            out = reverse(fwd, coll, topo)
+        out = reverse(fwd, coll, topo)          # symmetric stays symmetric
         meta = dict(fwd.meta)
         meta["reversed_from"] = base.name
         return out.replace(meta=meta)
