@@ -40,3 +40,17 @@ def test_algorithm_options(tmp_path):
         assert r.returncode == 2
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
+
+
+def test_show_options_prints_the_table_the_library_reads(tmp_path):
+    from topocoll.synth import ALGORITHMS, show_options
+
+    r = run(tmp_path, "schedule", "--show-options", "shiftedring")   # no TOPO needed
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == show_options("shiftedring").strip()
+    assert "shift = " in r.stdout
+    r = run(tmp_path, "schedule", "--show-options", "all")
+    assert r.returncode == 0 and all(f"{name}: " in r.stdout for name in ALGORITHMS)
+    r = run(tmp_path, "schedule", "--show-options", "bogus")
+    assert r.returncode == 2 and "'bogus' is not a generator" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""

@@ -44,3 +44,18 @@ def test_dual_bound_closed_form_and_primal(spec, expected, method):
             np.bincount(psrc, weights=f, minlength=t.num_nodes)
         np.testing.assert_allclose(net[1:], res.lam, rtol=1e-6)
         assert np.all(res.link_load <= cap * (1 + 1e-9))
+
+
+def test_a_hop_limit_below_a_pairs_distance_is_refused_by_name():
+    from topocoll.errors import TopologyError
+    from topocoll.throughput import hop_shortest_paths
+    from topocoll.topology import topology
+
+    ring = topology("uniring:5")
+    lengths = np.ones(ring.num_links)
+    ok = hop_shortest_paths(ring, lengths, np.full((5, 5), 4), paths=False)[0]
+    assert ok[0, 4] == pytest.approx(4)       # 0 -> 4 takes four links on the one-way ring
+    short = np.full((5, 5), 3)
+    assert np.isinf(hop_shortest_paths(ring, lengths, short, paths=False)[0][0, 4])
+    with pytest.raises(TopologyError, match="no path of at most 3 links from 0 to 4"):
+        hop_shortest_paths(ring, lengths, short)         # a path asked for that does not exist

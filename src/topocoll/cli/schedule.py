@@ -30,8 +30,25 @@ def _algorithm_names():
     return sorted(ALGORITHMS)
 
 
+def _show_options(ctx, param, value):
+    """``--show-options NAME``: print a generator's options (``all``: every generator's), as
+    ``topocoll.show_options`` gives them, and stop (before TOPO is asked for, as --help)."""
+    if value is None or ctx.resilient_parsing:
+        return
+    from ..synth import show_options
+
+    if value != "all" and value not in _algorithm_names():
+        raise click.BadParameter(f"{value!r} is not a generator; one of all, "
+                                 f"{', '.join(_algorithm_names())}", ctx, param)
+    click.echo(show_options(None if value == "all" else value))
+    ctx.exit(0)
+
+
 @click.command()
 @click.argument("topo")
+@click.option("--show-options", metavar="ALGORITHM", expose_value=False, is_eager=True,
+              callback=_show_options, help="Print an algorithm's options (their defaults and "
+              "what they do; 'all' for every algorithm) and exit.")
 @click.option("-c", "--collective", required=True, help="allgather, reduce_scatter, allreduce, "
               "broadcast, reduce, scatter, gather or alltoall.")
 @click.option("-a", "--algorithm", type=LazyChoice(_algorithm_names),
@@ -57,7 +74,7 @@ def _algorithm_names():
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Another algorithm option, e.g. -O shift=3 for shiftedring, -O rounds=4 "
                    "for lp, -O method=ilp for ten (repeatable; each generator's options with "
-                   "their defaults: topocoll.show_options(NAME) in Python).")
+                   "their defaults: --show-options NAME).")
 @click.option("--no-verify", is_flag=True, help="Skip the independent check of the result.")
 @click.option("--form", type=click.Choice(FORMS), default="auto", show_default=True,
               help="explicit: every transfer; symmetric: one representative per orbit of the "

@@ -19,6 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from ..errors import TopologyError
+
 __all__ = ["certificate", "pair_distances", "hop_shortest_paths", "tree_paths",
            "link_ids", "shortest_path_trees", "in_links", "positive_lengths"]
 
@@ -80,7 +82,8 @@ def hop_shortest_paths(topology, lengths, hop_limit, *, paths=True, pairs=None):
     Returns
     -------
     dist : (N, N) array
-        ``dist[x, y]`` at the pair's own hop limit.
+        ``dist[x, y]`` at the pair's own hop limit (inf where no path is that short; with
+        ``paths``, such a pair among ``pairs`` raises ``TopologyError``).
     ptr, edges : arrays or None
         CSR layout: pair ``i``'s path is ``edges[ptr[i]:ptr[i+1]]`` (pair-link indices).
     """
@@ -151,8 +154,8 @@ def _trace_paths(psrc, preds, hop_limit, xs, ys):
         active = (cur != xs) & (h > 0)
     if np.any(cur != xs):
         bad = int(np.flatnonzero(cur != xs)[0])
-        raise RuntimeError(f"no path of at most {hop_limit[xs[bad], ys[bad]]} links from "
-                           f"{xs[bad]} to {ys[bad]}")  # callers pass reachable hop limits
+        raise TopologyError(f"no path of at most {hop_limit[xs[bad], ys[bad]]} links from "
+                            f"{xs[bad]} to {ys[bad]}: a hop limit below the pair's distance")
     rp = np.concatenate(rec_pair) if rec_pair else np.zeros(0, np.int64)
     re = np.concatenate(rec_edge) if rec_edge else np.zeros(0, np.int64)
     ri = np.concatenate(rec_iter) if rec_iter else np.zeros(0, np.int64)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import NotStronglyConnectedError
 from ...topology.symmetry import translation_group
 from .greedy_sends import EVENT_DTYPE
 
@@ -269,7 +270,9 @@ def _try(n, c, cost, late, child, parent, key):
     while left:
         seq = _start_sends(holders, idle, flight, late, cost, now, seq)
         if not flight:
-            raise RuntimeError("symmetric schedule stalled")   # only if disconnected
+            raise NotStronglyConnectedError("symmetric schedule: node 0's chunks reach no "
+                                            "further node (the topology is not strongly "
+                                            "connected)")
         now = flight[0][0]
         left -= _land_sends(holders, flight, now, sends, idle)
         idle.sort(key=lambda s: (cost[s], s))
