@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import topocoll as tc
-from topocoll.errors import UnsupportedError
 from topocoll.schedule.compact import CompactSchedule, compact_schedule
 from topocoll.schedule.io import as_schedule, dumps_schedule, loads_schedule
 from topocoll.schedule.model import Schedule, TransferRows
