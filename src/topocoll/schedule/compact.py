@@ -238,11 +238,14 @@ def compact_schedule(schedule):
     Raises
     ------
     UnsupportedError
-        If the collective combines, a transfer reduces, or the byte ranges are not the chunks
-        of one equal cut of every shard.
+        If the collective combines, a transfer reduces, the byte ranges are not the chunks
+        of one equal cut of every shard, or the schedule is routed.
     """
 
     schedule = as_schedule(schedule)
+    if schedule.routing is not None:
+        raise UnsupportedError("a compact schedule holds transfers over links; this one is "
+                               f"routed ({schedule.routing})")
     t = schedule.transfers
     coll = schedule.collective
     if coll.combining:

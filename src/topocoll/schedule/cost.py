@@ -22,6 +22,7 @@ from ..topology.metrics import diameter as _diameter
 from ..units import parse_bandwidth, parse_size, parse_time
 from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_bound
 from .io import as_schedule
+from .routing import transfer_hops
 from .symmetric import SymmetricSchedule
 from .verify import verify
 
@@ -46,19 +47,34 @@ def _step_pair_loads(schedule):
     topo = schedule.topology
     t = schedule.transfers
     _, _, pair_bw, pair_lat = topo.pairs
-    pidx = topo.pair_index(t["src"], t["dst"])
-    if np.any(pidx < 0):
-        i = int(np.flatnonzero(pidx < 0)[0])
-        raise TopologyError(f"transfer {i} uses link {t['src'][i]}->{t['dst'][i]}, which the "
-                            "topology does not have")
+    if schedule.routing is None:
+        pidx = topo.pair_index(t["src"], t["dst"])
+        if np.any(pidx < 0):
+            i = int(np.flatnonzero(pidx < 0)[0])
+            raise TopologyError(f"transfer {i} uses link {t['src'][i]}->{t['dst'][i]}, which "
+                                "the topology does not have")
+        who = None
+    else:                         # every pair of a route carries the transfer's bytes
+        who, link, _ = transfer_hops(topo, schedule.routing, t["src"], t["dst"])
+        pidx = topo.pair_index(topo.src[link], topo.dst[link])
     num_pairs = pair_bw.size
-    key = t["step"].astype(np.int64) * num_pairs + pidx
-    ukey, inverse = np.unique(key, return_inverse=True)
     frac = schedule.collective.shard_fraction(topo.num_nodes)
-    load = np.bincount(inverse, weights=(t["hi"] - t["lo"]) * frac, minlength=ukey.size)
+    nbytes = (t["hi"] - t["lo"]) * frac
+    steps = t["step"].astype(np.int64)
+    if who is not None:
+        # a route's latency is its hops' sum; a pair is charged the longest route across it
+        route_lat = np.bincount(who, weights=pair_lat[pidx], minlength=t.size)
+        steps, nbytes, lat = steps[who], nbytes[who], route_lat[who]
+    key = steps * num_pairs + pidx
+    ukey, inverse = np.unique(key, return_inverse=True)
+    load = np.bincount(inverse, weights=nbytes, minlength=ukey.size)
     pair = ukey % num_pairs
     per_byte = load / pair_bw[pair]
-    return ukey // num_pairs, pair, per_byte, pair_lat[pair]
+    if who is None:
+        return ukey // num_pairs, pair, per_byte, pair_lat[pair]
+    charged = np.zeros(ukey.size)
+    np.maximum.at(charged, inverse, lat)
+    return ukey // num_pairs, pair, per_byte, charged
 
 
 def step_costs(schedule):
@@ -262,7 +278,9 @@ class Evaluation:
     (:mod:`topocoll.schedule.bounds`); ``moore_steps`` holds for every digraph of this size and
     largest degree. ``diameter_optimal`` and ``moore_optimal`` say that ``steps`` meets
     ``steps_lower_bound`` and ``moore_steps`` (neither is doubled for allreduce: a complete
-    digraph allreduces in one step).
+    digraph allreduces in one step). A routed schedule (``routing``) may reach any node in a
+    step, so its step bounds are the complete digraph's (1); the bandwidth bound holds as it
+    is, since a route crosses every cut its ends are on either side of (docs/math.md).
     """
 
     collective: str
@@ -313,8 +331,11 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     t_b = float(beta_t.sum()) * size
     bound = float(bandwidth_lower_bound(coll, topo, schedule.root)) * size
     degree = int(topo.out_degree().max()) if topo.num_links else 0
-    moore = moore_steps_lower_bound(coll, topo)
-    lower_steps = steps_lower_bound(coll, topo, schedule.root)
+    if schedule.routing is None:
+        moore = moore_steps_lower_bound(coll, topo)
+        lower_steps = steps_lower_bound(coll, topo, schedule.root)
+    else:   # a routed transfer reaches any node in one step: the complete digraph's bounds
+        moore = lower_steps = min(1, topo.num_nodes - 1)
     diam = _diameter(topo)
     return Evaluation(
         collective=coll.name, algorithm=schedule.algorithm, topology=topo.name,

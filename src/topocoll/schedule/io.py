@@ -28,6 +28,7 @@ from ..errors import InputTypeError, ScheduleFormatError, TopocollError
 from ..fileio import open_output, parse_json, read_input
 from .model import TRANSFER_DTYPE, Schedule, TransferRows, transfer_problems
 from .symmetric import SymmetricSchedule
+from ..topology.routes import ROUTINGS
 
 __all__ = ["load_schedule", "save_schedule", "loads_schedule", "dumps_schedule",
            "schedule_from_dict", "as_schedule"]
@@ -397,8 +398,12 @@ def schedule_from_dict(doc, *, transfers=None):
     if form not in _FILE_FORMS:
         raise ScheduleFormatError(f"form: must be {' or '.join(map(json.dumps, _FILE_FORMS))}"
                                   f", got {form!r}")
-    known = {"format", "version", "form", "collective", "root", "algorithm", "topology",
-             "transfers", "meta"} | set(_FILE_FORMS[form])
+    routing = _need(doc, "routing", str, "", optional=True, default=None)
+    if routing is not None and (form != "explicit" or routing not in ROUTINGS):
+        raise ScheduleFormatError(f"routing: must be {' or '.join(map(json.dumps, ROUTINGS))} "
+                                  f"in an explicit schedule, got {routing!r}")
+    known = {"format", "version", "form", "collective", "root", "algorithm", "routing",
+             "topology", "transfers", "meta"} | set(_FILE_FORMS[form])
     extra = set(doc) - known
     if extra:
         raise ScheduleFormatError(f"{sorted(extra)[0]}: unknown field")
@@ -413,7 +418,8 @@ def schedule_from_dict(doc, *, transfers=None):
             raise ScheduleFormatError(f"symmetry.dims: {dims} do not multiply to the "
                                       f"{topo.num_nodes} nodes of the topology")
         return SymmetricSchedule(topo, coll, dims, transfers, algorithm=algorithm, meta=meta)
-    return Schedule(topo, coll, transfers, root=root, algorithm=algorithm, meta=meta)
+    return Schedule(topo, coll, transfers, root=root, algorithm=algorithm, meta=meta,
+                    routing=routing)
 
 
 def _symmetry_dims(doc):

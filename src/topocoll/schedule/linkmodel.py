@@ -43,6 +43,7 @@ from ..collectives import REDUCE
 from ..errors import InputTypeError, InvalidScheduleError, TopologyError, UnsupportedError
 from ..units import parse_bandwidth, parse_size, parse_time
 from .io import as_schedule
+from .routing import TransferHops, hop_pairs, serve_further_hops
 from .symmetric import SymmetricSchedule
 
 __all__ = ["simulate", "simulate_many", "LinkModelResult", "WAITED", "INTERVAL_DTYPE",
@@ -431,7 +432,7 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
     step_of, bounds, glob, offsets = _step_order(schedules)   # first: before the big arrays
     tenants = [_Tenant(s.timed_rows(), size) for s in schedules]
     net = _Network(topo, lat, bw, alpha_per)
-    pairs = [net.pairs_of(s.transfers) for s in schedules]
+    hops = [TransferHops(net, s) for s in schedules]
     out = _Outcome(schedules, topo.num_links)
     for step, lo, hi in zip(step_of, bounds[:-1], bounds[1:]):
         g = glob[lo:hi]
@@ -440,19 +441,18 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
         ready = np.empty(hi - lo)
         feeder = np.empty(hi - lo, dtype=np.int64)
         nbytes = np.empty(hi - lo)
-        pair = np.empty(hi - lo, dtype=np.int64)
         for i, tenant in enumerate(tenants):
             m = ten == i
             if m.any():
                 ready[m], feeder[m] = tenant.ready(idx[m])
                 nbytes[m] = tenant.nbytes(idx[m])
-                pair[m] = pairs[i][idx[m]]
-        done = net.serve(int(step), ten, idx, ready, feeder, nbytes, pair)
+        done = net.serve(int(step), ten, idx, ready, feeder, nbytes, hop_pairs(hops, ten, idx, 0))
+        final = serve_further_hops(net, lat, hops, out, int(step), ten, idx, nbytes, done)
         for i, tenant in enumerate(tenants):
             m = ten == i
             if m.any():
-                out.store(i, idx[m], *(column[m] for column in done))
-                tenant.deliver(idx[m], done[1][m])
+                out.store(i, idx[m], *(column[m] for column in done), final=final[m])
+                tenant.deliver(idx[m], final[m])
     mirrors = [_mirror_links(topo, s.group, net.upair, net.pair_of_link, net.table)
                if s.group is not None else None for s in schedules]
     return out.results(schedules, mirrors, size, alpha_per)
@@ -515,10 +515,13 @@ class _Network:
                                 "topology does not have")
         return p.astype(np.int32) if upair.size < 2**31 else p
 
-    def serve(self, step, ten, idx, ready, feeder, nbytes, pair):
+    def serve(self, step, ten, idx, ready, feeder, nbytes, pair, floor=None):
         """Put one step's transfers on their links, FIFO per pair: the r-th transfer of a pair
-        in this step waits for the (r-1)-th. Returns per transfer start, end, link, pred,
-        pred tenant and what it waited for."""
+        in this step waits for the (r-1)-th. ``floor``: per transfer, the earliest its charge
+        may start ending from (a routed transfer's tail reaching this hop). Returns per
+        transfer start, end, link, pred, pred tenant and what it waited for."""
+        if floor is None:
+            floor = np.full(idx.size, -np.inf)
         o = np.argsort(pair, kind="stable")
         sp = pair[o]
         grp = np.r_[0, np.flatnonzero(sp[1:] != sp[:-1]) + 1]
@@ -530,14 +533,14 @@ class _Network:
         for r in range(int(rank.max()) + 1):
             sel = np.flatnonzero(rank == r)
             self._serve_rank(step, sel, (pair[sel], ten[sel], idx[sel], ready[sel],
-                                         feeder[sel], nbytes[sel]), done)
+                                         feeder[sel], nbytes[sel], floor[sel]), done)
         return done
 
     def _serve_rank(self, step, sel, columns, done):
         """Transfers ``sel`` (one per pair; ``columns``: their pair, tenant, index, ready
         time, feeder and bytes) each take the parallel link of their pair on which they
         finish first."""
-        p, ten, idx, ready, feeder, nbytes = columns
+        p, ten, idx, ready, feeder, nbytes, floor = columns
         start, end, link, pred, pred_ten, wait = done
         free = self.free
         begin = np.maximum(free[p], ready[:, None])
@@ -550,6 +553,7 @@ class _Network:
                 cont &= ready[:, None] <= free[p]
             charge = np.where(cont, 0.0, charge)
         fin = begin + charge + nbytes[:, None] / self.bw_tab[p]
+        fin = np.maximum(fin, floor[:, None] + charge)     # -inf but on a route's later hops
         choice = np.argmin(fin, axis=1)
         ar = np.arange(sel.size)
         start[sel] = begin[ar, choice]
@@ -584,16 +588,23 @@ class _Outcome:
                           np.zeros(m, dtype=np.int64) for i, m in enumerate(sizes)]
         self.waits = [np.zeros(m, dtype=np.int8) for m in sizes]
 
-    def store(self, i, idx, start, end, link, pred, pred_ten, wait):
-        """Record tenant ``i``'s transfers ``idx`` of one step."""
+    def store(self, i, idx, start, end, link, pred, pred_ten, wait, final=None):
+        """Record tenant ``i``'s transfers ``idx`` of one step: the first hop's start, end,
+        link and wait; ``final``, when the last hop ends (routed transfers)."""
         self.starts[i][idx] = start
-        self.ends[i][idx] = end
+        self.ends[i][idx] = end if final is None else final
         self.links[i][idx] = link
         self.preds[i][idx] = pred
         if self.shared:
             self.pred_tens[i][idx] = pred_ten
         self.waits[i][idx] = wait
         np.add.at(self.busy[i], link, end - start)
+
+    def add_busy(self, ten, link, seconds):
+        """Busy time of further hops (routed transfers), per tenant."""
+        for i in np.unique(ten):
+            m = ten == i
+            np.add.at(self.busy[i], link[m], seconds[m])
 
     def results(self, schedules, mirrors, size, alpha_per):
         return [LinkModelResult(float(e.max()) if e.size else 0.0, st, e,

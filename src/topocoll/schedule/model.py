@@ -8,8 +8,9 @@ A 1024-node allgather has millions of transfers, so transfers live in one struct
 import numpy as np
 
 from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
-from ..errors import InputTypeError, ScheduleFormatError
+from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..topology.model import Topology
+from ..topology.routes import ROUTINGS
 
 __all__ = ["Schedule", "TransferRows", "TRANSFER_DTYPE", "transfer_array", "transfer_problems",
            "BUILD_BYTES_PER_TRANSFER", "coerce_transfers"]
@@ -121,6 +122,9 @@ class TransferRows:
     form = None
     #: The translation group whose orbits the rows stand for (None: each row is one transfer).
     group = None
+    #: How transfers between nodes that share no link travel (None: they may not; every
+    #: transfer crosses one link). See :class:`Schedule`.
+    routing = None
 
     def explicit(self):
         """The explicit :class:`Schedule` of every transfer (built under the memory guard by
@@ -221,6 +225,11 @@ class Schedule(TransferRows):
         What made the schedule.
     meta : dict, optional
         Free-form facts (solver statistics, notes).
+    routing : str, optional
+        None (the default): every transfer crosses one link, ``src -> dst``. A policy of
+        :data:`~topocoll.topology.routes.ROUTINGS` (``"shortest"``): a transfer may go to any
+        node, and the network forwards it along that policy's route (docs/format.md, "Routed
+        transfers"); the step and link models charge every link of the route.
 
     Examples
     --------
@@ -231,14 +240,14 @@ class Schedule(TransferRows):
     (1, 2)
     """
 
-    __slots__ = ("topology", "collective", "transfers", "root", "algorithm", "meta")
+    __slots__ = ("topology", "collective", "transfers", "root", "algorithm", "meta", "routing")
 
     #: Every transfer listed (a :class:`~topocoll.schedule.symmetric.SymmetricSchedule` says
     #: ``"symmetric"``).
     form = "explicit"
 
     def __init__(self, topology, collective, transfers, *, root=None, algorithm="custom",
-                 meta=None):
+                 meta=None, routing=None):
         if not isinstance(topology, Topology):
             raise InputTypeError(f"topology must be a Topology, got {type(topology).__name__}")
         topology.require_no_switches("a schedule")
@@ -258,10 +267,24 @@ class Schedule(TransferRows):
         self.root = root
         self.algorithm = str(algorithm)
         self.meta = dict(meta or {})
+        if routing is not None and routing not in ROUTINGS:
+            raise UnsupportedError(f"routing must be one of {', '.join(ROUTINGS)} (or none: "
+                                   f"every transfer on a link), got {routing!r}")
+        self.routing = routing
 
     @property
     def num_transfers(self):
         return int(self.transfers.size)
+
+    def file_fields(self):
+        return {} if self.routing is None else {"routing": self.routing}
+
+    def form_facts(self):
+        return {"form": self.form} if self.routing is None else \
+            {"form": self.form, "routing": self.routing}
+
+    def form_note(self):
+        return "" if self.routing is None else f" (routed: {self.routing})"
 
     def sorted(self):
         """A copy with transfers ordered by step, src, dst, shard, lo."""

@@ -257,6 +257,9 @@ def symmetric_schedule(schedule, group=None):
         return schedule
     if not isinstance(schedule, Schedule):
         raise InputTypeError(f"expected a Schedule, got {type(schedule).__name__}")
+    if schedule.routing is not None:
+        raise UnsupportedError("a symmetric schedule holds transfers over links; this one is "
+                               f"routed ({schedule.routing})")
     topo = schedule.topology
     name = schedule.collective.name
     if name not in SYMMETRIC_COLLECTIVES:

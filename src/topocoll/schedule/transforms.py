@@ -47,7 +47,8 @@ def reverse(schedule, collective, topology=None, *, algorithm=None):
     t["src"], t["dst"] = schedule.transfers["dst"], schedule.transfers["src"]
     t["op"] = REDUCE if coll.combining else COPY
     return Schedule(topo, coll, t[::-1].copy(), root=schedule.root,
-                    algorithm=algorithm or schedule.algorithm, meta=dict(schedule.meta))
+                    algorithm=algorithm or schedule.algorithm, meta=dict(schedule.meta),
+                    routing=schedule.routing)
 
 
 def concatenate(first, second, collective, *, algorithm=None):
@@ -67,12 +68,16 @@ def concatenate(first, second, collective, *, algorithm=None):
             coll.num_shards(first.num_nodes) != second.num_shards:
         raise UnsupportedError(f"concatenate: {first.collective.name} and "
                                f"{second.collective.name} do not share the shards of {coll.name}")
+    routings = {s.routing for s in (first, second)} - {None}
+    if len(routings) > 1:
+        raise UnsupportedError(f"concatenate: routings {' and '.join(sorted(routings))} differ")
     t2 = second.transfers.copy()
     t2["step"] += first.last_step
+    # a direct transfer is its own route, so one routed part makes the whole routed
     return Schedule(first.topology, coll, np.concatenate([first.transfers, t2]),
                     root=first.root if coll.rooted else None,
                     algorithm=algorithm or first.algorithm,
-                    meta={**second.meta, **first.meta})
+                    meta={**second.meta, **first.meta}, routing=min(routings, default=None))
 
 
 def relabel(schedule, mapping, topology=None):

@@ -27,89 +27,23 @@ True
 """
 
 import functools
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..collectives import REDUCE
-from ..errors import InputTypeError, InvalidScheduleError, UnsupportedError
+from ..errors import InputTypeError, UnsupportedError
+from ..topology.routes import routes_of
 from .compact import CompactSchedule
 from .io import as_schedule
 from .model import Schedule, transfer_problems
 from .symmetric import SymmetricSchedule
+from .violations import VerifyReport, Violation
 
 __all__ = ["verify", "VerifyReport", "Violation", "first_missing"]
 
 _NEVER = np.iinfo(np.int32).max
 STATE_BUDGET = 1 << 27   # bytes of simulation state per shard batch
 ENTRY_BUDGET = 1 << 22   # (transfer, atom) entries per shard batch
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule, located as precisely as the rule allows."""
-
-    kind: str
-    message: str
-    step: int | None = None
-    src: int | None = None
-    dst: int | None = None
-    shard: int | None = None
-    lo: float | None = None
-    hi: float | None = None
-    node: int | None = None
-    transfer: int | None = None
-
-    def to_dict(self):
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass
-class VerifyReport:
-    """The verdict on a schedule: ``valid``, a count of violations per kind, and the first few.
-
-    ``error_count`` counts offending transfers (malformed, missing link, causality, double
-    count, conflict) plus (node, shard) pairs left incomplete at the end. For a symmetric
-    schedule these are the full schedule's counts, ``representatives`` says how many rows
-    were checked, and ``not_invariant`` says the group is no symmetry of the topology.
-    """
-
-    valid: bool
-    collective: str
-    nodes: int
-    steps: int
-    transfers: int
-    error_count: int
-    counts: dict
-    errors: list
-    warnings: list = field(default_factory=list)
-    representatives: int | None = None
-
-    def summary(self):
-        """One line: ``valid`` or the first violation and the count."""
-        head = (f"{self.collective} on {self.nodes} nodes, {self.steps} steps, "
-                f"{self.transfers} transfers")
-        if self.representatives is not None:
-            head += f" (symmetric: {self.representatives} representatives)"
-        if self.valid:
-            return f"valid: {head}"
-        first = self.errors[0].message if self.errors else "invalid"
-        more = f" (and {self.error_count - 1} more)" if self.error_count > 1 else ""
-        return f"invalid: {first}{more}"
-
-    def raise_if_invalid(self):
-        """Raise :class:`InvalidScheduleError` with :meth:`summary` unless the schedule is valid."""
-        if not self.valid:
-            raise InvalidScheduleError(self.summary(), report=self)
-        return self
-
-    def to_dict(self):
-        return {"valid": self.valid, "collective": self.collective, "nodes": self.nodes,
-                "steps": self.steps, "transfers": self.transfers,
-                "error_count": self.error_count, "counts": dict(self.counts),
-                "errors": [e.to_dict() for e in self.errors], "warnings": list(self.warnings),
-                **({} if self.representatives is None else
-                   {"form": "symmetric", "representatives": self.representatives})}
 
 
 class _Collector:
@@ -265,8 +199,13 @@ def _row_checks(schedule, t, found, offset=0):
         good = good.astype(np.int32)
     tg = t[good] if malformed else t   # no copy of a well-formed schedule
 
-    missing = topo.pair_index(tg["src"], tg["dst"]) < 0
-    found.add("missing_link", good[missing].astype(np.int64) + offset)
+    if schedule.routing is None:
+        missing = topo.pair_index(tg["src"], tg["dst"]) < 0
+        found.add("missing_link", good[missing].astype(np.int64) + offset)
+    else:                      # a routed transfer needs a path, which the policy then takes
+        hops = routes_of(topo, schedule.routing).hops
+        unrouted = hops[tg["src"], tg["dst"]] < 0
+        found.add("no_route", good[unrouted].astype(np.int64) + offset)
     return good, tg
 
 
@@ -462,8 +401,8 @@ def _combine_reduces(state, rd, key, sent, had, dst, at, ids, found, good):
         state[dst[o[starts]], at[o[starts]]] = base | union
 
 _SAMPLE = 1000   # missing pieces kept per batch to render the first few (all are counted)
-_ORDER = {"isolated": -1, "malformed": 0, "missing_link": 1, "causality": 2, "double_count": 3, "conflict": 4,
-          "incomplete": 5}
+_ORDER = {"isolated": -1, "malformed": 0, "missing_link": 1, "no_route": 1, "causality": 2,
+          "double_count": 3, "conflict": 4, "incomplete": 5}
 
 
 def _report(schedule, found, t, good, atoms, max_errors, warnings):
@@ -526,6 +465,9 @@ def _violation(kind, ti, j, extra, schedule, atoms):
         message = str(extra["why"][j])
     elif kind == "missing_link":
         message = f"{where} uses link {src}->{dst}, which the topology does not have"
+    elif kind == "no_route":
+        message = (f"{where}: the topology has no path {src}->{dst} for the "
+                   f"{schedule.routing} routing to take")
     elif kind == "causality":
         message = f"{where}: node {src} does not hold that data by the end of step {step - 1}"
     elif kind == "double_count":

@@ -234,6 +234,29 @@ def _rhd():
                      classic.rhd_schedule)
 
 
+def _swing():
+    swing = _module("swing")
+    choice_option = _module("options").choice_option
+    return Generator("swing", swing.SWING_COLLECTIVES,
+                     "Swing (NSDI'24): peers at distance 1, -1, 3, -5, ... through routes; "
+                     "bandwidth- or latency-optimal (options variant, size, dims)",
+                     swing.swing_schedule,
+                     {"variant": Option(choice_option(*swing.SWING_VARIANTS), None,
+                                        "bandwidth (reduce-scatter + allgather) or latency "
+                                        "(whole vectors; default: latency for an allreduce "
+                                        "below 64 KiB, else bandwidth)"),
+                      "size": Option(size_option, None,
+                                     "buffer size: chooses the variant when none is given"),
+                      "dims": Option(dims_option, None,
+                                     "dimension sizes such as 4x6, for a topology that is not "
+                                     "a torus, mesh or ring by name (default: from its name, "
+                                     "else one dimension)"),
+                      "multiport": Option(bool_option, False,
+                                          "2D parts per shard, rotated and mirrored walks "
+                                          "through the dimensions at once (the paper's "
+                                          "multiport Swing)")})
+
+
 def _ten():
     # the one table synthesize and `topocoll synth` read too
     return Generator("ten", tuple(COLLECTIVES),
@@ -270,7 +293,8 @@ def _lp():
 #: Every generator, by name (a mapping; each is made when first looked up).
 ALGORITHMS = _Table({"bfb": _bfb, "ring": _ring, "biring": _biring, "shiftedring": _shiftedring,
                      "shiftedbfbring": _shiftedbfbring, "dbt": _dbt, "trees": _trees,
-                     "rhd": _rhd, "ten": _ten, "torusrings": _torusrings, "lp": _lp})
+                     "rhd": _rhd, "swing": _swing, "ten": _ten, "torusrings": _torusrings,
+                     "lp": _lp})
 
 
 def generate(topology, collective, algorithm="bfb", *, root=None, progress=None, form="auto",

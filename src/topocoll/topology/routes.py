@@ -26,7 +26,11 @@ from ..errors import InputTypeError, NotStronglyConnectedError
 from ..limits import require_memory
 from .metrics import distance_matrix
 
-__all__ = ["Routes", "shortest_routes"]
+__all__ = ["Routes", "shortest_routes", "ROUTINGS", "routes_of"]
+
+#: The routing policies a schedule may name (docs/format.md, "Routed transfers"): the routes a
+#: transfer between nodes that share no link follows.
+ROUTINGS = ("shortest",)
 
 
 class Routes:
@@ -109,6 +113,20 @@ class Routes:
             np.add.at(load, links, weight)
             at, dst = self.topology.dst[links], goal
         return load
+
+
+def routes_of(topology, routing):
+    """The :class:`Routes` of ``topology`` under the policy ``routing`` (one of
+    :data:`ROUTINGS`), computed once per topology object.
+
+    >>> from topocoll.topology import topology
+    >>> t = topology("torus:4x4")
+    >>> routes_of(t, "shortest") is routes_of(t, "shortest")
+    True
+    """
+    if routing not in ROUTINGS:
+        raise InputTypeError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    return topology._cached(("routes", routing), lambda: shortest_routes(topology))
 
 
 def shortest_routes(topology):
