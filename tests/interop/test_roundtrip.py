@@ -232,3 +232,16 @@ def test_more_than_32_peers_is_refused_with_the_reason():
     s = generate(topology("complete:34"), "allgather", "bfb")     # 33 peers per rank
     with pytest.raises(UnsupportedError, match="sends to 33 peers; the runtime allows 32"):
         export_msccl(s)
+
+
+def test_a_routed_schedule_exports_as_direct_sends_and_says_how_many():
+    n = 6
+    src, dst = np.nonzero(~np.eye(n, dtype=bool))
+    ring = topology("ring:6")
+    s = Schedule(ring, "allgather", transfer_array(1, src, dst, src, 0.0, 1.0),
+                 algorithm="direct", routing="shortest")
+    out = export_msccl(s)
+    far = int(np.count_nonzero(np.abs(src - dst) % (n - 1) > 1))   # not next to each other
+    assert out.routed == far == 18 and f"{far} of 30 transfers go to nodes" in out.message
+    assert out.to_dict()["routed"] == far and lint_msccl(out.text).valid
+    assert "routed" not in export_msccl(generate("ring:6", "allgather", "biring")).to_dict()

@@ -110,6 +110,9 @@ class ExportResult(Result):
         Channels used in all (copies times the channels long links continue on).
     quantization_loss : float
         Fraction of the moved bytes that rounding to whole chunks changed (0 when exact).
+    routed : int
+        Transfers of a routed schedule sent to nodes that are not neighbours (the message says
+        the network must forward them); 0 for a direct schedule.
     """
 
     program: Program = field(repr=False)
@@ -117,6 +120,7 @@ class ExportResult(Result):
     instances: int = 1
     channels: int = 1
     quantization_loss: float = 0.0
+    routed: int = 0
     blocks: int = 0
     steps: int = 0
     max_block_steps: int = 0
@@ -141,6 +145,8 @@ class ExportResult(Result):
                   "proto": self.program.attrs["proto"]})
         if self.warning:
             d["warning"] = self.warning
+        if self.routed:
+            d["routed"] = self.routed
         return d
 
 
@@ -264,6 +270,12 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
                f"{k} chunk(s) per shard")
     if loss > 0:
         message += f"; rounding to whole chunks changed {loss:.2%} of the moved bytes"
+    routed = _routed_transfers(schedule)
+    if routed:
+        message += (f"; {routed} of {schedule.num_transfers} transfers go to nodes that are not "
+                    f"neighbours ({schedule.routing} routing): the program sends them directly, "
+                    "which needs a network that forwards (switches, routers, an emulated "
+                    "network's routes)")
     warning = ""
     if astra and not lay.inplace:
         warning = (f"not self-contained: {schedule.collective.name} has no in-place call and "
@@ -275,7 +287,16 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     return ExportResult(status=status, message=message, program=program, chunks=k,
                         instances=channels, channels=used, quantization_loss=loss,
                         blocks=total_blocks, steps=total_steps, max_block_steps=longest,
-                        collective=schedule.collective.name, astra=astra, warning=warning)
+                        collective=schedule.collective.name, astra=astra, warning=warning,
+                        routed=routed)
+
+
+def _routed_transfers(schedule):
+    """How many transfers of a routed schedule have no link of their own (0 if direct)."""
+    if schedule.routing is None:
+        return 0
+    t = schedule.transfers
+    return int(np.count_nonzero(schedule.topology.pair_index(t["src"], t["dst"]) < 0))
 
 
 def _check_request(schedule, *, proto, channels, chunks, min_bytes, max_bytes, astra, name):

@@ -257,6 +257,45 @@ def _swing():
                                           "multiport Swing)")})
 
 
+def _bine():
+    bine = _module("bine")
+    return Generator("bine", bine.BINE_COLLECTIVES,
+                     "Bine trees (SC'25): binomial trees and butterflies on negabinary "
+                     "distances, through routes (option dims)", bine.bine_schedule,
+                     {"dims": Option(dims_option, None,
+                                     "dimension sizes such as 4x6, for a topology that is not "
+                                     "a torus, mesh or ring by name (default: from its name, "
+                                     "else one dimension)")})
+
+
+def _rankring():
+    routed = _module("routed_baselines")
+    return Generator("rankring", routed.RANKRING_COLLECTIVES,
+                     "the ring in rank order (r -> r+1 mod N) on any topology, through routes "
+                     "(what NCCL/gloo run on a torus)", routed.rankring_schedule)
+
+
+def _rd():
+    routed = _module("routed_baselines")
+    choice_option = _module("options").choice_option
+    return Generator("rd", routed.RD_COLLECTIVES,
+                     "recursive doubling / halving-doubling in rank order (partners r xor 2^s) "
+                     "on any topology, through routes; non-powers of two folded (option "
+                     "variant)", routed.rd_schedule,
+                     {"variant": Option(choice_option(*routed.RD_VARIANTS), "bandwidth",
+                                        "bandwidth (recursive halving + doubling) or latency "
+                                        "(recursive doubling of whole vectors, allreduce "
+                                        "only)")})
+
+
+def _pat():
+    routed = _module("routed_baselines")
+    return Generator("pat", routed.PAT_COLLECTIVES,
+                     "NCCL PAT: Bruck reversed (far partners first) in rank order on any "
+                     "topology, through routes; ceil(log2 N) steps, any N",
+                     routed.pat_schedule)
+
+
 def _ten():
     # the one table synthesize and `topocoll synth` read too
     return Generator("ten", tuple(COLLECTIVES),
@@ -294,6 +333,8 @@ def _lp():
 ALGORITHMS = _Table({"bfb": _bfb, "ring": _ring, "biring": _biring, "shiftedring": _shiftedring,
                      "shiftedbfbring": _shiftedbfbring, "dbt": _dbt, "trees": _trees,
                      "rhd": _rhd, "swing": _swing, "ten": _ten, "torusrings": _torusrings,
+                     "rankring": _rankring, "rd": _rd, "pat": _pat,
+                     "bine": _bine,
                      "lp": _lp})
 
 
