@@ -28,7 +28,8 @@ on switch:16 at most 0.56x of all_reduce; the 4x4 torus built and taken down in 
 
     sudo python benchmarks/emulate.py                          # everything (about 40 min)
     python benchmarks/emulate.py --parts build
-    python benchmarks/emulate.py --parts schedules --topologies torus:4x4 --sizes 4
+    python benchmarks/emulate.py --parts schedules --topologies torus:4x4 --sizes 4MiB
+    python benchmarks/emulate.py --parts schedules --topologies torus:4x4 --sizes 1KiB 64KiB 4MiB
     python benchmarks/emulate.py --json out.json --plot docs/emulate.png
 """
 
@@ -38,6 +39,8 @@ import statistics
 import sys
 import time
 
+from topocoll.units import parse_size
+
 from hardware import machine
 
 MIB = 1 << 20
@@ -46,7 +49,8 @@ TOPOLOGIES = ["torus:4x4", "hypercube:4", "pick", "ring:16", "dbt:16"]
 SCHEDULES = {
     "torus:4x4": [("allreduce", "bfb"), ("allreduce", "trees"), ("allreduce", "torusrings"),
                   ("allreduce", "ten"), ("allgather", "bfb"), ("allgather", "torusrings"),
-                  ("allgather", "ten")],
+                  ("allgather", "ten"), ("allreduce", "swing", {"multiport": True}),
+                  ("allreduce", "swing-latency", {"variant": "latency"})],
     "hypercube:4": [("allreduce", "bfb"), ("allreduce", "rhd"), ("allreduce", "trees"),
                     ("allgather", "bfb"), ("allgather", "rhd"), ("allgather", "ten")],
     "pick": [("allreduce", "bfb"), ("allreduce", "trees"), ("allgather", "bfb"),
@@ -144,15 +148,16 @@ def _schedule_cases(spec, name, sizes):
     from topocoll.synth import generate
 
     cases = []
-    for collective, algorithm in SCHEDULES[name]:
-        options = {"size": max(sizes)} if algorithm == "trees" else {}
+    for collective, label, *given in SCHEDULES[name]:
+        algorithm = label.split("-")[0]           # "swing-latency": swing with its options
+        options = {"size": max(sizes)} if algorithm == "trees" else dict(*given)
         try:
             schedule = generate(spec, collective, algorithm, **options)
         except Exception as exc:   # a generator that does not apply here: said, not hidden
             print(f"  ({algorithm} {collective} on {spec}: {exc})", file=sys.stderr)
             continue
-        cases.append((f"{algorithm} {collective}", collective, schedule))
-    for collective in sorted({c for c, _ in SCHEDULES[name]}):
+        cases.append((f"{label} {collective}", collective, schedule))
+    for collective in sorted({c for c, *_ in SCHEDULES[name]}):
         cases.append((f"torch {TORCH[collective]}", collective, None))
     return cases
 
@@ -169,7 +174,7 @@ def schedules_part(args):
             f"{'meas/model':>10} {'torch/ours':>10} {'idle':>5} {'target':>7}")
     for name in args.topologies:
         spec = finder_pick() if name == "pick" else name
-        cases = _schedule_cases(spec, name, [s * MIB for s in args.sizes])
+        cases = _schedule_cases(spec, name, [parse_size(s) for s in args.sizes])
         with EmulatedNetwork(spec, link_bandwidth=args.rate) as net:
             cal = net.calibration()
             print(f"\n{spec}: {net.plan.num_nodes} nodes, built in {net.build_seconds:.2f} s; "
@@ -180,7 +185,7 @@ def schedules_part(args):
             for size in args.sizes:
                 from topocoll.emulate.host import HostMonitor
 
-                nbytes = size * MIB
+                nbytes = int(parse_size(size))
                 with HostMonitor() as load:
                     per_rank = run_local(_worker, net.num_ranks,
                                          (cases, nbytes, args.repeats, 1), network=net,
@@ -200,10 +205,10 @@ def schedules_part(args):
                     if schedule is not None and name in MODEL_TOPOLOGIES:
                         goal = f"{MODEL_TARGET:.2f}" + ("<" if row["ratio"] > MODEL_TARGET
                                                        else "")
-                    if (name, label, size) == ("torus:4x4", "bfb allreduce", 4):
+                    if (name, label, nbytes) == ("torus:4x4", "bfb allreduce", 4 * MIB):
                         goal = "7x,1.05" + ("<" if row["speedup"] < 7 or row["ratio"] > 1.05
                                            else "")
-                    print(f"{spec[:34]:<34} {size:>4}Mi {label:<24} {measured:>8.3f}s "
+                    print(f"{spec[:34]:<34} {size:>6} {label:<24} {measured:>8.3f}s "
                           f"{model:>8.3f}s {row['ratio']:>10.3f} {row['speedup']:>10.2f} "
                           f"{load.idle:>5.0%} {goal:>7}")
     _order_agreement(rows)
@@ -297,7 +302,8 @@ def main():
                         choices=["build", "schedules", "gossip"])
     parser.add_argument("--topologies", nargs="+", default=TOPOLOGIES,
                         choices=TOPOLOGIES)
-    parser.add_argument("--sizes", nargs="+", type=int, default=[4, 16], help="MiB")
+    parser.add_argument("--sizes", nargs="+", default=["4MiB", "16MiB"],
+                        help="buffer sizes such as 64KiB or 4MiB")
     parser.add_argument("--rate", default="25Mbps")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gossip-size", type=int, default=4, help="MiB")

@@ -333,3 +333,11 @@ def test_multiport_parts():
 def test_multiport_option_through_generate():
     s = tc.generate("torus:4x4", "allreduce", "swing", multiport="yes")
     assert s.meta["multiport"] is True and _checked(s).valid
+
+
+@pytest.mark.parametrize("spec", ["ring:6", "ring:13", "uniring:10"])
+def test_a_folded_allgather_never_sends_a_rank_its_own_shard(spec):
+    s = tc.generate(spec, "allgather", "swing")
+    assert s.meta["folded"] > 0 and tc.verify(s).valid
+    t = s.transfers
+    assert not np.any(t["shard"] == t["dst"])

@@ -307,7 +307,9 @@ def swing_schedule(topology, collective, *, root=None, progress=None, variant=No
             out.add(step, extra - q, extra, extra, COPY)
         else:
             dst = np.repeat(extra, p)
-            out.add(step, dst - q, dst, np.tile(np.arange(p), extra.size), COPY)
+            shard = np.tile(np.arange(p), extra.size)
+            keep = shard != dst if coll.name == "allgather" else slice(None)   # it has its own
+            out.add(step, dst[keep] - q, dst[keep], shard[keep], COPY)
     t = out.array()
     routed = bool((topology.pair_index(t["src"], t["dst"]) < 0).any())
     return Schedule(topology, coll, t, algorithm="swing", routing="shortest" if routed else None,
