@@ -39,6 +39,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..results import Result, Status
 from ..schedule.io import as_schedule
+from ..schedule.routing import unlinked
 from ..schedule.transforms import merge_pieces
 from ..schedule.verify import verify
 from ..units import whole_number
@@ -296,7 +297,7 @@ def _routed_transfers(schedule):
     if schedule.routing is None:
         return 0
     t = schedule.transfers
-    return int(np.count_nonzero(schedule.topology.pair_index(t["src"], t["dst"]) < 0))
+    return int(np.count_nonzero(unlinked(schedule.topology, t["src"], t["dst"])))
 
 
 def _check_request(schedule, *, proto, channels, chunks, min_bytes, max_bytes, astra, name):

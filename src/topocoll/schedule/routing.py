@@ -21,7 +21,19 @@ import numpy as np
 from ..errors import NotStronglyConnectedError, TopologyError
 from ..topology.routes import routes_of
 
-__all__ = ["transfer_hops", "TransferHops", "hop_pairs", "serve_further_hops"]
+__all__ = ["transfer_hops", "unlinked", "routing_needed", "TransferHops", "hop_pairs", "serve_further_hops"]
+
+
+def unlinked(topology, src, dst):
+    """Per transfer ``src[i] -> dst[i]``, whether the topology has no link for it (a routed
+    transfer)."""
+    return topology.pair_index(src, dst) < 0
+
+
+def routing_needed(topology, transfers):
+    """``"shortest"`` if some of ``transfers`` crosses no single link, else None: what a
+    generator whose peers may be far away sets as its schedule's ``routing``."""
+    return "shortest" if unlinked(topology, transfers["src"], transfers["dst"]).any() else None
 
 
 def transfer_hops(topology, routing, src, dst):

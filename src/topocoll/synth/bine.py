@@ -55,6 +55,7 @@ from ..collectives import COPY
 from ..collectives import collective as _collective
 from ..errors import InputTypeError, UnsupportedError
 from ..schedule.model import Schedule, transfer_array
+from ..schedule.routing import routing_needed
 from ..schedule.transforms import reverse
 from .options import require_collective
 from .swing import _digits, _peer_steps, _swing_dims, swing_schedule
@@ -221,11 +222,6 @@ def _broadcast(topology, root, dims):
     return np.concatenate(rows), q, shape
 
 
-def _routing(topology, t):
-    """``"shortest"`` if some transfer crosses no single link, else None."""
-    return "shortest" if (topology.pair_index(t["src"], t["dst"]) < 0).any() else None
-
-
 def _tree_schedule(topology, coll, root, dims):
     """Broadcast: the tree; reduce: the broadcast on the transposed topology, reversed."""
     if coll.name == "reduce":
@@ -233,7 +229,7 @@ def _tree_schedule(topology, coll, root, dims):
         return reverse(down, coll, topology, algorithm="bine")
     t, q, shape = _broadcast(topology, root, dims)
     return Schedule(topology, coll, t, root=root, algorithm="bine",
-                    routing=_routing(topology, t),
+                    routing=routing_needed(topology, t),
                     meta={"shape": "tree", "folded": int(topology.num_nodes - q),
                           "dims": list(shape)})
 

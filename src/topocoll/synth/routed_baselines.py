@@ -38,6 +38,7 @@ import numpy as np
 from ..collectives import COPY, REDUCE
 from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
 from ..schedule.model import Schedule, transfer_array
+from ..schedule.routing import routing_needed, unlinked
 from ..topology.model import Topology
 from ..topology.routes import routes_of
 from .options import require_collective
@@ -78,10 +79,9 @@ def _routed(topology, coll, transfers, algorithm, meta=None):
     """The schedule of ``transfers``: routed (``"shortest"``) only where some transfer does not
     cross a single link; every routed pair must have a path."""
     src, dst = transfers["src"], transfers["dst"]
-    far = topology.pair_index(src, dst) < 0
-    routing = None
-    if far.any():
-        routing = "shortest"
+    routing = routing_needed(topology, transfers)
+    if routing is not None:
+        far = unlinked(topology, src, dst)
         hops = routes_of(topology, routing).hops[src[far], dst[far]]
         if (hops < 0).any():
             i = int(np.flatnonzero(hops < 0)[0])

@@ -48,6 +48,7 @@ import numpy as np
 from ..collectives import COPY, REDUCE
 from ..errors import UnsupportedError
 from ..schedule.model import Schedule, transfer_array
+from ..schedule.routing import routing_needed
 from .options import require_collective
 
 __all__ = [
@@ -311,7 +312,6 @@ def swing_schedule(topology, collective, *, root=None, progress=None, variant=No
             keep = shard != dst if coll.name == "allgather" else slice(None)   # it has its own
             out.add(step, dst[keep] - q, dst[keep], shard[keep], COPY)
     t = out.array()
-    routed = bool((topology.pair_index(t["src"], t["dst"]) < 0).any())
-    return Schedule(topology, coll, t, algorithm="swing", routing="shortest" if routed else None,
+    return Schedule(topology, coll, t, algorithm="swing", routing=routing_needed(topology, t),
                     meta={"variant": variant, "folded": int(p - q), "dims": list(shape),
                           "multiport": bool(multiport)})
