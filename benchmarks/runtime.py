@@ -15,6 +15,13 @@ share few cores measure oversubscription as much as the schedules.
     python benchmarks/runtime.py                                  # 4 processes, 16 and 64 MiB
     python benchmarks/runtime.py --worlds 4 8 16 --sizes 16 64 256
     python benchmarks/runtime.py --engine steps                   # the lock-step executor
+    python benchmarks/runtime.py --worlds 2 --sizes 16 64 256 --cpu --tensors reused fresh
+
+``--tensors``: ``reused`` (the default) calls each collective on one tensor, refilled untimed
+before each call, as DDP reuses its gradient buckets; ``fresh`` gives every call a new copy,
+as ``measure_schedule`` did before (the reused tensor decides: that is how training calls a
+collective). ``--cpu`` adds the CPU seconds of all ranks together per call, per GiB of the
+buffer (user and system time of every thread, from ``getrusage``), ours and torch's.
 """
 
 import argparse
@@ -43,12 +50,14 @@ def _schedules(n, cases):
             for case in cases]
 
 
-def _worker(rank, world_size, cases, sizes, iters, options):
+def _worker(rank, world_size, cases, sizes, iters, options, tensors=("reused",)):
     rows = []
     for case, topo, schedule in _schedules(world_size, cases):
         for size in sizes:
-            r = measure_schedule(schedule, size, iters=iters, check=True, **options)
-            rows.append((case, topo, size, r))
+            for kind in tensors:
+                r = measure_schedule(schedule, size, iters=iters, check=True,
+                                     reuse=kind == "reused", **options)
+                rows.append((case, topo, size, r))
     return rows
 
 
@@ -72,6 +81,11 @@ def main():
     ap.add_argument("--slice-bytes", type=int, help="ScheduleCollective slice_bytes")
     ap.add_argument("--window", type=int, help="ScheduleCollective window")
     ap.add_argument("--engine", choices=["dataflow", "steps"], default="dataflow")
+    ap.add_argument("--tensors", nargs="+", choices=["reused", "fresh"], default=["reused"],
+                    help="one tensor per collective refilled before each call (reused), or a "
+                    "fresh copy per call; several: a row each")
+    ap.add_argument("--cpu", action="store_true", help="print CPU seconds per GiB, ours and "
+                    "torch's (all ranks together)")
     ap.add_argument("--repeat", type=int, default=1, help="whole runs (fresh process groups); "
                     "the summary gives the median ratio over them")
     args = ap.parse_args()
@@ -83,38 +97,44 @@ def main():
     sizes = [int(s * MIB) for s in args.sizes]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; gloo over loopback; "
           f"engine {args.engine}; medians of {args.iters} calls (slowest rank)")
-    header = (f"{'ranks':>5} {'case':15} {'topology':24} {'size':>8} {'ours ms':>9} "
-              f"{'torch ms':>9} {'ours GB/s':>9} {'torch GB/s':>10} {'ratio':>6} "
-              f"{'target':>6} {'check':>6}")
+    header = (f"{'ranks':>5} {'case':15} {'topology':24} {'size':>8} {'tensor':>6} "
+              f"{'ours ms':>9} {'torch ms':>9} {'ours GB/s':>9} {'torch GB/s':>10} "
+              f"{'ratio':>6} {'target':>6} {'check':>6}"
+              + (f" {'ours CPU s/GiB':>14} {'torch CPU s/GiB':>15}" if args.cpu else ""))
     print(header)
     print("-" * len(header))
     ratios = {}
     for n in args.worlds:
         for _ in range(args.repeat):
-            rows = run_local(_worker, n, (args.cases, sizes, args.iters, options),
+            rows = run_local(_worker, n, (args.cases, sizes, args.iters, options,
+                                          tuple(args.tensors)),
                              start_method="fork", timeout=7200)[0]
             for case, topo, size, r in rows:
-                ratios.setdefault((n, case, topo, size), []).append(r["ratio"])
-                _print_row(n, case, topo, size, r)
+                kind = "reused" if r["reuse"] else "fresh"
+                ratios.setdefault((n, case, topo, size, kind), []).append(r["ratio"])
+                _print_row(n, case, topo, size, r, args.cpu)
     if args.repeat > 1:
         print(f"\nmedian ratio over {args.repeat} runs")
-        for (n, case, topo, size), values in ratios.items():
+        for (n, case, topo, size, kind), values in ratios.items():
             least = target_of(case, size)
             med = statistics.median(values)
             mark = "" if least is None else f"{least:.2f}" + ("<" if med < least else "")
             runs = " ".join(f"{v:.3f}" for v in values)
-            print(f"{n:5d} {case:15} {topo:24} {size / MIB:6g}Mi {med:6.3f} {mark:>6}  ({runs})")
+            print(f"{n:5d} {case:15} {topo:24} {size / MIB:6g}Mi {kind:>6} {med:6.3f} "
+                  f"{mark:>6}  ({runs})")
     print("ratio = our bus bandwidth / torch's (gloo); target: the least ratio wanted, '<' "
           "marks a miss")
 
 
-def _print_row(n, case, topo, size, r):
+def _print_row(n, case, topo, size, r, cpu=False):
     least = target_of(case, size)
     mark = "" if least is None else f"{least:.2f}" + ("<" if r["ratio"] < least else "")
-    print(f"{n:5d} {case:15} {topo:24} {size / MIB:6g}Mi {1e3 * r['time']:9.2f} "
+    kind = "reused" if r["reuse"] else "fresh"
+    extra = f" {r['cpu_per_gib']:14.3f} {r['baseline_cpu_per_gib']:15.3f}" if cpu else ""
+    print(f"{n:5d} {case:15} {topo:24} {size / MIB:6g}Mi {kind:>6} {1e3 * r['time']:9.2f} "
           f"{1e3 * r['baseline_time']:9.2f} {r['busbw'] / 1e9:9.3f} "
           f"{r['baseline_busbw'] / 1e9:10.3f} {r['ratio']:6.3f} {mark:>6} "
-          f"{'ok' if r['correct'] else 'WRONG':>6}", flush=True)
+          f"{'ok' if r['correct'] else 'WRONG':>6}{extra}", flush=True)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ _MODULES = {
                   "loads_schedule", "dumps_schedule", "verify", "VerifyReport", "evaluate",
                   "Evaluation", "reverse", "concatenate", "relabel", "simulate",
                   "SymmetricSchedule", "symmetric_schedule"],
-    ".synth": ["generate", "ALGORITHMS", "expand_schedule", "show_options"],
+    ".synth": ["generate", "ALGORITHMS", "expand_schedule", "show_options", "step_traffic"],
     ".synth.ten": ["synthesize"],
     ".interop": ["export_msccl", "import_msccl", "lint_msccl"],
     ".schedule.timeline": ["plot_timeline"],

@@ -25,6 +25,19 @@ def test_run_checks_and_times_against_torch(run, ring3):
     assert doc["time"] > 0 and doc["baseline_time"] > 0
     assert doc["busbw"] == pytest.approx(doc["bytes"] / doc["time"] * 4 / 3)
     assert doc["ratio"] == pytest.approx(doc["baseline_time"] / doc["time"])
+    # one tensor per collective, refilled before each call, unless asked otherwise
+    assert doc["reuse"] is True
+    assert doc["cpu_per_gib"] > 0 and doc["baseline_cpu_per_gib"] > 0
+
+
+def test_run_with_fresh_tensors_says_so_and_counts_cpu(run, ring3):
+    result = run("run", ring3, "--iters", "2", "--size", "64KiB", "--fresh-tensors")
+    assert result.returncode == 0, result
+    assert "a fresh tensor per call" in result.stderr + result.stdout
+    assert "CPU s per GiB" in result.stderr + result.stdout
+    doc = run("run", ring3, "--iters", "2", "--size", "64KiB", "--fresh-tensors",
+              "--json").json()
+    assert doc["reuse"] is False and doc["cpu_per_gib"] > 0
 
 
 def test_run_of_a_gathered_collective_in_bfloat16(run, tmp_path):

@@ -54,14 +54,17 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
               show_default=True, help="dataflow: packets leave as soon as their data is final; "
               "steps: one batch of whole messages per step (what NCCL needs); auto: steps on "
               "nccl, else dataflow.")
+@click.option("--fresh-tensors", is_flag=True, help="Give every timed call a fresh copy of the "
+              "input [default: one tensor per collective, refilled before each call, as "
+              "training reuses its gradient buckets].")
 @click.option("--emulate", is_flag=True, help="Run on an emulated network of the schedule's "
               "topology (namespaces, shaped links, routes; see 'topocoll emulate'), and price "
               "both collectives in the calibrated model of that network.")
 @network_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
-        window, engine, emulate, link_bandwidth, scale, mtu, latency, no_capacity_check,
-        as_json):
+        window, engine, fresh_tensors, emulate, link_bandwidth, scale, mtu, latency,
+        no_capacity_check, as_json):
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
     Prints the time per call and the bus bandwidth, ours and torch's; --check compares the
@@ -80,6 +83,8 @@ def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
     """
     options = {"engine": engine}
+    if fresh_tensors:
+        options["reuse"] = False
     if slice_bytes is not None:
         options["slice_bytes"] = int(slice_bytes)
     if window is not None:
@@ -312,9 +317,13 @@ def print_run_table(r):
                         f"{where}: {r['ranks']} ranks, {units.format_size(r['size'])} of "
                         f"{r['dtype']}")
     modelled = "model_time" in r
-    for col in ("", "time per call", "bus bandwidth") + (("model", "measured/model")
-                                                         if modelled else ()):
+    cpu = "cpu_per_gib" in r
+    for col in ("", "time per call", "bus bandwidth") + (("CPU s per GiB",) if cpu else ()) \
+            + (("model", "measured/model") if modelled else ()):
         table.add_column(col, justify="right")
+
+    def cpu_cell(value):
+        return () if not cpu else ("-" if value is None else f"{value:.3f}")
 
     def model_cells(model, ratio):
         if not modelled:
@@ -322,16 +331,21 @@ def print_run_table(r):
         return ("-" if model is None else fmt_t(model), "-" if ratio is None else f"{ratio:.3f}")
 
     table.add_row("topocoll", fmt_t(r["time"]), units.format_bandwidth(r["busbw"]),
+                  *cpu_cell(r.get("cpu_per_gib")),
                   *model_cells(r.get("model_time"), r.get("measured_over_model")))
     if r.get("baseline_time") is not None:
         table.add_row("torch", fmt_t(r["baseline_time"]),
                       units.format_bandwidth(r["baseline_busbw"]),
+                      *cpu_cell(r.get("baseline_cpu_per_gib")),
                       *model_cells(r.get("baseline_model_time"),
                                    r.get("baseline_measured_over_model")))
     out_console.print(table)
     line = ""
     if r.get("ratio") is not None:
         line = f"bus bandwidth {r['ratio']:.3f}x torch's"
+        if "reuse" in r:
+            line += " (" + ("one tensor per collective, refilled" if r["reuse"]
+                            else "a fresh tensor per call") + ")"
     if "correct" in r:
         line += ("; " if line else "") + ("result equal to torch's" if r["correct"]
                                           else "RESULT DIFFERS from torch's")

@@ -18,6 +18,7 @@ The check runs both collectives on the same data, integer-valued so that every o
 summation gives the same bits in every dtype: the result must be equal, element for element.
 """
 
+import resource
 import time
 import warnings
 
@@ -151,41 +152,68 @@ def _torch_collective(name, n, rank, root):
     return locals()[name]
 
 
-def _time(fns, base, iters, warmup, device):
-    """Median seconds per call of each of ``fns`` on a fresh copy of ``base`` (copied
-    untimed): the calls alternate (``a b b a a b ...``), so that both see the same machine,
-    and each sample is the slowest rank's time of that call (every call starts after a
-    barrier)."""
+def _cpu_seconds():
+    """CPU seconds (user + system) this process has used, every thread of it (gloo's too)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def _time(fns, base, iters, warmup, device, reuse=True):
+    """Per function of ``fns``: the median seconds per call and the median CPU seconds per
+    call of all ranks together. The calls alternate (``a b b a a b ...``), so that both see
+    the same machine, and each time sample is the slowest rank's time of that call (every call
+    starts after a barrier).
+
+    ``reuse``: every function gets one tensor, refilled from ``base`` (untimed) before each
+    call, as training reuses its gradient buckets; else a fresh copy of ``base`` per call."""
     import torch
     import torch.distributed as dist
 
+    kept = [base.clone() for _ in fns] if reuse else None
+
+    def data(j):
+        if not reuse:
+            return base.clone()
+        kept[j].copy_(base)
+        return kept[j]
+
     for _ in range(warmup):
-        for fn in fns:
-            fn(base.clone())
+        for j, fn in enumerate(fns):
+            fn(data(j))
     samples = [[] for _ in fns]
+    cpu = [[] for _ in fns]
     for i in range(iters):
         order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
         for j in order:
-            x = base.clone()
+            x = data(j)
             dist.barrier()
+            used = _cpu_seconds()
             start = time.perf_counter()
             fns[j](x)
             samples[j].append(time.perf_counter() - start)
+            cpu[j].append(_cpu_seconds() - used)
     slowest = torch.tensor(samples, dtype=torch.float64, device=device)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-    return [float(np.median(row)) for row in slowest.cpu().numpy()]
+    spent = torch.tensor(cpu, dtype=torch.float64, device=device)
+    dist.all_reduce(spent, op=dist.ReduceOp.SUM)
+    return ([float(np.median(row)) for row in slowest.cpu().numpy()],
+            [float(np.median(row)) for row in spent.cpu().numpy()])
 
 
 def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup=3,
-                     check=True, baseline=True, seed=0, group=None, **options):
+                     check=True, baseline=True, seed=0, group=None, reuse=True, **options):
     """Run ``schedule`` on this process group: its check against torch's collective, its time
     per call and bus bandwidth, and torch's. Every rank calls it; every rank gets the same
-    dictionary (``correct``, ``time``, ``busbw``, ``baseline_time``, ``baseline_busbw``,
-    ``ratio``, and what was run).
+    dictionary (``correct``, ``time``, ``busbw``, ``cpu_per_gib``, ``baseline_time``,
+    ``baseline_busbw``, ``baseline_cpu_per_gib``, ``ratio``, ``reuse``, and what was run).
 
     Times are medians over ``iters`` calls of the slowest rank's time per call; our calls and
-    torch's alternate. ``options`` go to :class:`~topocoll.runtime.ScheduleCollective`
-    (``slice_bytes``, ``window``, ``engine``)."""
+    torch's alternate. ``reuse`` (the default) calls each collective on one tensor, refilled
+    before each call, as training calls a collective on its reused gradient buckets; False
+    gives every call a fresh copy. ``cpu_per_gib``: the median CPU seconds (user and system,
+    every thread) of all ranks together per call, per GiB of the buffer ``bytes``. ``options``
+    go to :class:`~topocoll.runtime.ScheduleCollective` (``slice_bytes``, ``window``,
+    ``engine``)."""
     import torch
     import torch.distributed as dist
 
@@ -226,16 +254,20 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     factor = bus_factor(name, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        times = _time([ours] + ([theirs] if theirs is not None else []), base, iters, warmup,
-                      device)
+        times, cpu = _time([ours] + ([theirs] if theirs is not None else []), base, iters,
+                           warmup, device, reuse=reuse)
     t = times[0]
-    out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor)
+    gib = total_bytes / (1 << 30)
+    out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor, reuse=bool(reuse),
+               cpu_per_gib=cpu[0] / gib)
     if theirs is not None:
         tb = times[1]
         out.update(baseline_time=tb, baseline_busbw=total_bytes / tb * factor,
+                   baseline_cpu_per_gib=cpu[1] / gib,
                    ratio=(total_bytes / t) / (total_bytes / tb))
     else:
-        out.update(baseline_time=None, baseline_busbw=None, ratio=None)
+        out.update(baseline_time=None, baseline_busbw=None, baseline_cpu_per_gib=None,
+                   ratio=None)
     return out
 
 

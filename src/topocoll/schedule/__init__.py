@@ -18,6 +18,7 @@ _LAZY = {
     ".model": ("TRANSFER_DTYPE", "Schedule", "transfer_array", "transfer_problems"),
     ".symmetric": ("EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "SymmetricSchedule",
                    "normalize", "symmetric_schedule"),
+    ".traffic": ("RowSink", "StepTraffic", "TrafficSink", "traffic_of"),
     ".transforms": ("concatenate", "concatenate_symmetric", "relabel", "reverse",
                     "reverse_symmetric"),
 }
@@ -29,7 +30,7 @@ __all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems", 
            "simulate", "simulate_many", "LinkModelResult", "SymmetricSchedule",
            "symmetric_schedule", "normalize", "reverse_symmetric", "concatenate_symmetric",
            "EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "CompactSchedule",
-           "compact_schedule"]
+           "compact_schedule", "StepTraffic", "traffic_of", "RowSink", "TrafficSink"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

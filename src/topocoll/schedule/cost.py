@@ -24,6 +24,7 @@ from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_
 from .io import as_schedule
 from .routing import transfer_hops
 from .symmetric import SymmetricSchedule
+from .traffic import StepTraffic
 from .verify import verify
 
 __all__ = ["evaluate", "Evaluation", "step_costs", "bandwidth_lower_bound", "steps_lower_bound",
@@ -39,31 +40,43 @@ MAX_PIPELINE_CHUNKS = 4096
 _REL_TOL = 1e-9
 
 
-def _step_pair_loads(schedule):
+def _step_pair_loads(priced):
     """Per (non-empty step, used pair), sorted by step: ``(step, pair, seconds per byte of M,
-    pair latency)``. A symmetric schedule gives the pairs into node 0 only: every pair of the
-    same label carries the same (docs/math.md section 10, theorem 2)."""
-    schedule = schedule.representatives()
-    topo = schedule.topology
+    pair latency)``, of a schedule or its :class:`~topocoll.schedule.traffic.StepTraffic`. A
+    symmetric schedule gives the pairs into node 0 only: every pair of the same label carries
+    the same (docs/math.md section 10, theorem 2)."""
+    if isinstance(priced, StepTraffic):
+        return _pair_loads(priced.topology, priced.routing, priced.step, priced.src,
+                           priced.dst, priced.share)
+    schedule = priced.representatives()
     t = schedule.transfers
+    frac = schedule.collective.shard_fraction(schedule.num_nodes)
+    return _pair_loads(schedule.topology, schedule.routing, t["step"].astype(np.int64),
+                       t["src"], t["dst"], (t["hi"] - t["lo"]) * frac)
+
+
+def _empty(priced):
+    """Whether a schedule (or its traffic) sends nothing."""
+    return (priced.size if isinstance(priced, StepTraffic) else priced.transfers.size) == 0
+
+
+def _pair_loads(topo, routing, steps, src, dst, nbytes):
+    """:func:`_step_pair_loads` of transfers given as columns (``nbytes``: share of M)."""
     _, _, pair_bw, pair_lat = topo.pairs
-    if schedule.routing is None:
-        pidx = topo.pair_index(t["src"], t["dst"])
+    if routing is None:
+        pidx = topo.pair_index(src, dst)
         if np.any(pidx < 0):
             i = int(np.flatnonzero(pidx < 0)[0])
-            raise TopologyError(f"transfer {i} uses link {t['src'][i]}->{t['dst'][i]}, which "
+            raise TopologyError(f"transfer {i} uses link {src[i]}->{dst[i]}, which "
                                 "the topology does not have")
         who = None
     else:                         # every pair of a route carries the transfer's bytes
-        who, link, _ = transfer_hops(topo, schedule.routing, t["src"], t["dst"])
+        who, link, _ = transfer_hops(topo, routing, src, dst)
         pidx = topo.pair_index(topo.src[link], topo.dst[link])
     num_pairs = pair_bw.size
-    frac = schedule.collective.shard_fraction(topo.num_nodes)
-    nbytes = (t["hi"] - t["lo"]) * frac
-    steps = t["step"].astype(np.int64)
     if who is not None:
         # a route's latency is its hops' sum; a pair is charged the longest route across it
-        route_lat = np.bincount(who, weights=pair_lat[pidx], minlength=t.size)
+        route_lat = np.bincount(who, weights=pair_lat[pidx], minlength=steps.size)
         steps, nbytes, lat = steps[who], nbytes[who], route_lat[who]
     key = steps * num_pairs + pidx
     ukey, inverse = np.unique(key, return_inverse=True)
@@ -82,9 +95,10 @@ def step_costs(schedule):
 
     Every transfer must use an existing link (verify first). A symmetric schedule is priced
     from its representatives alone (the full schedule's loads, theorem 2 of docs/math.md
-    section 10).
+    section 10). A :class:`~topocoll.schedule.traffic.StepTraffic` (what a schedule sends per
+    step and pair) is priced as the schedule it sums: the same arrays.
     """
-    if schedule.transfers.size == 0:
+    if _empty(schedule):
         empty = np.zeros(0)
         return empty.astype(np.int64), empty, empty
     steps, _, per_byte, lat = _step_pair_loads(schedule)
@@ -112,7 +126,7 @@ def pipelined_step_costs(schedule, chunks):
 def _pipeline_loads(schedule):
     """What :func:`_pipelined` needs of a schedule: per used pair and step (all steps from the
     first to the last), seconds per byte and whether used; per pair its latency."""
-    if schedule.transfers.size == 0:
+    if _empty(schedule):
         return None
     return _loads_from(*_step_pair_loads(schedule))
 

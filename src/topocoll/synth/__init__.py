@@ -20,12 +20,12 @@ _LAZY = {
     ".expansions": ("bidirectional_expansion", "cartesian_power_expansion",
                     "degree_expansion_schedule", "expand_schedule", "line_graph_expansion",
                     "product_schedule"),
-    ".generators": ("ALGORITHMS", "Generator", "generate", "show_options"),
+    ".generators": ("ALGORITHMS", "Generator", "generate", "show_options", "step_traffic"),
     ".torus_rings": ("torus_rings_schedule",),
     ".trees": ("dbt_schedule",),
 }
 
-__all__ = ["generate", "ALGORITHMS", "Generator", "show_options", "bfb_allgather", "bfb_reduce_scatter",
+__all__ = ["generate", "step_traffic", "ALGORITHMS", "Generator", "show_options", "bfb_allgather", "bfb_reduce_scatter",
            "bfb_allreduce", "bfb_broadcast", "bfb_reduce", "bfb_schedule", "ring_schedule",
            "biring_schedule", "ring_allgather", "ring_reduce_scatter", "ring_allreduce",
            "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",

@@ -58,12 +58,14 @@ from ..schedule.model import Schedule, transfer_array
 from ..schedule.routing import routing_needed
 from ..schedule.transforms import reverse
 from .options import require_collective
-from .swing import _digits, _peer_steps, _swing_dims, swing_schedule
+from ..schedule.traffic import traffic_of
+from .swing import _digits, _peer_steps, _swing_dims, swing_schedule, swing_traffic
 
 __all__ = [
     "BINE_COLLECTIVES",
     "bine_layout",
     "bine_schedule",
+    "bine_traffic",
     "bine_tree_labels",
     "bine_tree_steps",
     "from_negabinary",
@@ -290,3 +292,23 @@ def bine_schedule(topology, collective, *, root=None, progress=None, dims=None):
     return made.replace(transfers=t, algorithm="bine",
                         meta={"shape": "butterfly", "folded": made.meta["folded"],
                               "dims": made.meta["dims"]})
+
+
+def bine_traffic(topology, collective, *, root=None, dims=None):
+    """What :func:`bine_schedule` (same arguments) sends per step and pair
+    (:class:`~topocoll.schedule.traffic.StepTraffic`): the butterfly's summed as Swing's rows
+    are made (it is Swing's, whose allgather sends no rank its own shard), a tree's from the
+    schedule (``N - 1`` rows a step at most).
+
+    >>> from topocoll.topology import topology
+    >>> bine_traffic(topology("torus:16x16"), "allreduce").num_steps
+    16
+    """
+    coll = require_collective(collective, BINE_COLLECTIVES, "bine")
+    if coll.rooted or topology.num_nodes < 2 or root is not None:
+        return traffic_of(bine_schedule(topology, coll, root=root, dims=dims))
+    _bine_dims(topology, dims)
+    made = swing_traffic(topology, coll, variant="bandwidth", dims=dims)
+    made.algorithm = "bine"
+    made.meta = {"shape": "butterfly", "folded": made.meta["folded"], "dims": made.meta["dims"]}
+    return made

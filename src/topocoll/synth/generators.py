@@ -39,6 +39,7 @@ from ..limits import require_memory
 from ..schedule.compact import compact_schedule
 from ..schedule.forms import FORMS, check_form
 from ..schedule.model import BUILD_BYTES_PER_TRANSFER
+from ..schedule.traffic import traffic_of
 from ..schedule.symmetric import (EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES,
                                   symmetric_schedule)
 from ..topology.symmetry import translation_group
@@ -47,8 +48,8 @@ from ..units import format_size
 from .options import (Option, bool_option, dims_option, fraction_option, int_option,
                       size_option, take_options)
 
-__all__ = ["Generator", "ALGORITHMS", "generate", "show_options", "lp_alltoall_schedule",
-           "FORMS"]
+__all__ = ["Generator", "ALGORITHMS", "generate", "step_traffic", "show_options",
+           "lp_alltoall_schedule", "FORMS"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ class Generator:
         Option name -> :class:`~topocoll.synth.options.Option` (its parser, default and
         one-line doc; a bare parser ``parser(algorithm, name, value)`` works too, without a
         default or doc to show).
+    summed : callable or None
+        ``summed(topology, collective, *, root=None, **options)``: what ``make`` would send
+        per step and pair (a :class:`~topocoll.schedule.traffic.StepTraffic`), summed as the
+        rows are made without holding them (:func:`step_traffic`); None: taken from the
+        schedule.
     """
 
     name: str
@@ -81,6 +87,7 @@ class Generator:
     summary: str
     make: Callable = field(repr=False)
     options: dict = field(default_factory=dict, repr=False)
+    summed: Callable = field(default=None, repr=False)
 
 
 def lp_alltoall_schedule(topology, collective, *, root=None, progress=None, rounds=None,
@@ -254,7 +261,8 @@ def _swing():
                       "multiport": Option(bool_option, False,
                                           "2D parts per shard, rotated and mirrored walks "
                                           "through the dimensions at once (the paper's "
-                                          "multiport Swing)")})
+                                          "multiport Swing)")},
+                     summed=swing.swing_traffic)
 
 
 def _bine():
@@ -265,14 +273,16 @@ def _bine():
                      {"dims": Option(dims_option, None,
                                      "dimension sizes such as 4x6, for a topology that is not "
                                      "a torus, mesh or ring by name (default: from its name, "
-                                     "else one dimension)")})
+                                     "else one dimension)")},
+                     summed=bine.bine_traffic)
 
 
 def _rankring():
     routed = _module("routed_baselines")
     return Generator("rankring", routed.RANKRING_COLLECTIVES,
                      "the ring in rank order (r -> r+1 mod N) on any topology, through routes "
-                     "(what NCCL/gloo run on a torus)", routed.rankring_schedule)
+                     "(what NCCL/gloo run on a torus)", routed.rankring_schedule,
+                     summed=routed.rankring_traffic)
 
 
 def _rd():
@@ -285,7 +295,8 @@ def _rd():
                      {"variant": Option(choice_option(*routed.RD_VARIANTS), "bandwidth",
                                         "bandwidth (recursive halving + doubling) or latency "
                                         "(recursive doubling of whole vectors, allreduce "
-                                        "only)")})
+                                        "only)")},
+                     summed=routed.rd_traffic)
 
 
 def _pat():
@@ -293,7 +304,7 @@ def _pat():
     return Generator("pat", routed.PAT_COLLECTIVES,
                      "NCCL PAT: Bruck reversed (far partners first) in rank order on any "
                      "topology, through routes; ceil(log2 N) steps, any N",
-                     routed.pat_schedule)
+                     routed.pat_schedule, summed=routed.pat_traffic)
 
 
 def _ten():
@@ -371,21 +382,8 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
         ``multiport`` for torusrings; see ``ALGORITHMS[name].options``); one it does not know
         raises ``UnsupportedError`` naming it.
     """
-    topo = _topology(topology)
-    topo.require_no_switches("schedule generation")
-    topo.require_nodes(2, "a collective schedule")
-    coll = _collective(collective)
-    generator = _generator(algorithm)
-    if coll.name not in generator.collectives:
-        raise UnsupportedError(f"algorithm {algorithm} makes {', '.join(generator.collectives)}; "
-                               f"not {coll.name}")
-    if coll.rooted:
-        root = 0 if root is None else root
-        if not 0 <= int(root) < topo.num_nodes:
-            raise UnsupportedError(f"root must be a node 0..{topo.num_nodes - 1}, got {root}")
-    elif root is not None:
-        raise UnsupportedError(f"{coll.name} takes no root")
-    parsed = take_options(algorithm, options, generator.options)
+    topo, coll, generator, root, parsed = _request(topology, collective, algorithm, root,
+                                                   options)
     fewest = least_transfers(coll.name, topo.num_nodes)
     hook = symmetric_hook(generator)
     form = _form(form, topo, coll, hook, fewest)
@@ -405,6 +403,51 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     if form == "symmetric":
         return symmetric_schedule(made)
     return made.unfolded()
+
+
+def _request(topology, collective, algorithm, root, options):
+    """What :func:`generate` and :func:`step_traffic` are asked for, checked: ``(topology,
+    collective, generator, root, parsed options)``."""
+    topo = _topology(topology)
+    topo.require_no_switches("schedule generation")
+    topo.require_nodes(2, "a collective schedule")
+    coll = _collective(collective)
+    generator = _generator(algorithm)
+    if coll.name not in generator.collectives:
+        raise UnsupportedError(f"algorithm {algorithm} makes {', '.join(generator.collectives)}; "
+                               f"not {coll.name}")
+    if coll.rooted:
+        root = 0 if root is None else root
+        if not 0 <= int(root) < topo.num_nodes:
+            raise UnsupportedError(f"root must be a node 0..{topo.num_nodes - 1}, got {root}")
+    elif root is not None:
+        raise UnsupportedError(f"{coll.name} takes no root")
+    return topo, coll, generator, root, take_options(algorithm, options, generator.options)
+
+
+def step_traffic(topology, collective, algorithm="bfb", *, root=None, **options):
+    """What the schedule ``generate(topology, collective, algorithm, **options)`` sends in each
+    step between each ordered pair of nodes: a
+    :class:`~topocoll.schedule.traffic.StepTraffic`, which
+    :func:`~topocoll.schedule.cost.step_costs` prices exactly as the schedule.
+
+    A generator that writes its rows to a sink (``Generator.summed``: swing, bine, rankring,
+    rd, pat) sums them as they are made and never holds them, so a schedule far too large to
+    hold as rows is priced (Swing's latency variant on a 64x64 torus: 201 million transfers,
+    49,152 traffic rows); any other is made (in the form :func:`generate` picks) and summed.
+    Nothing verifies traffic: verify the generator's schedules where they fit.
+
+    >>> from topocoll.schedule.cost import step_costs
+    >>> t = step_traffic("torus:8x8", "allreduce", "swing", variant="latency")
+    >>> s = generate("torus:8x8", "allreduce", "swing", variant="latency")
+    >>> [a.tolist() == b.tolist() for a, b in zip(step_costs(t), step_costs(s))]
+    [True, True, True]
+    """
+    topo, coll, generator, root, parsed = _request(topology, collective, algorithm, root,
+                                                   options)
+    if generator.summed is not None:
+        return generator.summed(topo, coll, root=root, **parsed)
+    return traffic_of(generate(topo, coll, algorithm, root=root, **options))
 
 
 def show_options(algorithm=None):

@@ -37,8 +37,9 @@ import numpy as np
 
 from ..collectives import COPY, REDUCE
 from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
-from ..schedule.model import Schedule, transfer_array
+from ..schedule.model import Schedule
 from ..schedule.routing import routing_needed, unlinked
+from ..schedule.traffic import RowSink, TrafficSink
 from ..topology.model import Topology
 from ..topology.routes import routes_of
 from .options import require_collective
@@ -51,9 +52,12 @@ __all__ = [
     "RD_VARIANTS",
     "pat_offsets",
     "pat_schedule",
+    "pat_traffic",
     "rankring_schedule",
+    "rankring_traffic",
     "rd_peers",
     "rd_schedule",
+    "rd_traffic",
 ]
 
 RANKRING_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
@@ -94,14 +98,46 @@ def _routed(topology, coll, transfers, algorithm, meta=None):
                     meta=meta)
 
 
+def _summed(rows, topology, coll, algorithm, *args):
+    """What the sink-writing ``rows(out, topology, coll, *args)`` sends per step and pair
+    (:class:`~topocoll.schedule.traffic.StepTraffic`), summed as the rows are made."""
+    n = _nodes(topology, algorithm)
+    out = TrafficSink(n, coll.shard_fraction(n))
+    meta = rows(out, topology, coll, *args)
+    return out.traffic(topology, coll, algorithm=algorithm, meta=meta)
+
+
 # ---------------------------------------------------------------------------- rankring
-def _ring_pass(n, first, op, shift):
+def _ring_pass(out, n, first, op, shift):
     """Every shard x travels N-1 hops along ``r -> r+1``, leaving node ``x + shift`` at step
-    ``first`` (the ``ring`` generator's order of rows, so that the two compare row by row)."""
-    step = np.repeat(np.arange(1, n), n)
-    shard = np.tile(np.arange(n), n - 1)
-    src = (shard + shift + step - 1) % n
-    return transfer_array(step + first - 1, src, (src + 1) % n, shard, 0.0, 1.0, op)
+    ``first`` (the ``ring`` generator's order of rows, so that the two compare row by row),
+    added to the sink ``out`` a step at a time."""
+    shard = np.arange(n)
+    for step in range(1, n):
+        src = (shard + shift + step - 1) % n
+        out.add(step + first - 1, src, (src + 1) % n, shard, op=op)
+
+
+def rankring_traffic(topology, collective, *, root=None):
+    """What :func:`rankring_schedule` sends per step and pair, summed as its rows are made
+    (the step model's price of a ring too large to hold as rows).
+
+    >>> from topocoll.topology import topology
+    >>> rankring_traffic(topology("torus:8x8"), "allreduce").size     # one pair a rank a step
+    8064
+    """
+    coll = require_collective(collective, RANKRING_COLLECTIVES, "rankring")
+    return _summed(_rankring_rows, topology, coll, "rankring")
+
+
+def _rankring_rows(out, topology, coll):
+    """Add the rows of :func:`rankring_schedule` to the sink ``out``."""
+    n = _nodes(topology, "rankring")
+    if coll.name != "allgather":
+        _ring_pass(out, n, 1, REDUCE, 1)
+    if coll.name != "reduce_scatter":
+        _ring_pass(out, n, n if coll.name == "allreduce" else 1, COPY, 0)
+    return {}
 
 
 def rankring_schedule(topology, collective, *, root=None, progress=None):
@@ -131,14 +167,9 @@ def rankring_schedule(topology, collective, *, root=None, progress=None):
     (5, 'shortest', 30)
     """
     coll = require_collective(collective, RANKRING_COLLECTIVES, "rankring")
-    n = _nodes(topology, "rankring")
-    parts = []
-    if coll.name != "allgather":
-        parts.append(_ring_pass(n, 1, REDUCE, 1))
-    if coll.name != "reduce_scatter":
-        first = n if coll.name == "allreduce" else 1
-        parts.append(_ring_pass(n, first, COPY, 0))
-    return _routed(topology, coll, np.concatenate(parts), "rankring")
+    out = RowSink()
+    _rankring_rows(out, topology, coll)
+    return _routed(topology, coll, out.transfers(), "rankring")
 
 
 # ---------------------------------------------------------------------------- rd
@@ -166,28 +197,27 @@ def _stand_for(rows, p, q):
     return np.r_[row, row[extra]], np.r_[rank, rank[extra] + q]
 
 
-def _rd_steps(coll, variant, peers, p, q, step):
-    """The transfers among the q working ranks from ``step`` on; (parts, the next step)."""
-    parts = []
+def _rd_steps(out, coll, variant, peers, p, q, step):
+    """Add the transfers among the q working ranks from ``step`` on; returns the next step."""
     levels = peers.shape[0]
     if variant == "latency":
         for s in range(levels):      # the whole vector, reduced into the partner
             row, shard = _stand_for(np.ones((q, q), dtype=bool), p, q)
-            parts.append(transfer_array(step + s, row, peers[s][row], shard, 0.0, 1.0, REDUCE))
-        return parts, step + levels
+            out.add(step + s, row, peers[s][row], shard, op=REDUCE)
+        return step + levels
     # sets[s][r]: the ranks whose shards r still reduces or holds from step s on (a butterfly)
     sets = responsibility(peers)
     if coll.name != "allgather":
         for s in range(levels):      # halving: hand the partner the half it keeps
             row, shard = _stand_for(sets[s + 1][peers[s]], p, q)
-            parts.append(transfer_array(step, row, peers[s][row], shard, 0.0, 1.0, REDUCE))
+            out.add(step, row, peers[s][row], shard, op=REDUCE)
             step += 1
     if coll.name != "reduce_scatter":
         for s in range(levels - 1, -1, -1):      # doubling: everything held, back the same way
             row, shard = _stand_for(sets[s + 1], p, q)
-            parts.append(transfer_array(step, row, peers[s][row], shard, 0.0, 1.0, COPY))
+            out.add(step, row, peers[s][row], shard, op=COPY)
             step += 1
-    return parts, step
+    return step
 
 
 def _rd_variant(variant, coll):
@@ -243,32 +273,47 @@ def rd_schedule(topology, collective, *, root=None, progress=None, variant="band
     """
     coll = require_collective(collective, RD_COLLECTIVES, "rd")
     variant = _rd_variant(variant, coll)
+    out = RowSink()
+    meta = _rd_rows(out, topology, coll, variant)
+    return _routed(topology, coll, out.transfers(), "rd", meta=meta)
+
+
+def rd_traffic(topology, collective, *, root=None, variant="bandwidth"):
+    """What :func:`rd_schedule` (same arguments) sends per step and pair, summed as its rows
+    are made.
+
+    >>> from topocoll.topology import topology
+    >>> rd_traffic(topology("torus:32x32"), "allreduce", variant="latency").size
+    10240
+    """
+    coll = require_collective(collective, RD_COLLECTIVES, "rd")
+    return _summed(_rd_rows, topology, coll, "rd", _rd_variant(variant, coll))
+
+
+def _rd_rows(out, topology, coll, variant):
+    """Add the rows of :func:`rd_schedule` to the sink ``out``; returns its meta."""
     p = _nodes(topology, "rd")
     q = 1 << (p.bit_length() - 1)
     extra = np.arange(q, p)
     every = np.arange(p)
-    parts, step = [], 1
+    step = 1
     if extra.size:      # fold in: rank r >= q hands its data to r - q
         if coll.name == "allgather":
-            parts.append(transfer_array(step, extra, extra - q, extra, 0.0, 1.0, COPY))
+            out.add(step, extra, extra - q, extra, op=COPY)
         else:
             src = np.repeat(extra, p)
-            parts.append(transfer_array(step, src, src - q, np.tile(every, extra.size),
-                                        0.0, 1.0, REDUCE))
+            out.add(step, src, src - q, np.tile(every, extra.size), op=REDUCE)
         step += 1
-    middle, step = _rd_steps(coll, variant, rd_peers(q, variant), p, q, step)
-    parts += middle
+    step = _rd_steps(out, coll, variant, rd_peers(q, variant), p, q, step)
     if extra.size:      # fold out: rank r - q hands the result back to r >= q
         if coll.name == "reduce_scatter":
-            parts.append(transfer_array(step, extra - q, extra, extra, 0.0, 1.0, COPY))
+            out.add(step, extra - q, extra, extra, op=COPY)
         else:
             dst, shard = np.repeat(extra, p), np.tile(every, extra.size)
             # an allgather's rank r holds its own shard from the start: no need to send it
             keep = (shard != dst) if coll.name == "allgather" else slice(None)
-            parts.append(transfer_array(step, dst[keep] - q, dst[keep], shard[keep],
-                                        0.0, 1.0, COPY))
-    return _routed(topology, coll, np.concatenate(parts), "rd",
-                   meta={"variant": variant, "folded": int(p - q)})
+            out.add(step, dst[keep] - q, dst[keep], shard[keep], op=COPY)
+    return {"variant": variant, "folded": int(p - q)}
 
 
 # ---------------------------------------------------------------------------- pat
@@ -343,16 +388,32 @@ def pat_schedule(topology, collective, *, root=None, progress=None):
     (4, 'shortest')
     """
     coll = require_collective(collective, PAT_COLLECTIVES, "pat")
+    out = RowSink()
+    _pat_rows(out, topology, coll)
+    return _routed(topology, coll, out.transfers(), "pat")
+
+
+def pat_traffic(topology, collective, *, root=None):
+    """What :func:`pat_schedule` sends per step and pair, summed as its rows are made.
+
+    >>> from topocoll.topology import topology
+    >>> pat_traffic(topology("torus:32x32"), "allgather").size
+    10240
+    """
+    coll = require_collective(collective, PAT_COLLECTIVES, "pat")
+    return _summed(_pat_rows, topology, coll, "pat")
+
+
+def _pat_rows(out, topology, coll):
+    """Add the rows of :func:`pat_schedule` to the sink ``out``."""
     n = _nodes(topology, "pat")
     plan = pat_offsets(n)
     levels = len(plan)
-    parts = []
     for s, (d, offsets) in enumerate(plan):
         sender = np.repeat(np.arange(n), offsets.size)
         shard = (sender + np.tile(offsets, n)) % n
         if coll.name == "allgather":
-            parts.append(transfer_array(s + 1, sender, (sender - d) % n, shard, 0.0, 1.0, COPY))
+            out.add(s + 1, sender, (sender - d) % n, shard, op=COPY)
         else:       # the same transfer backwards: step L - s, from r - d_s into r
-            parts.append(transfer_array(levels - s, (sender - d) % n, sender, shard, 0.0, 1.0,
-                                        REDUCE))
-    return _routed(topology, coll, np.concatenate(parts), "pat")
+            out.add(levels - s, (sender - d) % n, sender, shard, op=REDUCE)
+    return {}

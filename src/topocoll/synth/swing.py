@@ -47,8 +47,9 @@ import numpy as np
 
 from ..collectives import COPY, REDUCE
 from ..errors import UnsupportedError
-from ..schedule.model import Schedule, transfer_array
+from ..schedule.model import Schedule
 from ..schedule.routing import routing_needed
+from ..schedule.traffic import RowSink, TrafficSink
 from .options import require_collective
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "swing_peers",
     "swing_rho",
     "swing_schedule",
+    "swing_traffic",
 ]
 
 SWING_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
@@ -186,21 +188,6 @@ def _choose_variant(variant, coll, size):
     return variant
 
 
-class _Columns:
-    """Transfer columns gathered part by part."""
-
-    def __init__(self):
-        self.parts = []
-        self.lo, self.hi = 0.0, 1.0      # the piece of every shard the next rows carry
-
-    def add(self, step, src, dst, shard, op):
-        if np.size(shard):
-            self.parts.append(transfer_array(step, src, dst, shard, self.lo, self.hi, op))
-
-    def array(self):
-        return np.concatenate(self.parts)
-
-
 def _blocks(sets, p, q):
     """``(row, shard)`` pairs of the boolean rows ``sets`` (over the q working ranks): the
     shards of those ranks, rank ``x < q`` standing for shards ``x`` and ``x + q`` (if any)."""
@@ -209,26 +196,28 @@ def _blocks(sets, p, q):
     return np.r_[row, row[extra]], np.r_[rank, rank[extra] + q]
 
 
-def _phases(out, coll, variant, peers, p, q, first):
-    """The Swing steps on the q working ranks, from step ``first`` on; returns the next step."""
+def _phases(out, coll, variant, peers, p, q, first, part=(0.0, 1.0)):
+    """The Swing steps on the q working ranks, from step ``first`` on, each row carrying the
+    byte range ``part`` of its shard, added to the sink ``out``; returns the next step."""
+    lo, hi = part
     ranks = np.arange(q)
     steps = peers.shape[0]
     everything = np.ones((q, q), dtype=bool)
     if variant == "latency":
         for s in range(steps):
             row, shard = _blocks(everything, p, q)
-            out.add(first + s, row, peers[s][row], shard, REDUCE)
+            out.add(first + s, row, peers[s][row], shard, lo, hi, REDUCE)
         return first + steps
     sets = responsibility(peers)
     if coll.name != "allgather":
         for s in range(steps):      # reduce-scatter: what the peer keeps from now on
             row, shard = _blocks(sets[s + 1][peers[s]], p, q)
-            out.add(first, ranks[row], peers[s][row], shard, REDUCE)
+            out.add(first, ranks[row], peers[s][row], shard, lo, hi, REDUCE)
             first += 1
     if coll.name != "reduce_scatter":
         for s in range(steps - 1, -1, -1):    # allgather: what this rank holds reduced
             row, shard = _blocks(sets[s + 1], p, q)
-            out.add(first, ranks[row], peers[s][row], shard, COPY)
+            out.add(first, ranks[row], peers[s][row], shard, lo, hi, COPY)
             first += 1
     return first
 
@@ -278,6 +267,34 @@ def swing_schedule(topology, collective, *, root=None, progress=None, variant=No
     """
     coll = require_collective(collective, SWING_COLLECTIVES, "swing")
     variant = _choose_variant(variant, coll, size)
+    out = RowSink()
+    meta = _swing_rows(out, topology, coll, variant, dims, multiport)
+    t = out.transfers()
+    return Schedule(topology, coll, t, algorithm="swing", routing=routing_needed(topology, t),
+                    meta=meta)
+
+
+def swing_traffic(topology, collective, *, root=None, variant=None, size=None, dims=None,
+                  multiport=False):
+    """What :func:`swing_schedule` (same arguments) sends per step and pair, summed as its
+    rows are made (:class:`~topocoll.schedule.traffic.StepTraffic`): the step model's price
+    of a Swing too large to hold as rows.
+
+    >>> from topocoll.topology import topology
+    >>> t = swing_traffic(topology("torus:32x32"), "allreduce", variant="latency")
+    >>> t.num_steps, t.size, t.routing      # 10.5 million transfers as rows
+    (10, 10240, 'shortest')
+    """
+    coll = require_collective(collective, SWING_COLLECTIVES, "swing")
+    variant = _choose_variant(variant, coll, size)
+    p = topology.num_nodes
+    out = TrafficSink(p, coll.shard_fraction(p))
+    meta = _swing_rows(out, topology, coll, variant, dims, multiport)
+    return out.traffic(topology, coll, algorithm="swing", meta=meta)
+
+
+def _swing_rows(out, topology, coll, variant, dims, multiport):
+    """Add the rows of the Swing schedule to the sink ``out``; returns the schedule's meta."""
     p = topology.num_nodes
     if p < 2:
         raise UnsupportedError(f"swing needs at least 2 nodes; {topology.name} has {p}")
@@ -287,31 +304,27 @@ def swing_schedule(topology, collective, *, root=None, progress=None, variant=No
         shape = (q,)        # fold: the q working ranks as one dimension
     shape = tuple(k for k in shape if k > 1) or (q,)
     extra = np.arange(q, p)
-    out = _Columns()
     step = 1
     if extra.size:         # fold in: rank r >= q hands its data to r - q
         if coll.name == "allgather":
-            out.add(step, extra, extra - q, extra, COPY)
+            out.add(step, extra, extra - q, extra, op=COPY)
         else:
             src = np.repeat(extra, p)
-            out.add(step, src, src - q, np.tile(np.arange(p), extra.size), REDUCE)
+            out.add(step, src, src - q, np.tile(np.arange(p), extra.size), op=REDUCE)
         step += 1
     ways = [(j, mirror) for mirror in (False, True) for j in range(len(shape))] \
         if multiport else [(0, False)]
     for part, (j, mirror) in enumerate(ways):
-        out.lo, out.hi = part / len(ways), (part + 1) / len(ways)
-        after = _phases(out, coll, variant, _peer_steps(shape, j, mirror), p, q, step)
-    out.lo, out.hi = 0.0, 1.0
+        after = _phases(out, coll, variant, _peer_steps(shape, j, mirror), p, q, step,
+                        (part / len(ways), (part + 1) / len(ways)))
     step = after
     if extra.size:         # fold out: rank r - q hands the result back to r >= q
         if coll.name == "reduce_scatter":
-            out.add(step, extra - q, extra, extra, COPY)
+            out.add(step, extra - q, extra, extra, op=COPY)
         else:
             dst = np.repeat(extra, p)
             shard = np.tile(np.arange(p), extra.size)
             keep = shard != dst if coll.name == "allgather" else slice(None)   # it has its own
-            out.add(step, dst[keep] - q, dst[keep], shard[keep], COPY)
-    t = out.array()
-    return Schedule(topology, coll, t, algorithm="swing", routing=routing_needed(topology, t),
-                    meta={"variant": variant, "folded": int(p - q), "dims": list(shape),
-                          "multiport": bool(multiport)})
+            out.add(step, dst[keep] - q, dst[keep], shard[keep], op=COPY)
+    return {"variant": variant, "folded": int(p - q), "dims": list(shape),
+            "multiport": bool(multiport)}
