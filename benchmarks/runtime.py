@@ -16,6 +16,7 @@ share few cores measure oversubscription as much as the schedules.
     python benchmarks/runtime.py --worlds 4 8 16 --sizes 16 64 256
     python benchmarks/runtime.py --engine steps                   # the lock-step executor
     python benchmarks/runtime.py --worlds 2 --sizes 16 64 256 --cpu --tensors reused fresh
+    python benchmarks/runtime.py --transport network      # gloo's sockets for our packets too
 
 ``--tensors``: ``reused`` (the default) calls each collective on one tensor, refilled untimed
 before each call, as DDP reuses its gradient buckets; ``fresh`` gives every call a new copy,
@@ -41,7 +42,8 @@ TARGETS = {"ring allreduce": ((16, 64), 1.0), "bfb allreduce": (None, 0.95),
 
 
 def _schedules(n, cases):
-    choice = find(n, 2, evaluate=False, cache=False).best.name
+    # degree 2 where the ranks allow it (2 ranks: complete:2, one link each way)
+    choice = find(n, min(2, n - 1), evaluate=False, cache=False).best.name
     made = {"ring allreduce": lambda: generate(f"uniring:{n}", "allreduce", "ring"),
             "ring allgather": lambda: generate(f"uniring:{n}", "allgather", "ring"),
             "bfb allreduce": lambda: generate(choice, "allreduce", "bfb"),
@@ -81,6 +83,9 @@ def main():
     ap.add_argument("--slice-bytes", type=int, help="ScheduleCollective slice_bytes")
     ap.add_argument("--window", type=int, help="ScheduleCollective window")
     ap.add_argument("--engine", choices=["dataflow", "steps"], default="dataflow")
+    ap.add_argument("--transport", choices=["auto", "network", "shared_memory"],
+                    default="auto", help="ScheduleCollective transport (auto: shared memory "
+                    "between local ranks)")
     ap.add_argument("--tensors", nargs="+", choices=["reused", "fresh"], default=["reused"],
                     help="one tensor per collective refilled before each call (reused), or a "
                     "fresh copy per call; several: a row each")
@@ -89,14 +94,15 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="whole runs (fresh process groups); "
                     "the summary gives the median ratio over them")
     args = ap.parse_args()
-    options = {"engine": args.engine}
+    options = {"engine": args.engine, "transport": args.transport}
     if args.slice_bytes is not None:
         options["slice_bytes"] = args.slice_bytes
     if args.window is not None:
         options["window"] = args.window
     sizes = [int(s * MIB) for s in args.sizes]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; gloo over loopback; "
-          f"engine {args.engine}; medians of {args.iters} calls (slowest rank)")
+          f"engine {args.engine}, transport {args.transport}; medians of {args.iters} calls "
+          "(slowest rank)")
     header = (f"{'ranks':>5} {'case':15} {'topology':24} {'size':>8} {'tensor':>6} "
               f"{'ours ms':>9} {'torch ms':>9} {'ours GB/s':>9} {'torch GB/s':>10} "
               f"{'ratio':>6} {'target':>6} {'check':>6}"

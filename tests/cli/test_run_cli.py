@@ -2,6 +2,7 @@
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -28,6 +29,16 @@ def test_run_checks_and_times_against_torch(run, ring3):
     # one tensor per collective, refilled before each call, unless asked otherwise
     assert doc["reuse"] is True
     assert doc["cpu_per_gib"] > 0 and doc["baseline_cpu_per_gib"] > 0
+    # three local ranks share this host: the packets go through shared memory by default
+    # (on x86-64, whose ordering of stores the transport relies on)
+    x86 = platform.machine() in ("x86_64", "AMD64")
+    assert doc["transport"] == ("shared_memory" if x86 else "network")
+
+
+def test_run_over_the_network_when_asked(run, ring3):
+    doc = run("run", ring3, "--check", "--iters", "1", "--size", "4KiB", "--transport",
+              "network", "--json").json()
+    assert doc["transport"] == "network" and doc["correct"] is True
 
 
 def test_run_with_fresh_tensors_says_so_and_counts_cpu(run, ring3):
@@ -35,6 +46,7 @@ def test_run_with_fresh_tensors_says_so_and_counts_cpu(run, ring3):
     assert result.returncode == 0, result
     assert "a fresh tensor per call" in result.stderr + result.stdout
     assert "CPU s per GiB" in result.stderr + result.stdout
+    assert "packets over " in result.stderr + result.stdout
     doc = run("run", ring3, "--iters", "2", "--size", "64KiB", "--fresh-tensors",
               "--json").json()
     assert doc["reuse"] is False and doc["cpu_per_gib"] > 0

@@ -126,20 +126,31 @@ def _without_rank_two(rank, folder, body):
     return text
 
 
-def _one_rank_never_comes(rank, world_size, folder):
+def _one_rank_never_comes(rank, world_size, folder, transport):
     """Rank 2 skips the collective, so the others' first step can never complete: they must
-    say which rank and which step (slice_bytes given: no agreement when it is built)."""
+    say which rank and which step (slice_bytes given and the network's links: nothing to
+    agree on when it is built)."""
     schedule = generate("ring:3", "allgather")
     return _without_rank_two(rank, folder, lambda: ScheduleCollective(
-        schedule, timeout=3, slice_bytes=1 << 20)(torch.ones(4)))
+        schedule, timeout=3, slice_bytes=1 << 20, transport=transport)(torch.ones(4)))
 
 
 def test_a_peer_that_never_sends_is_named_with_the_step(tmp_path):
-    out = run_local(_one_rank_never_comes, 3, (str(tmp_path),), start_method="fork",
-                    timeout=200)
+    out = run_local(_one_rank_never_comes, 3, (str(tmp_path), "network"),
+                    start_method="fork", timeout=200)
     assert out[2] == "skipped"
     for text in out[:2]:
         assert text.startswith("step 1: rank 2 (node 2) did not exchange its message within 3 s")
+
+
+def test_a_rank_that_never_builds_it_is_reported_when_the_transport_is_chosen(tmp_path):
+    """With the default transport (auto) building the collective asks every rank."""
+    out = run_local(_one_rank_never_comes, 3, (str(tmp_path), "auto"), start_method="fork",
+                    timeout=200)
+    assert out[2] == "skipped"
+    for text in out[:2]:
+        assert text.startswith("the ranks did not agree on the transport: not every rank of "
+                               "the group built this ScheduleCollective within 3 s"), text
 
 
 def _one_rank_never_builds(rank, world_size, folder):

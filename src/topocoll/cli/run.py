@@ -54,6 +54,10 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
               show_default=True, help="dataflow: packets leave as soon as their data is final; "
               "steps: one batch of whole messages per step (what NCCL needs); auto: steps on "
               "nccl, else dataflow.")
+@click.option("--transport", type=click.Choice(["auto", "network", "shared_memory"]),
+              default="auto", show_default=True, help="How the dataflow engine's packets "
+              "travel: shared memory where every rank shares this host (its namespaces too), "
+              "else the process group's network (auto); or either, forced.")
 @click.option("--fresh-tensors", is_flag=True, help="Give every timed call a fresh copy of the "
               "input [default: one tensor per collective, refilled before each call, as "
               "training reuses its gradient buckets].")
@@ -63,7 +67,7 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 @network_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
-        window, engine, fresh_tensors, emulate, link_bandwidth, scale, mtu, latency,
+        window, engine, transport, fresh_tensors, emulate, link_bandwidth, scale, mtu, latency,
         no_capacity_check, as_json):
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
@@ -82,7 +86,7 @@ def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
         --rdzv-endpoint HOST:29500 -m topocoll.cli.main run s.json   # on each machine
     """
-    options = {"engine": engine}
+    options = {"engine": engine, "transport": transport}
     if fresh_tensors:
         options["reuse"] = False
     if slice_bytes is not None:
@@ -346,6 +350,8 @@ def print_run_table(r):
         if "reuse" in r:
             line += " (" + ("one tensor per collective, refilled" if r["reuse"]
                             else "a fresh tensor per call") + ")"
+    if r.get("transport"):
+        line += ("; " if line else "") + f"packets over {r['transport'].replace('_', ' ')}"
     if "correct" in r:
         line += ("; " if line else "") + ("result equal to torch's" if r["correct"]
                                           else "RESULT DIFFERS from torch's")

@@ -26,6 +26,8 @@ from .plan import (apply, finish, in_place_shards, initial_state, pack, rank_pla
                    receives_in_place)
 from .program import (DEFAULT_WINDOW, IN_PLACE_BYTES, check_window, compile_program,
                       default_slice_bytes, slice_elements)
+from .shm import (SharedMemoryLinks, check_transport, decode_identity, encode_identity,
+                  host_identity, open_channels, shared_memory_refusal)
 from .sources import load_runnable
 
 __all__ = ["ScheduleCollective", "ScheduleHandle", "run_schedule", "REDUCE_OPS"]
@@ -155,6 +157,19 @@ def _check_rank_map(rank_map, n):
     return rank_map
 
 
+def _missing_ranks(work, timeout):
+    """Wait for a collective ``work`` (within ``timeout`` seconds): None when every rank joined
+    it, else what to add to the error that says who did not (``" within T s (why)"``)."""
+    try:
+        done = work.wait() if timeout is None else work.wait(_timedelta(timeout))
+    except RuntimeError as exc:
+        done = str(exc).splitlines()[0][:120] if str(exc) else False
+    if done is True:
+        return None
+    return ("" if timeout is None else f" within {timeout:g} s") + \
+        (f" ({done})" if isinstance(done, str) else "")
+
+
 def _least_slice_bytes(slice_bytes, group, timeout):
     """The least of the ranks' ``slice_bytes`` (an all_reduce every rank of ``group`` joins)."""
     import torch
@@ -162,16 +177,12 @@ def _least_slice_bytes(slice_bytes, group, timeout):
 
     least = torch.tensor([slice_bytes], dtype=torch.int64)
     work = dist.all_reduce(least, op=dist.ReduceOp.MIN, group=group, async_op=True)
-    try:
-        done = work.wait() if timeout is None else work.wait(_timedelta(timeout))
-    except RuntimeError as exc:
-        done = str(exc).splitlines()[0][:120] if str(exc) else False
-    if done is not True:
-        why = f" ({done})" if isinstance(done, str) else ""
+    missing = _missing_ranks(work, timeout)
+    if missing is not None:
         raise ProcessGroupError(
             "the ranks did not agree on the slice size: not every rank of the group "
-            f"built this ScheduleCollective{'' if timeout is None else f' within {timeout:g} s'}"
-            f"{why}; build it on every rank, or give slice_bytes") from None
+            f"built this ScheduleCollective{missing}; build it on every rank, or give "
+            "slice_bytes") from None
     return int(least.item())
 
 
@@ -212,10 +223,18 @@ class ScheduleCollective:
         ``dataflow`` (the default on gloo and other CPU backends) or ``steps``: each step one
         ``batch_isend_irecv`` of whole messages, then its copies and reductions (the default on
         NCCL, whose GPU streams need it).
+    transport : {"auto", "network", "shared_memory"}
+        How the dataflow engine's packets travel: ``auto`` (the default): through shared
+        memory where every rank of the group shares this host (:mod:`topocoll.runtime.shm`:
+        no sockets, no system calls), else through the process group; ``network``: always
+        the process group; ``shared_memory``: refused with the reason where the ranks do not
+        share the host, its namespaces included. Choosing makes the constructor collective
+        (one all_gather of a few integers a rank, within ``timeout``); ``network`` does not.
     """
 
     def __init__(self, schedule, *, group=None, rank_map=None, op=None, check=True,
-                 timeout=None, slice_bytes=None, window=None, engine="auto"):
+                 timeout=None, slice_bytes=None, window=None, engine="auto",
+                 transport="auto"):
         import torch.distributed as dist
 
         from ..schedule.verify import verify
@@ -249,10 +268,77 @@ class ScheduleCollective:
         if slice_bytes is None and engine == "dataflow" and world > 1:
             # every rank must cut messages alike: the least of the ranks' defaults
             self.slice_bytes = _least_slice_bytes(self.slice_bytes, group, timeout)
+        self.transport, self._host = self._choose_transport(check_transport(transport))
         self._plans = {}
         self._programs = {}
         self._buffers = {}
         self._lock = threading.Lock()   # one call at a time: calls share buffers and tags
+
+    def _choose_transport(self, transport):
+        """``(transport, facts of every rank or None)``: the network, or shared memory where
+        asked for (or ``auto``) and every rank can use it. Asking is collective: an all_gather
+        of a few integers a rank, bounded by ``timeout``."""
+        if transport == "network":
+            return "network", None
+        if self.engine != "dataflow":
+            if transport == "auto":
+                return "network", None
+            raise UnsupportedError("the shared-memory transport runs the dataflow engine; "
+                                   f"engine {self.engine!r} was chosen")
+        mine = host_identity()
+        facts = [decode_identity(row) for row in self._gather(encode_identity(mine))]
+        refusal = shared_memory_refusal(facts, mine["usable"])
+        if refusal is None:
+            return "shared_memory", facts
+        if transport == "auto":
+            return "network", None
+        raise UnsupportedError(f"transport shared_memory: {refusal}")
+
+    def _gather(self, values):
+        """Every rank's ``values`` (integers, as many on every rank), within ``timeout``."""
+        import torch
+        import torch.distributed as dist
+
+        mine = torch.tensor(values, dtype=torch.int64)
+        rows = [torch.empty_like(mine) for _ in range(dist.get_world_size(self.group))]
+        work = dist.all_gather(rows, mine, group=self.group, async_op=True)
+        missing = _missing_ranks(work, self.timeout)
+        if missing is not None:
+            raise ProcessGroupError(
+                "the ranks did not agree on the transport: not every rank of the group built "
+                f"this ScheduleCollective{missing}; build it on every rank, or give "
+                "transport='network'") from None
+        return [row.tolist() for row in rows]
+
+    def _links(self, program, flat):
+        """The engine's links for ``program``: the process group's, or this program's
+        shared-memory channels (made on its first call, kept for the next)."""
+        if self.transport == "network":
+            return _TorchLinks(self.group, self.rank_map, self.timeout)
+        key = ("links", flat.numel(), flat.element_size())
+        links = self._buffers.get(key)
+        if links is None:
+            name = f"{self._host[0]['token']:x}-{flat.numel()}x{flat.element_size()}"
+            outgoing, incoming = open_channels(program, flat.element_size(), self.node, name,
+                                               lambda: self._all_here(flat.numel()))
+            links = SharedMemoryLinks(outgoing, incoming, self.rank_map,
+                                      [f["pid"] for f in self._host], self.timeout)
+            self._buffers[key] = links
+        return links
+
+    def _all_here(self, numel):
+        """Wait for every rank (within ``timeout``): the channels of a tensor size are made on
+        its first call, which every rank must make."""
+        import torch
+        import torch.distributed as dist
+
+        work = dist.all_reduce(torch.zeros(1), group=self.group, async_op=True)
+        missing = _missing_ranks(work, self.timeout)
+        if missing is not None:
+            raise ProcessGroupError(
+                f"not every rank made the first call for tensors of {numel} elements"
+                f"{missing}, in which the shared-memory channels are made; call the "
+                "collective on every rank") from None
 
     def plan(self, numel):
         """The lock-step plan of this rank for tensors of ``numel`` elements (built once)."""
@@ -319,8 +405,8 @@ class ScheduleCollective:
                 extra = allocate(plan, lambda k: torch.empty(k, dtype=flat.dtype,
                                                              device=flat.device)) \
                     if cached is None else cached[1]
-                links = _TorchLinks(self.group, self.rank_map, self.timeout)
-                execute(plan, state, links, _combine(self.op), extra, report_iteration)
+                execute(plan, state, self._links(plan, flat), _combine(self.op), extra,
+                        report_iteration)
             else:
                 extra = {} if cached is None else cached[1]
                 self._run_steps(plan, state, extra, flat)
@@ -383,11 +469,11 @@ class _Where:
 
 def run_schedule(schedule, tensor, *, output=None, group=None, rank_map=None, op=None,
                  check=True, timeout=None, async_op=False, slice_bytes=None, window=None,
-                 engine="auto"):
+                 engine="auto", transport="auto"):
     """Run ``schedule`` (a Schedule, a schedule file or an MSCCL XML file) once on ``tensor``
     on this process group (see :class:`ScheduleCollective`, which prepares once for many
     calls)."""
     collective = ScheduleCollective(schedule, group=group, rank_map=rank_map, op=op,
                                     check=check, timeout=timeout, slice_bytes=slice_bytes,
-                                    window=window, engine=engine)
+                                    window=window, engine=engine, transport=transport)
     return collective(tensor, output, async_op=async_op)

@@ -234,7 +234,7 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     theirs = _torch_collective(name, n, rank, root) if baseline else None
     out = {"collective": name, "algorithm": schedule.algorithm,
            "topology": schedule.topology.name, "ranks": n, "dtype": dtype,
-           "input_elements": numel}
+           "input_elements": numel, "transport": collective.transport}
     if check:
         x = _data(numel, torch_dtype, rank, seed, device)
         mine = ours(x.clone())

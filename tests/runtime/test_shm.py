@@ -1,0 +1,214 @@
+"""The shared-memory transport: every collective computes its definition through it, its
+channels wrap around and stay in step over many calls, and what cannot share memory is
+refused with the reason."""
+
+import os
+import platform
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+from topocoll.errors import ProcessGroupError, UnsupportedError
+from topocoll.runtime import ScheduleCollective, run_local
+from topocoll.runtime.shm import (SHM_DIR, decode_identity, encode_identity, host_identity,
+                                  shared_memory_refusal)
+from topocoll.synth import generate
+from topocoll.synth.ten import synthesize
+
+from tests.runtime.test_plan import expected, numel_for
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64") or not os.access(SHM_DIR, os.W_OK),
+    reason=f"the shared-memory transport needs x86-64 and a writable {SHM_DIR}")
+
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "bfloat16": torch.bfloat16}
+
+
+def _cases(n):
+    spec = {2: "ring:2", 3: "ring:3", 4: "torus:2x2"}[n]
+    out = []
+    for name in ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"):
+        root = 1 if name in ("broadcast", "reduce") else None
+        out.append((f"bfb {name}", generate(spec, name, "bfb", root=root)))
+    for name in ("scatter", "gather", "alltoall"):
+        root = n - 1 if name in ("scatter", "gather") else None
+        out.append((f"ten {name}", synthesize(spec, name, root=root, chunks=2)))
+    out.append(("swing allreduce", generate(spec, "allreduce", "swing", multiport=True)))
+    return out
+
+
+def _inputs(n, numel, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-4, 5, size=numel).astype(np.float64) for _ in range(n)]
+
+
+def _every_collective(rank, world_size, slice_bytes, window):
+    failures, transports = [], set()
+    for label, schedule in _cases(world_size):
+        name = schedule.collective.name
+        collective = ScheduleCollective(schedule, transport="shared_memory",
+                                        slice_bytes=slice_bytes, window=window)
+        transports.add(collective.transport)
+        for dtype_name, dtype in DTYPES.items():
+            for unit in (1, 13, 7, 13):           # a size again: its channels reused
+                numel = numel_for(name, world_size, unit)
+                inputs = _inputs(world_size, numel, seed=unit + len(label))
+                want = expected(name, inputs, schedule.root)[rank]
+                got = collective(torch.tensor(inputs[rank], dtype=dtype))
+                if want is not None and not torch.equal(got.double(),
+                                                        torch.tensor(want, dtype=torch.float64)):
+                    failures.append((label, dtype_name, numel))
+    return failures, sorted(transports)
+
+
+@pytest.mark.parametrize("world_size,slice_bytes,window", [
+    (2, None, None), (3, None, None), (4, None, None),
+    (3, 16, 1),        # packets of 2-4 elements, one slot a link: every channel wraps
+    (4, 24, 2)])
+def test_every_collective_computes_its_definition(world_size, slice_bytes, window):
+    out = run_local(_every_collective, world_size, (slice_bytes, window), start_method="fork",
+                    timeout=300)
+    assert out == [([], ["shared_memory"])] * world_size
+
+
+def _many_calls(rank, world_size):
+    """Calls of two sizes interleaved, the same tensor reused, against torch's all_reduce;
+    the async form; and both transports on one group."""
+    schedule = generate("ring:%d" % world_size, "allreduce")
+    shared = ScheduleCollective(schedule, transport="shared_memory", slice_bytes=4096,
+                                window=2)
+    network = ScheduleCollective(schedule, transport="network", slice_bytes=4096)
+    x = torch.empty(5000)
+    ok = []
+    for i in range(12):
+        numel = 5000 if i % 3 else 777
+        base = torch.arange(numel, dtype=torch.float32) % 11 * (rank + i)
+        want = base.clone()
+        dist.all_reduce(want)
+        view = x[:numel]
+        view.copy_(base)
+        got = (shared if i % 2 else network)(view, async_op=i % 4 == 1)
+        got = got.wait() if i % 4 == 1 else got
+        ok.append(bool(torch.equal(got, want)))
+    return ok
+
+
+def test_many_calls_stay_in_step():
+    before = {n for n in os.listdir(SHM_DIR) if n.startswith("topocoll-")}
+    out = run_local(_many_calls, 3, start_method="fork", timeout=300)
+    assert out == [[True] * 12] * 3
+    # every channel's file was removed once mapped: nothing left behind
+    assert {n for n in os.listdir(SHM_DIR) if n.startswith("topocoll-")} <= before
+
+
+def _auto(rank, world_size):
+    c = ScheduleCollective(generate("ring:2", "allgather"), transport="auto")
+    steps = ScheduleCollective(generate("ring:2", "allgather"), transport="auto",
+                               engine="steps")
+    try:
+        ScheduleCollective(generate("ring:2", "allgather"), transport="shared_memory",
+                           engine="steps")
+        refused = "accepted"
+    except UnsupportedError as exc:
+        refused = str(exc)
+    return c.transport, steps.transport, refused
+
+
+def test_auto_takes_shared_memory_on_one_host_and_steps_keep_the_network():
+    out = run_local(_auto, 2, start_method="fork", timeout=120)
+    for transport, steps, refused in out:
+        assert transport == "shared_memory" and steps == "network"
+        assert "dataflow engine" in refused
+
+
+def _late_peer(rank, world_size, folder):
+    """Both ranks make a first call (which makes the channels); rank 1 never makes the second,
+    nor the first of another size: rank 0 must give up after its timeout each time, naming
+    rank 1 and the step, or the first call."""
+    import time
+
+    c = ScheduleCollective(generate("ring:2", "allreduce"), transport="shared_memory",
+                           slice_bytes=1 << 20, timeout=1.0)
+    first = c(torch.ones(4))
+    if rank == 1:
+        deadline = time.monotonic() + 60
+        while not os.listdir(folder) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return first.tolist()
+    said = []
+    for numel in (4, 8):
+        try:
+            c(torch.ones(numel))
+            said.append("finished")
+        except ProcessGroupError as exc:
+            said.append(str(exc))
+    open(os.path.join(folder, "done"), "w").close()
+    return said
+
+
+def test_a_peer_that_does_not_come_is_named(tmp_path):
+    out = run_local(_late_peer, 2, (str(tmp_path),), start_method="fork", timeout=120)
+    assert out[1] == [2.0] * 4
+    step, first = out[0]
+    assert "rank 1 (node 1)" in step and "step 1" in step and "1 s" in step, step
+    assert "shared memory" in step
+    assert "first call for tensors of 8 elements within 1 s" in first, first
+
+
+def test_only_ranks_that_share_a_host_share_memory():
+    me = host_identity()
+    coded = decode_identity(encode_identity(me))
+    assert shared_memory_refusal([me, dict(me, pid=me["pid"] + 1)]) is None
+    assert shared_memory_refusal([coded, decode_identity(encode_identity(me))]) is None
+    for key, words in (("netns", "network namespace"), ("host", "host"),
+                       ("boot", "host boot"), ("pidns", "process namespace"),
+                       ("shm", SHM_DIR)):
+        other = dict(me, **{key: "elsewhere"})
+        for ranks in ([me, me, other], [coded, coded, decode_identity(encode_identity(other))]):
+            why = shared_memory_refusal(ranks)
+            assert words in why and "rank 2" in why, why
+    arm = dict(me, usable="the shared-memory transport needs x86-64; this is aarch64")
+    assert "x86-64" in shared_memory_refusal([me, arm])
+    assert "rank 1 cannot use shared memory" in shared_memory_refusal(
+        [coded, decode_identity(encode_identity(arm))])
+    assert shared_memory_refusal([me, me], mine="not here") == "not here"
+
+
+def _bad_transport(rank, world_size):
+    try:
+        ScheduleCollective(generate("ring:2", "allgather"), transport="carrier pigeon")
+    except UnsupportedError as exc:
+        return str(exc)
+    return "accepted"
+
+
+def test_an_unknown_transport_is_refused():
+    out = run_local(_bad_transport, 2, start_method="fork", timeout=120)
+    assert all("transport must be one of auto, network, shared_memory" in t for t in out)
+
+
+def _peer_exits(rank, world_size, folder):
+    """Rank 1 makes the first call, then exits without a word; rank 0's second call (no
+    timeout) must notice and name it."""
+    c = ScheduleCollective(generate("ring:2", "allreduce"), transport="shared_memory",
+                           slice_bytes=1 << 20)
+    c(torch.ones(4))
+    if rank == 1:
+        os._exit(0)
+    try:
+        c(torch.ones(4))
+        text = "finished"
+    except ProcessGroupError as exc:
+        text = str(exc)
+    with open(os.path.join(folder, "said"), "w") as f:
+        f.write(text)
+    return text
+
+
+def test_a_peer_that_exits_is_noticed(tmp_path):
+    with pytest.raises(ProcessGroupError):      # run_local reports the rank that vanished
+        run_local(_peer_exits, 2, (str(tmp_path),), start_method="fork", timeout=60)
+    said = (tmp_path / "said").read_text()
+    assert "rank 1 (node 1) exited" in said and "step 1" in said, said
