@@ -212,3 +212,125 @@ def test_a_peer_that_exits_is_noticed(tmp_path):
         run_local(_peer_exits, 2, (str(tmp_path),), start_method="fork", timeout=60)
     said = (tmp_path / "said").read_text()
     assert "rank 1 (node 1) exited" in said and "step 1" in said, said
+
+
+# -- the links alone, two nodes played by two threads of this process --------------------------
+class _Op:
+    step, peer = 1, 0
+
+
+def _two_ends(spec="ring:2", numel=64, slice_numel=8, window=2):
+    """Both nodes' programs and their shared-memory links, opened by two threads at once."""
+    import secrets
+    import threading
+
+    from topocoll.runtime.program import compile_program
+    from topocoll.runtime.shm import SharedMemoryLinks, open_channels
+
+    schedule = generate(spec, "allreduce")
+    programs = [compile_program(schedule, r, numel, slice_numel=slice_numel, window=window)
+                for r in range(2)]
+    name = f"test-{secrets.token_hex(4)}"
+    barrier = threading.Barrier(2)
+    links, errors = [None, None], []
+
+    def open_end(r):
+        try:
+            out, inc = open_channels(programs[r], 4, r, name, barrier.wait)
+            links[r] = SharedMemoryLinks(out, inc, [0, 1], [os.getpid()] * 2, timeout=5)
+        except Exception as exc:       # handed to the test
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=open_end, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return programs, links, errors, name
+
+
+def test_the_engine_runs_on_the_links_in_one_process():
+    import threading
+
+    from topocoll.runtime.engine import allocate, execute
+    from topocoll.runtime.plan import finish, initial_state
+
+    programs, links, errors, name = _two_ends()
+    assert errors == [] and not [f for f in os.listdir(SHM_DIR) if name in f]
+    inputs = [torch.arange(64, dtype=torch.float32) * (r + 1) for r in range(2)]
+    results = [None, None]
+
+    def run(r):
+        prog = programs[r]
+        got = []
+        for _ in range(3):                       # the counters continue from call to call
+            flat = inputs[r].clone()
+            state = initial_state(prog, flat, lambda k: torch.zeros(k))
+            execute(prog, state, links[r], lambda t, p: t.add_(p),
+                    allocate(prog, lambda k: torch.empty(k)))
+            got.append(finish(prog, state, flat, None, {}))
+        results[r] = got
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    want = inputs[0] + inputs[1]
+    assert all(torch.equal(x, want) for r in range(2) for x in results[r]), results
+    assert all(links[r].sent == links[r].taken for r in range(2))
+
+
+def test_empty_packets_and_packets_out_of_turn():
+    _, links, errors, _ = _two_ends()
+    assert errors == []
+    a, b = links
+    sent = a.isend(torch.empty(0), 1, a.sent[1], _Op)
+    got = b.irecv(torch.empty(0), 0, b.taken[0], _Op)
+    b.wait(got, _Op)
+    assert a.test(sent) and got.done
+    a.isend(torch.ones(3), 1, 7, _Op)           # b expects another packet
+    with pytest.raises(ProcessGroupError, match="different programs"):
+        b.wait(b.irecv(torch.empty(3), 0, 8, _Op), _Op)
+
+
+def test_a_wait_without_a_sender_times_out_naming_the_peer():
+    _, links, errors, _ = _two_ends()
+    b = links[1]
+    b.timeout = 0.05
+    with pytest.raises(ProcessGroupError, match=r"rank 0 \(node 0\) did not exchange .* 0.05 s"):
+        b.wait(b.irecv(torch.empty(4), 0, 0, _Op), _Op)
+
+
+def test_ranks_with_other_programs_are_refused_when_the_channels_open():
+    """Node 1 cuts the messages into other packets: its channel sizes do not match."""
+    import secrets
+    import threading
+
+    from topocoll.runtime.program import compile_program
+    from topocoll.runtime.shm import open_channels
+
+    schedule = generate("ring:2", "allreduce")
+    programs = [compile_program(schedule, 0, 64, slice_numel=8, window=2),
+                compile_program(schedule, 1, 64, slice_numel=32, window=2)]
+    name = f"test-{secrets.token_hex(4)}"
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def open_end(r):
+        try:
+            open_channels(programs[r], 4, r, name, barrier.wait)
+        except threading.BrokenBarrierError:
+            pass
+        except ProcessGroupError as exc:
+            errors.append(str(exc))
+            barrier.abort()
+
+    threads = [threading.Thread(target=open_end, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors and all("different programs" in e for e in errors)
+    assert not [f for f in os.listdir(SHM_DIR) if name in f]

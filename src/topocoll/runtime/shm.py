@@ -287,7 +287,8 @@ class SharedMemoryLinks:
             j = self.sent[peer]
             k = j % channel.slots
             buf = request.buf
-            channel.data(k, buf.dtype, buf.numel()).copy_(buf)
+            if buf.numel():                  # an empty packet still takes its turn
+                channel.data(k, buf.dtype, buf.numel()).copy_(buf)
             channel.heads[k][0], channel.heads[k][1] = request.tag, buf.numel()
             channel.written[0] = j + 1       # after the data: x86-64 keeps stores in order
             self.sent[peer] = j + 1
@@ -307,7 +308,8 @@ class SharedMemoryLinks:
                     f"packet {tag} of {numel} elements where packet {request.tag} of "
                     f"{buf.numel()} was due: the ranks run different programs (the same "
                     f"schedule, size and slice_bytes on every rank?)")
-            buf.copy_(channel.data(k, buf.dtype, numel))
+            if numel:
+                buf.copy_(channel.data(k, buf.dtype, numel))
             channel.read[0] = j + 1
             self.taken[peer] = j + 1
             request.done = True
