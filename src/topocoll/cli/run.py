@@ -317,9 +317,10 @@ def print_run_table(r):
         rates = r["network"]["link_rates"]
         where = (f" (emulated, links at {units.format_bandwidth(max(rates))}, host "
                  f"{r['host']['idle']:.0%} idle)")
+    over = f", packets over {r['transport'].replace('_', ' ')}" if r.get("transport") else ""
     table = Table(title=f"{r['algorithm']} {r['collective']}{source} on {r['topology']}"
                         f"{where}: {r['ranks']} ranks, {units.format_size(r['size'])} of "
-                        f"{r['dtype']}")
+                        f"{r['dtype']}{over}")
     modelled = "model_time" in r
     cpu = "cpu_per_gib" in r
     for col in ("", "time per call", "bus bandwidth") + (("CPU s per GiB",) if cpu else ()) \
@@ -350,8 +351,7 @@ def print_run_table(r):
         if "reuse" in r:
             line += " (" + ("one tensor per collective, refilled" if r["reuse"]
                             else "a fresh tensor per call") + ")"
-    if r.get("transport"):
-        line += ("; " if line else "") + f"packets over {r['transport'].replace('_', ' ')}"
+
     if "correct" in r:
         line += ("; " if line else "") + ("result equal to torch's" if r["correct"]
                                           else "RESULT DIFFERS from torch's")
