@@ -129,9 +129,9 @@ def shared_memory_refusal(identities, mine=None):
     if mine is not None:
         return mine
     for rank, other in enumerate(identities):
-        if other["usable"] is not None:
-            why = other["usable"] if isinstance(other["usable"], str) and \
-                other["usable"] != "cannot" else "x86-64 and a writable " + SHM_DIR
+        if other["usable"] is not None:     # decoded: "cannot", the reason stayed there
+            why = (f"it needs x86-64 and a writable {SHM_DIR}" if other["usable"] == "cannot"
+                   else other["usable"])
             return f"rank {rank} cannot use shared memory ({why})"
     first = identities[0]
     for rank, other in enumerate(identities[1:], start=1):

@@ -309,6 +309,6 @@ def bine_traffic(topology, collective, *, root=None, dims=None):
         return traffic_of(bine_schedule(topology, coll, root=root, dims=dims))
     _bine_dims(topology, dims)
     made = swing_traffic(topology, coll, variant="bandwidth", dims=dims)
-    made.algorithm = "bine"
-    made.meta = {"shape": "butterfly", "folded": made.meta["folded"], "dims": made.meta["dims"]}
-    return made
+    return made.replace(algorithm="bine", meta={"shape": "butterfly",
+                                                "folded": made.meta["folded"],
+                                                "dims": made.meta["dims"]})
