@@ -2,8 +2,9 @@
 
 Part 1 times one iteration of ``topocoll.runtime.neighbor_allreduce`` for a few gossip
 topologies against ``torch.distributed.all_reduce`` (followed by the division by n, so both
-compute the same kind of average) on 4 and 8 local processes (gloo over loopback), for a few
-tensor sizes. One iteration's time is the slowest rank's (every iteration starts after a
+compute the same kind of average) on 4 and 8 local processes (all_reduce: gloo over
+loopback; neighbor averaging: shared memory, as by default where ranks share a host, or the
+same sockets with ``--transport network``), for a few tensor sizes. One iteration's time is the slowest rank's (every iteration starts after a
 barrier); the table shows the median over ``--iters`` iterations, after warm-up, with
 all_reduce and the topologies alternating iteration by iteration. The anchor is
 the alpha-beta model of the papers (decent_dp, Bluefog): a rank of a topology with d in-
@@ -21,6 +22,7 @@ cos(2 pi / n))/3``; complete averaging 0).
 
     python benchmarks/gossip.py                     # both parts (a few minutes)
     python benchmarks/gossip.py --no-rho --iters 20 # timings only
+    python benchmarks/gossip.py --no-rho --worlds 2 4 8 --transport network
     python benchmarks/gossip.py --no-timing --rho-sizes 4 8 16
 """
 
@@ -36,7 +38,7 @@ TIMED_TOPOLOGIES = [("one-peer-exp", {}), ("ring-graph", {}), ("exponential-grap
 TARGET = ("one-peer-exp", 64 << 20, 0.75)
 
 
-def _timing_worker(rank, n, sizes, iters, warmup, slice_bytes=None):
+def _timing_worker(rank, n, sizes, iters, warmup, slice_bytes=None, transport="auto"):
     import torch
     import torch.distributed as dist
 
@@ -57,7 +59,8 @@ def _timing_worker(rank, n, sizes, iters, warmup, slice_bytes=None):
                     dist.all_reduce(x)
                     x.div_(n)
                 else:
-                    neighbor_allreduce(x, topo, i, out=x, slice_bytes=slice_bytes)
+                    neighbor_allreduce(x, topo, i, out=x, slice_bytes=slice_bytes,
+                                       transport=transport)
                 times[label].append(time.perf_counter() - t0)
         for label, samples in times.items():
             out[(nbytes, label)] = samples[warmup:]
@@ -72,7 +75,7 @@ def in_degree(name, params, n):
     return max(int(((topo.matrix(k) != 0).sum(axis=1) - 1).max()) for k in range(topo.period))
 
 
-def timing(worlds, sizes, iters, warmup, slice_bytes=None):
+def timing(worlds, sizes, iters, warmup, slice_bytes=None, transport="auto"):
     from topocoll.runtime import run_local
     from topocoll.units import format_size, format_time
 
@@ -80,9 +83,10 @@ def timing(worlds, sizes, iters, warmup, slice_bytes=None):
     import platform
 
     print("Part 1: time per iteration, median of the slowest rank over "
-          f"{iters} iterations (gloo, loopback; {platform.machine()}, {os.cpu_count()} cores)")
+          f"{iters} iterations (all_reduce: gloo, loopback; neighbor averaging: transport "
+          f"{transport}; {platform.machine()}, {os.cpu_count()} cores)")
     for n in worlds:
-        results = run_local(_timing_worker, n, (sizes, iters, warmup, slice_bytes),
+        results = run_local(_timing_worker, n, (sizes, iters, warmup, slice_bytes, transport),
                             start_method="fork", timeout=1800)
         print(f"\n{n} processes")
         head = (f"{'size':>9} {'operation':<22} {'in-deg':>6} {'time':>10} "
@@ -162,13 +166,15 @@ def main():
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--slice-bytes", type=int, help="neighbor_allreduce slice_bytes")
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--transport", default="auto", choices=("auto", "network", "shared_memory"),
+                        help="neighbor_allreduce transport (default auto: shared memory here)")
     parser.add_argument("--rho-sizes", type=int, nargs="+",
                         default=[4, 8, 16, 32, 64, 128, 256])
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--no-rho", action="store_true")
     args = parser.parse_args()
     if not args.no_timing:
-        timing(args.worlds, args.sizes, args.iters, args.warmup, args.slice_bytes)
+        timing(args.worlds, args.sizes, args.iters, args.warmup, args.slice_bytes, args.transport)
     if not args.no_rho:
         rho_part(args.rho_sizes)
 

@@ -72,3 +72,16 @@ def random_cables(topology, choices, seed):
     speed = np.random.default_rng(seed).choice(np.asarray(choices, dtype=float),
                                                size=cable.max() + 1)
     return topology.with_links(bandwidth=speed[cable.ravel()])
+
+
+def mix_in_order(w, xs):
+    """sum_j W[i, j] x_j in the documented order: self first, then ascending j, each rounded."""
+    out = []
+    for i in range(len(xs)):
+        terms = ([(w[i, i], xs[i])] if w[i, i] != 0 else []) + \
+            [(w[i, j], xs[j]) for j in range(len(xs)) if j != i and w[i, j] != 0]
+        acc = terms[0][0] * terms[0][1]
+        for wj, xj in terms[1:]:
+            acc = acc + wj * xj
+        out.append(acc)
+    return np.stack(out)

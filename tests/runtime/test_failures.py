@@ -17,18 +17,22 @@ RING4 = np.array([[0.5, 0.25, 0, 0.25], [0.25, 0.5, 0.25, 0], [0, 0.25, 0.5, 0.2
 
 # -- a rank that dies ------------------------------------------------------------------------------
 
-def _rank_two_exits(rank, world_size):
+TRANSPORTS = ("network", "shared_memory")
+
+
+def _rank_two_exits(rank, world_size, transport):
     x = torch.full((8,), float(rank))
     for k in range(3):
         if rank == 2 and k == 1:
             os._exit(3)
-        x = neighbor_allreduce(x, RING4, k)
+        x = neighbor_allreduce(x, RING4, k, transport=transport)
     return x.tolist()
 
 
-def test_a_rank_that_exits_is_named_not_its_neighbours():
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_rank_that_exits_is_named_not_its_neighbours(transport):
     with pytest.raises(ProcessGroupError) as err:
-        run_local(_rank_two_exits, 4, start_method="fork", timeout=60)
+        run_local(_rank_two_exits, 4, (transport,), start_method="fork", timeout=60)
     headline = str(err.value).splitlines()[0]
     assert "rank 2" in headline and "exit code 3" in headline, str(err.value)
     assert "reset" not in headline.lower()
@@ -52,19 +56,20 @@ def test_a_rank_that_raises_is_the_headline():
 
 # -- a rank that hangs -----------------------------------------------------------------------------
 
-def _rank_one_hangs(rank, world_size):
+def _rank_one_hangs(rank, world_size, transport):
     x = torch.full((8,), float(rank))
     for k in range(8):
         if rank == 1 and k == 5:
             while True:            # hangs for good: only the timeout ends it
                 time.sleep(0.5)
-        x = neighbor_allreduce(x, RING4, k)
+        x = neighbor_allreduce(x, RING4, k, transport=transport)
     return x.tolist()
 
 
-def test_a_rank_that_hangs_is_named_with_its_iteration():
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_rank_that_hangs_is_named_with_its_iteration(transport):
     with pytest.raises(ProcessGroupError) as err:
-        run_local(_rank_one_hangs, 4, start_method="fork", timeout=20)
+        run_local(_rank_one_hangs, 4, (transport,), start_method="fork", timeout=20)
     text = str(err.value)
     assert "timed out" in text
     assert "rank 1" in text and "iteration 4" in text, text   # its last finished call: k = 4
@@ -85,33 +90,35 @@ def test_an_unpicklable_function_is_refused_up_front():
 
 # -- dropped handles and wrappers -----------------------------------------------------------------
 
-def _drop_a_handle(rank, world_size):
+def _drop_a_handle(rank, world_size, transport):
     x = torch.full((4,), float(rank))
-    h = neighbor_allreduce(x, RING4, 0, async_op=True)
+    h = neighbor_allreduce(x, RING4, 0, async_op=True, transport=transport)
     del h                                   # never waited
-    y = neighbor_allreduce(x * 10, RING4, 1)
+    y = neighbor_allreduce(x * 10, RING4, 1, transport=transport)
     return y.tolist()
 
 
-def test_a_dropped_handle_does_not_break_the_next_call():
-    out = run_local(_drop_a_handle, 4, start_method="fork", timeout=60)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_dropped_handle_does_not_break_the_next_call(transport):
+    out = run_local(_drop_a_handle, 4, (transport,), start_method="fork", timeout=60)
     x = np.arange(4.0)[:, None] * 10 * np.ones((1, 4))
     np.testing.assert_allclose(np.array(out), RING4 @ x)
 
 
-def _drop_a_wrapper(rank, world_size):
+def _drop_a_wrapper(rank, world_size, transport):
     torch.manual_seed(rank)
     model = torch.nn.Linear(3, 1)
-    ddp = DecentralizedDataParallel(model, RING4, lr=0.1)
+    ddp = DecentralizedDataParallel(model, RING4, lr=0.1, transport=transport)
     ddp(torch.ones(1, 3)).sum().backward()
     ddp.step()
     del ddp                                 # gossip of x^1 in flight, never closed
     x = torch.full((2,), float(rank))
-    return neighbor_allreduce(x, RING4, 0).tolist()
+    return neighbor_allreduce(x, RING4, 0, transport=transport).tolist()
 
 
-def test_a_dropped_wrapper_does_not_break_the_next_call():
-    out = run_local(_drop_a_wrapper, 4, start_method="fork", timeout=60)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_dropped_wrapper_does_not_break_the_next_call(transport):
+    out = run_local(_drop_a_wrapper, 4, (transport,), start_method="fork", timeout=60)
     np.testing.assert_allclose(np.array(out), RING4 @ (np.arange(4.0)[:, None] * np.ones((1, 2))))
 
 
@@ -150,9 +157,9 @@ def _buffers(rank, world_size):
     from topocoll.runtime.neighbor import BUFFER_POOL
 
     x = torch.full((16,), float(rank))
-    first = neighbor_allreduce(x, RING4, 0)
+    first = neighbor_allreduce(x, RING4, 0, transport="network")   # shared memory has none
     pooled = {t.data_ptr() for t in BUFFER_POOL.held()}
-    second = neighbor_allreduce(x, RING4, 1)
+    second = neighbor_allreduce(x, RING4, 1, transport="network")
     again = {t.data_ptr() for t in BUFFER_POOL.held()}
     return first.tolist() == second.tolist(), len(pooled), pooled == again
 

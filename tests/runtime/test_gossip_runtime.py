@@ -19,6 +19,7 @@ import torch.nn.parallel  # noqa: F401  (imported before forking: children inher
 
 from topocoll.errors import (InputTypeError, ProcessGroupError, SpecError, TopologyError,
                              UnsupportedError)
+from tests.helpers import mix_in_order
 from topocoll.gossip import BUILTIN_NAMES, TABLE_PARAMS, gossip_topology
 from topocoll.runtime import (DecentralizedDataParallel, as_mixing, neighbor_allreduce,
                               run_local, single_process_group)
@@ -273,21 +274,6 @@ def _all_checks(rank, n):
 def world(request):
     n = request.param
     return n, run_local(_all_checks, n, start_method="fork", timeout=120)
-
-
-# -- oracles ----------------------------------------------------------------------------------
-
-def mix_in_order(w, xs):
-    """sum_j W[i, j] x_j in the documented order: self first, then ascending j, each rounded."""
-    out = []
-    for i in range(len(xs)):
-        terms = ([(w[i, i], xs[i])] if w[i, i] != 0 else []) + \
-            [(w[i, j], xs[j]) for j in range(len(xs)) if j != i and w[i, j] != 0]
-        acc = terms[0][0] * terms[0][1]
-        for wj, xj in terms[1:]:
-            acc = acc + wj * xj
-        out.append(acc)
-    return np.stack(out)
 
 
 # -- tests ------------------------------------------------------------------------------------

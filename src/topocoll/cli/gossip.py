@@ -330,6 +330,11 @@ def _print_costs(docs, settings):
 @click.option("--slice-size", "slice_bytes", callback=unit_callback(units.parse_size,
                                                                     "--slice-size"),
               help="Bytes of one message slice of neighbor averaging [default: 1MiB].")
+@click.option("--transport", type=click.Choice(["auto", "network", "shared_memory"]),
+              default="auto", show_default=True, help="How neighbor averaging's slices travel: "
+              "shared memory where every rank shares this host (its namespaces too: never on "
+              "an emulated network), else the process group's network (auto); or either, "
+              "forced.")
 @click.option("--time-limit", "timeout", default="10min", show_default=True, metavar="DURATION",
               callback=duration_callback("--time-limit", allow_zero=False),
               help="Wall-clock limit of the run.")
@@ -338,9 +343,9 @@ def _print_costs(docs, settings):
 @network_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: time (neighbor averaging), "
               "baseline_time (all_reduce), model_time, baseline_model_time, measured_over_model, "
-              "ratio, model_ratio, network, calibration, host.")
-def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, timeout, extra,
-               link_bandwidth, scale, mtu, latency, no_capacity_check, as_json):
+              "ratio, model_ratio, transport, network, calibration, host.")
+def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, transport,
+               timeout, extra, link_bandwidth, scale, mtu, latency, no_capacity_check, as_json):
     """Time one neighbor averaging of TOPOLOGY against all_reduce on the same ranks.
 
     With --network the ranks run on an emulated network (see 'topocoll emulate'), and the
@@ -378,21 +383,21 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
     require_torch()
     if net is None:
         result = _gossip_measure(measure_gossip, topo, size, None, iterations, slice_bytes,
-                                 timeout)
+                                 timeout, transport)
     else:
         with running(net):
             result = _gossip_measure(measure_gossip, topo, size, net, iterations, slice_bytes,
-                                     timeout)
+                                     timeout, transport)
     _print_run(result, as_json)
 
 
-def _gossip_measure(measure, topo, size, net, iterations, slice_bytes, timeout):
+def _gossip_measure(measure, topo, size, net, iterations, slice_bytes, timeout, transport):
     from ..errors import ProcessGroupError
 
     try:
         return measure(topo, size, network=net, iterations=iterations,
                        slice_bytes=None if slice_bytes is None else int(slice_bytes),
-                       timeout=timeout)
+                       timeout=timeout, transport=transport)
     except ProcessGroupError as exc:
         raise Fail(first_failure(str(exc))) from None
 
@@ -407,7 +412,8 @@ def _print_run(r, as_json):
         print_json(document(Status.SUCCESS, said, r))
         return
     table = Table(title=f"{r['topology']} on {r['ranks']} ranks {where}, "
-                        f"{format_size(r['bytes'])} per rank, {r['iterations']} iterations "
+                        f"{format_size(r['bytes'])} per rank, {r['iterations']} iterations, "
+                        f"slices over {r['transport'].replace('_', ' ')} "
                         f"(host {r['host']['idle']:.0%} idle)")
     for col in ("", "time", "model", "measured/model"):
         table.add_column(col, justify="right")

@@ -18,7 +18,8 @@ Parameters that got no gradient in an iteration are only mixed.
 
 Parameters are flattened into buckets of about ``bucket_size_mb`` (per dtype); each parameter
 becomes a view into its bucket, so one message per bucket and neighbor carries it. The mixing
-of a bucket is :func:`~topocoll.runtime.neighbor_allreduce` (point-to-point, exact order).
+of a bucket is :func:`~topocoll.runtime.neighbor_allreduce` (point-to-point, exact order;
+through shared memory where the ranks share a host, else the process group).
 
 >>> import torch
 >>> from topocoll.runtime import single_process_group
@@ -41,6 +42,7 @@ from ..units import real_number, whole_number
 from .launch import group_info
 from .mixing import as_mixing
 from .neighbor import check_tensor, post_exchange
+from .neighborhood import neighborhood
 from .program import slice_elements
 
 __all__ = ["DecentralizedDataParallel"]
@@ -157,6 +159,12 @@ class DecentralizedDataParallel:
     slice_bytes : int, optional
         Bytes of one slice of a bucket's messages (default 1 MiB; see
         :func:`~topocoll.runtime.neighbor_allreduce`).
+    transport : {"auto", "network", "shared_memory"}
+        How the gossip travels (as for :func:`~topocoll.runtime.neighbor_allreduce`): by
+        default through shared memory where every rank shares this host, else the process
+        group.
+    timeout : float, optional
+        Seconds to wait for a peer's slice through shared memory (default: no limit).
 
     Attributes
     ----------
@@ -173,7 +181,8 @@ class DecentralizedDataParallel:
     """
 
     def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
-                 group=None, broadcast_parameters=True, topology_options=None, slice_bytes=None):
+                 group=None, broadcast_parameters=True, topology_options=None, slice_bytes=None,
+                 transport="auto", timeout=None):
         import torch
 
         _check_settings(module, lr, optimizer, bucket_size_mb)
@@ -183,6 +192,10 @@ class DecentralizedDataParallel:
         if slice_bytes is not None:
             slice_elements(slice_bytes, 1)   # checks it
         self.slice_bytes = slice_bytes
+        if timeout is not None:
+            real_number(timeout, "timeout", above=0)
+        self.timeout = timeout
+        self._neighborhood = neighborhood(group, transport, timeout)
         self.module = module
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -261,10 +274,11 @@ class DecentralizedDataParallel:
         handles = []
         for tag, b in enumerate(self._buckets):
             b.send.copy_(b.flat)  # the snapshot x^k; the parameters stay usable meanwhile
-            handles.append(post_exchange(b.send, plan, b.recv_buffers(len(plan.sources)),
-                                         self.group, TAG_BASE + tag, out=b.flat,
-                                         iteration=self.iteration,
-                                         slice_bytes=self.slice_bytes))
+            recvs = None if self._neighborhood else b.recv_buffers(len(plan.sources))
+            handles.append(post_exchange(b.send, plan, recvs, self.group, TAG_BASE + tag,
+                                         out=b.flat, iteration=self.iteration,
+                                         slice_bytes=self.slice_bytes,
+                                         neighborhood=self._neighborhood, timeout=self.timeout))
         self._pending = handles
 
     def _drain(self):

@@ -23,6 +23,7 @@ from ..units import parse_size
 from .launch import run_local
 from .measure import measure_schedule
 from .neighbor import neighbor_allreduce
+from .neighborhood import neighborhood
 
 __all__ = ["measure_on_network", "measure_gossip", "model_fields"]
 
@@ -94,9 +95,11 @@ def measure_on_network(schedule, network, size="4MiB", *, dtype="float32", iters
     return result
 
 
-def _gossip_worker(rank, world_size, topology, numel, iterations, warmup, slice_bytes):
+def _gossip_worker(rank, world_size, topology, numel, iterations, warmup, slice_bytes,
+                   transport):
     """Alternate one ``all_reduce`` (and the division by n) with one neighbor averaging of
-    iteration k, each after a barrier; seconds of each call on this rank."""
+    iteration k, each after a barrier; seconds of each call on this rank, and the transport
+    the averaging took."""
     import torch
     import torch.distributed as dist
 
@@ -111,20 +114,24 @@ def _gossip_worker(rank, world_size, topology, numel, iterations, warmup, slice_
                 dist.all_reduce(x)
                 x.div_(world_size)
             else:
-                neighbor_allreduce(x, topology, k, out=x, slice_bytes=slice_bytes)
+                neighbor_allreduce(x, topology, k, out=x, slice_bytes=slice_bytes,
+                                   transport=transport)
             (theirs if which == 0 else ours).append(time.perf_counter() - t0)
-    return ours[warmup:], theirs[warmup:]
+    took = "network" if neighborhood(None, transport) is None else "shared_memory"
+    return ours[warmup:], theirs[warmup:], took
 
 
 def measure_gossip(topology, size="4MiB", *, network=None, iterations=None, warmup=1,
-                   slice_bytes=None, timeout=600.0):
+                   slice_bytes=None, timeout=600.0, transport="auto"):
     """Time one neighbor averaging of ``topology`` (a
     :class:`~topocoll.gossip.GossipTopology`) against ``all_reduce`` on the same ranks, on
     ``network`` (a built :class:`~topocoll.emulate.EmulatedNetwork` with as many ranks) or, if
     None, on local processes over loopback (no model then).
 
     ``iterations`` defaults to twice the topology's period (at least 4): iteration ``k`` uses
-    ``W_k``. Times are medians over iterations of the slowest rank's time. Returns the keys of
+    ``W_k``. ``transport`` is neighbor averaging's (see
+    :func:`~topocoll.runtime.neighbor_allreduce`; on an emulated network it is always the
+    network); the result's ``transport`` says which it took. Times are medians over iterations of the slowest rank's time. Returns the keys of
     the module text, with ``ratio`` = ``time / baseline_time`` and ``model_ratio``.
     """
     n = topology.size
@@ -133,13 +140,14 @@ def measure_gossip(topology, size="4MiB", *, network=None, iterations=None, warm
     cal = network.calibration() if network is not None else None
     with HostMonitor() as load:
         per_rank = run_local(_gossip_worker, n,
-                             (topology, nbytes // 4, iterations, warmup, slice_bytes),
+                             (topology, nbytes // 4, iterations, warmup, slice_bytes,
+                              transport),
                              network=network, timeout=timeout, start_method="fork")
     ours = [max(r[0][i] for r in per_rank) for i in range(iterations)]
     theirs = [max(r[1][i] for r in per_rank) for i in range(iterations)]
     out = {"topology": topology.name, "ranks": n, "bytes": nbytes, "iterations": iterations,
            "time": statistics.median(ours), "baseline_time": statistics.median(theirs),
-           "model_time": None, "baseline_model_time": None}
+           "model_time": None, "baseline_model_time": None, "transport": per_rank[0][2]}
     out["ratio"] = out["time"] / out["baseline_time"]
     if network is not None:
         models = [gossip_model_time(topology, k, network.plan, cal, nbytes)

@@ -20,14 +20,13 @@ Inside a program that torchrun started (or any initialized process group of N ra
 import threading
 
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
-from .launch import report_iteration
+from .launch import gather_integers, missing_ranks, report_iteration
 from .engine import allocate, execute
 from .plan import (apply, finish, in_place_shards, initial_state, pack, rank_plan,
                    receives_in_place)
 from .program import (DEFAULT_WINDOW, IN_PLACE_BYTES, check_window, compile_program,
                       default_slice_bytes, slice_elements)
-from .shm import (SharedMemoryLinks, check_transport, decode_identity, encode_identity,
-                  host_identity, open_channels, shared_memory_refusal)
+from .shm import SharedMemoryLinks, check_transport, choose_transport, open_channels
 from .sources import load_runnable
 
 __all__ = ["ScheduleCollective", "ScheduleHandle", "run_schedule", "REDUCE_OPS"]
@@ -157,19 +156,6 @@ def _check_rank_map(rank_map, n):
     return rank_map
 
 
-def _missing_ranks(work, timeout):
-    """Wait for a collective ``work`` (within ``timeout`` seconds): None when every rank joined
-    it, else what to add to the error that says who did not (``" within T s (why)"``)."""
-    try:
-        done = work.wait() if timeout is None else work.wait(_timedelta(timeout))
-    except RuntimeError as exc:
-        done = str(exc).splitlines()[0][:120] if str(exc) else False
-    if done is True:
-        return None
-    return ("" if timeout is None else f" within {timeout:g} s") + \
-        (f" ({done})" if isinstance(done, str) else "")
-
-
 def _least_slice_bytes(slice_bytes, group, timeout):
     """The least of the ranks' ``slice_bytes`` (an all_reduce every rank of ``group`` joins)."""
     import torch
@@ -177,7 +163,7 @@ def _least_slice_bytes(slice_bytes, group, timeout):
 
     least = torch.tensor([slice_bytes], dtype=torch.int64)
     work = dist.all_reduce(least, op=dist.ReduceOp.MIN, group=group, async_op=True)
-    missing = _missing_ranks(work, timeout)
+    missing = missing_ranks(work, timeout)
     if missing is not None:
         raise ProcessGroupError(
             "the ranks did not agree on the slice size: not every rank of the group "
@@ -285,30 +271,15 @@ class ScheduleCollective:
                 return "network", None
             raise UnsupportedError("the shared-memory transport runs the dataflow engine; "
                                    f"engine {self.engine!r} was chosen")
-        mine = host_identity()
-        facts = [decode_identity(row) for row in self._gather(encode_identity(mine))]
-        refusal = shared_memory_refusal(facts, mine["usable"])
-        if refusal is None:
-            return "shared_memory", facts
-        if transport == "auto":
-            return "network", None
-        raise UnsupportedError(f"transport shared_memory: {refusal}")
+        return choose_transport(transport, self._gather)
 
     def _gather(self, values):
         """Every rank's ``values`` (integers, as many on every rank), within ``timeout``."""
-        import torch
-        import torch.distributed as dist
-
-        mine = torch.tensor(values, dtype=torch.int64)
-        rows = [torch.empty_like(mine) for _ in range(dist.get_world_size(self.group))]
-        work = dist.all_gather(rows, mine, group=self.group, async_op=True)
-        missing = _missing_ranks(work, self.timeout)
-        if missing is not None:
-            raise ProcessGroupError(
-                "the ranks did not agree on the transport: not every rank of the group built "
-                f"this ScheduleCollective{missing}; build it on every rank, or give "
-                "transport='network'") from None
-        return [row.tolist() for row in rows]
+        return gather_integers(
+            values, self.group, self.timeout,
+            lambda missing: "the ranks did not agree on the transport: not every rank of the "
+                            f"group built this ScheduleCollective{missing}; build it on every "
+                            "rank, or give transport='network'")
 
     def _links(self, program, flat):
         """The engine's links for ``program``: the process group's, or this program's
@@ -333,7 +304,7 @@ class ScheduleCollective:
         import torch.distributed as dist
 
         work = dist.all_reduce(torch.zeros(1), group=self.group, async_op=True)
-        missing = _missing_ranks(work, self.timeout)
+        missing = missing_ranks(work, self.timeout)
         if missing is not None:
             raise ProcessGroupError(
                 f"not every rank made the first call for tensors of {numel} elements"

@@ -27,7 +27,7 @@ from ..errors import InputTypeError, ProcessGroupError, TorchUnavailableError
 from ..units import whole_number
 
 __all__ = ["group_info", "single_process_group", "run_local", "report_iteration",
-           "require_torch"]
+           "require_torch", "missing_ranks", "gather_integers"]
 
 
 def require_torch():
@@ -88,6 +88,36 @@ def group_info(group=None):
     if rank < 0:
         raise ProcessGroupError("this process is not a member of the given process group")
     return rank, dist.get_world_size(group)
+
+
+def missing_ranks(work, timeout):
+    """Wait for a collective ``work`` (within ``timeout`` seconds): None when every rank joined
+    it, else what to add to the error that says who did not (``" within T s (why)"``)."""
+    try:
+        done = work.wait() if timeout is None else work.wait(datetime.timedelta(seconds=timeout))
+    except RuntimeError as exc:
+        done = str(exc).splitlines()[0][:120] if str(exc) else False
+    if done is True:
+        return None
+    return ("" if timeout is None else f" within {timeout:g} s") + \
+        (f" ({done})" if isinstance(done, str) else "")
+
+
+
+def gather_integers(values, group, timeout, failure):
+    """Every rank's list ``values`` of integers (as many on every rank), by an all_gather
+    bounded by ``timeout`` seconds; a rank that does not join raises
+    :class:`~topocoll.errors.ProcessGroupError` with ``failure(missing)`` (``missing`` as
+    :func:`missing_ranks` says it)."""
+    import torch
+    import torch.distributed as dist
+
+    mine = torch.tensor(values, dtype=torch.int64)
+    rows = [torch.empty_like(mine) for _ in range(dist.get_world_size(group))]
+    missing = missing_ranks(dist.all_gather(rows, mine, group=group, async_op=True), timeout)
+    if missing is not None:
+        raise ProcessGroupError(failure(missing)) from None
+    return [row.tolist() for row in rows]
 
 
 @contextlib.contextmanager

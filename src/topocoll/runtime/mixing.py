@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InputTypeError, ProcessGroupError, TopologyError
 from ..units import whole_number
 
-__all__ = ["Mixing", "MixingPlan", "as_mixing"]
+__all__ = ["Mixing", "MixingPlan", "as_mixing", "combine"]
 
 # Matrices of periodic topologies are kept per residue class only up to this period, so that a
 # long-period schedule cannot grow the cache without bound.
@@ -166,3 +166,24 @@ def as_mixing(topology, size=None):
         raise ProcessGroupError(f"topology has {mixing.size} nodes but the process group has "
                                 f"{size} ranks")
     return mixing
+
+
+def combine(plan, x, recvs, out):
+    """``out = W[i,i] x + sum_j W[i,j] x_j`` for one slice of torch tensors, in the order
+    :mod:`~topocoll.runtime.neighbor` documents (so every slicing and every transport gives
+    the same bits); ``recvs`` (one per source of ``plan``) are scratch: scaled in place."""
+    import torch
+
+    first = True
+    if plan.self_weight != 0.0:
+        torch.mul(x, plan.self_weight, out=out)
+        first = False
+    for w, xj in zip(plan.weights, recvs):
+        # Two rounded operations rather than add(..., alpha=w): a fused multiply-add would
+        # differ from the documented order in the last bit.
+        if first:
+            torch.mul(xj, w, out=out)
+            first = False
+        else:
+            out.add_(xj.mul_(w))
+    return out.zero_() if first else out

@@ -2,7 +2,11 @@
 
 Every rank sends its tensor to the ranks ``j`` whose row of ``W_k`` weighs it (``W_k[j, i] != 0``)
 and receives from the ranks it weighs (``W_k[i, j] != 0``), with point-to-point sends and
-receives; nothing else crosses the network, and no rank waits for ranks it does not talk to.
+receives; nothing else crosses the network, and no rank waits for ranks it does not talk to
+(but for the first call of a group, which agrees on the transport: where every rank shares
+this host the slices go through shared memory, :mod:`topocoll.runtime.neighborhood`, with the
+same results bit for bit; elsewhere, and with ``transport="network"``, through the process
+group as described here).
 
 The tensor travels in slices of about ``slice_bytes`` (1 MiB by default): every slice's sends
 and receives to and from every neighbour are posted at once, in slice order on every link, and
@@ -34,7 +38,8 @@ next call between the same ranks is not confused by them.
 
 from ..errors import InputTypeError
 from .launch import group_info, report_iteration
-from .mixing import as_mixing
+from .mixing import as_mixing, combine
+from .neighborhood import neighborhood
 from .program import DEFAULT_SLICE_BYTES, slice_elements
 
 __all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers", "check_tensor",
@@ -132,7 +137,7 @@ class NeighborHandle:
                 if self._aliased:         # out is what is being sent: let the slice leave
                     for w in sends:
                         w.wait()
-                _combine(self._plan, flat_send[lo:hi], [r[lo:hi] for r in flat_recvs],
+                combine(self._plan, flat_send[lo:hi], [r[lo:hi] for r in flat_recvs],
                          flat_out[lo:hi])
             if not self._aliased:        # (a gloo request must not be waited for twice)
                 for _, sends in works:
@@ -162,24 +167,37 @@ class NeighborHandle:
                 pass
 
 
-def _combine(plan, x, recvs, out):
-    """``out = W[i,i] x + sum_j W[i,j] x_j`` in the documented order (see the module), for
-    one slice; ``recvs`` are scratch: they are scaled in place."""
-    import torch
+class _SharedHandle(NeighborHandle):
+    """An in-flight averaging through shared memory (:mod:`topocoll.runtime.neighborhood`):
+    the exchange writes into ``target`` (the snapshot being sent, or ``out`` itself); ``wait``
+    copies it into ``out`` where they differ."""
 
-    first = True
-    if plan.self_weight != 0.0:
-        torch.mul(x, plan.self_weight, out=out)
-        first = False
-    for w, xj in zip(plan.weights, recvs):
-        # Two rounded operations rather than add(..., alpha=w): a fused multiply-add would
-        # differ from the documented order in the last bit.
-        if first:
-            torch.mul(xj, w, out=out)
-            first = False
-        else:
-            out.add_(xj.mul_(w))
-    return out.zero_() if first else out
+    def __init__(self, future, target, *, out, shape, iteration=None):
+        self._future, self._target, self._out = future, target, out
+        self._shape, self._iteration = shape, iteration
+        self._result = None
+
+    def is_completed(self):
+        return self._result is not None or self._future.done()
+
+    def _wait_transfers(self):
+        self._future.result()
+        if self._iteration is not None:
+            report_iteration(self._iteration)
+        self._iteration = None
+
+    def wait(self):
+        if self._result is None:
+            self._wait_transfers()
+            result = self._target.view(self._shape)
+            if self._out is not None and self._out.data_ptr() != self._target.data_ptr():
+                self._out.copy_(result)
+                result = self._out
+            self._result, self._target = result, None
+        return self._result
+
+    def __del__(self):
+        pass    # the exchange runs to its end in the group's thread, waited for or not
 
 
 def check_tensor(tensor, what="tensor"):
@@ -224,14 +242,22 @@ def _shares_memory(a, b):
 
 
 def post_exchange(send, plan, recvs, group, tag, *, out=None, iteration=None, pooled=False,
-                  slice_bytes=None):
+                  slice_bytes=None, neighborhood=None, timeout=None):
     """Post the receives and sends of ``plan`` for the snapshot ``send`` (not copied), slice
-    by slice (see the module). ``out``, ``iteration``, ``pooled`` and ``slice_bytes`` are
-    keyword-only."""
+    by slice (see the module), into ``recvs``; or, given a :class:`~topocoll.runtime.
+    neighborhood.Neighborhood`, start the exchange through its shared memory in its thread
+    (``recvs`` unused; the sum is formed in ``send`` and copied into ``out`` on ``wait``).
+    Everything after ``tag`` is keyword-only."""
     import torch.distributed as dist
 
     if iteration is not None:
         report_iteration(iteration, entering=True)
+    if neighborhood is not None:
+        flat = send.view(-1)
+        future = neighborhood.start(flat, plan, flat, tag=tag, slice_bytes=slice_bytes,
+                                    timeout=timeout, iteration=iteration or 0,
+                                    background=True)
+        return _SharedHandle(future, flat, out=out, shape=send.shape, iteration=iteration)
     pg = group if group is not None else dist.group.WORLD   # ranks in W are its ranks
     flat = send.view(-1)
     flat_recvs = [r.view(-1) for r in recvs]
@@ -250,8 +276,21 @@ def post_exchange(send, plan, recvs, group, tag, *, out=None, iteration=None, po
                           iteration=iteration, pooled=pooled)
 
 
+def _average_shared(nb, send, plan, out, *, tag, iteration, slice_bytes, timeout):
+    """A synchronous averaging through shared memory, in this thread (if nothing else of the
+    group's is in flight), straight into ``out`` where it can."""
+    import torch
+
+    report_iteration(iteration, entering=True)
+    target = out if out is not None and out.is_contiguous() else torch.empty_like(send)
+    future = nb.start(send.view(-1), plan, target.view(-1), tag=tag, slice_bytes=slice_bytes,
+                      timeout=timeout, iteration=iteration)
+    return _SharedHandle(future, target.view(-1), out=out, shape=send.shape,
+                         iteration=iteration).wait()
+
+
 def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=None, tag=0,
-                       out=None, slice_bytes=None):
+                       out=None, slice_bytes=None, transport="auto", timeout=None):
     """Weighted neighbor averaging: rank ``i`` gets ``sum_j W_k[i, j] x_j``.
 
     Parameters
@@ -277,7 +316,18 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
         Where to write the result (may be ``tensor`` itself); default a new tensor.
     slice_bytes : int, optional
         Bytes of one slice (default 1 MiB on every machine, so that every rank cuts the same
-        slices; see the module). Every rank must use the same.
+        slices; see the module; at most 1 MiB through shared memory). Every rank must use the
+        same.
+    transport : {"auto", "network", "shared_memory"}
+        How the slices travel: ``auto`` (the default) through shared memory where every rank
+        of the group shares this host (:mod:`topocoll.runtime.neighborhood`), else through the
+        process group; ``network`` always through the process group; ``shared_memory``
+        refused with the reason where the ranks cannot. The first call of a group with
+        ``auto`` or ``shared_memory`` agrees on it (collective); every rank must pass the same.
+    timeout : float, optional
+        Seconds to wait for a peer's slice through shared memory (default: no limit; a peer
+        that exits is named within a second). The network path waits as the process group
+        does.
 
     Returns
     -------
@@ -291,6 +341,9 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
         ``W_k`` is not square or has a non-finite entry.
     InputTypeError
         ``tensor`` is not a floating-point torch tensor; ``out`` does not match it.
+    UnsupportedError
+        An unknown ``transport``, or ``shared_memory`` where the ranks cannot share memory
+        (the message says why).
 
     Examples
     --------
@@ -311,13 +364,23 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
         if out.shape != tensor.shape or out.dtype != tensor.dtype:
             raise InputTypeError(f"out must match tensor: shape {tuple(tensor.shape)}, dtype "
                                  f"{tensor.dtype}; got {tuple(out.shape)}, {out.dtype}")
+    if timeout is not None and not timeout > 0:
+        raise InputTypeError(f"timeout must be a positive number of seconds, got {timeout!r}")
     rank, size = group_info(group)
     plan = as_mixing(topology, size).plan(iteration, rank)
+    nb = neighborhood(group, transport, timeout)
     with torch.no_grad():
         send = tensor.detach()
         if async_op or not send.is_contiguous():
             # the caller may change tensor before wait(): send a snapshot
             send = send.clone(memory_format=torch.contiguous_format)
+        if nb is not None:
+            if async_op:
+                return post_exchange(send, plan, None, group, tag, out=out,
+                                     iteration=iteration, slice_bytes=slice_bytes,
+                                     neighborhood=nb, timeout=timeout)
+            return _average_shared(nb, send, plan, out, tag=tag, iteration=iteration,
+                                   slice_bytes=slice_bytes, timeout=timeout)
         recvs = BUFFER_POOL.take(send, len(plan.sources))
         handle = post_exchange(send, plan, recvs, group, tag, out=out, iteration=iteration,
                                pooled=True, slice_bytes=slice_bytes)

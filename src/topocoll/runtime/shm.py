@@ -34,6 +34,7 @@ The channels of a program are made on its first call (every rank calls it: a col
 files unlinked once every end has mapped them, so nothing is left behind after the run.
 """
 
+import errno
 import hashlib
 import mmap
 import os
@@ -46,7 +47,8 @@ from collections import deque
 from ..errors import ProcessGroupError, UnsupportedError
 
 __all__ = ["TRANSPORTS", "SHM_DIR", "SharedMemoryLinks", "host_identity", "shared_memory_refusal",
-           "open_channels", "encode_identity", "decode_identity", "check_transport"]
+           "open_channels", "encode_identity", "decode_identity", "check_transport",
+           "choose_transport", "gather_facts", "Patience", "Channel", "slot_bytes"]
 
 #: ``ScheduleCollective(transport=...)``: ``auto`` (the default: shared memory where every rank
 #: can, else the network), ``network`` (the process group's links) or ``shared_memory`` (this
@@ -142,7 +144,24 @@ def shared_memory_refusal(identities, mine=None):
     return None
 
 
-class _Channel:
+def _reserve(fd, path, size):
+    """Give the new channel file ``size`` bytes of memory now: a full ``/dev/shm`` (64 MiB in
+    a container by default) then fails here, with the reason, instead of killing the process
+    with SIGBUS when a packet is first written past what is there."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            os.unlink(path)         # (the caller closes fd)
+            free = os.statvfs(SHM_DIR)
+            raise ProcessGroupError(
+                f"shared memory: {SHM_DIR} has no room for a channel of {size} bytes "
+                f"({free.f_bavail * free.f_frsize} free; {exc.strerror}): enlarge it (docker: "
+                "--shm-size) or give transport='network'") from None
+        os.ftruncate(fd, size)      # a file system without fallocate: sized, not reserved
+
+
+class Channel:
     """One directed link's slots in a mapped file (see the module text)."""
 
     def __init__(self, path, slots, slot_bytes, create):
@@ -152,7 +171,7 @@ class _Channel:
         fd = os.open(path, flags, 0o600)
         try:
             if create:
-                os.ftruncate(fd, size)
+                _reserve(fd, path, size)
             elif os.fstat(fd).st_size != size:     # mapping past its end would crash on use
                 raise ProcessGroupError(
                     f"shared memory: the channel {os.path.basename(path)} holds "
@@ -172,8 +191,38 @@ class _Channel:
     def data(self, k, dtype, numel):
         import torch
 
+        if not numel:       # (frombuffer refuses a count of 0)
+            return torch.empty(0, dtype=dtype)
         return torch.frombuffer(self.map, dtype=dtype, count=numel,
                                 offset=_HEADER + k * self.slot_bytes + _SLOT_HEADER)
+
+
+class Patience:
+    """One wait's pauses between tries: from 2 us doubling up to 200 us; every second it checks
+    that the peer's process ``pid`` lives (else raises ``gone()``), and past ``timeout`` seconds
+    (None: no limit) it raises ``late()``."""
+
+    __slots__ = ("timeout", "pid", "late", "gone", "pause", "started", "checked")
+
+    def __init__(self, timeout, pid, late, gone):
+        self.timeout, self.pid, self.late, self.gone = timeout, pid, late, gone
+        self.pause = _FIRST_PAUSE
+        self.started = self.checked = time.monotonic()
+
+    def __call__(self):
+        now = time.monotonic()
+        if self.timeout is not None and now - self.started > self.timeout:
+            raise self.late()
+        if now - self.checked > _LIVENESS_EVERY:
+            self.checked = now
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                raise self.gone() from None
+            except PermissionError:    # alive, someone else's
+                pass
+        time.sleep(self.pause)
+        self.pause = min(2 * self.pause, _LONGEST_PAUSE)
 
 
 class _Request:
@@ -183,7 +232,7 @@ class _Request:
         self.buf, self.tag, self.op, self.done = buf, tag, op, False
 
 
-def _slot_bytes(numel, itemsize):
+def slot_bytes(numel, itemsize):
     raw = _SLOT_HEADER + numel * itemsize
     return -(-raw // _ALIGN) * _ALIGN
 
@@ -199,7 +248,7 @@ def open_channels(program, itemsize, node, name, barrier):
         return f"{prefix}-{u}-{v}"
 
     def layout(ops, idx):
-        return min(program.window, len(idx)), _slot_bytes(max(ops[i].numel for i in idx),
+        return min(program.window, len(idx)), slot_bytes(max(ops[i].numel for i in idx),
                                                           itemsize)
 
     outgoing = {}
@@ -208,12 +257,12 @@ def open_channels(program, itemsize, node, name, barrier):
         for peer, idx in program.send_links.items():
             slots, size = layout(program.sends, idx)
             made.append(path(node, peer))
-            outgoing[peer] = _Channel(made[-1], slots, size, create=True)
+            outgoing[peer] = Channel(made[-1], slots, size, create=True)
         barrier()
         incoming = {}
         for peer, idx in program.recv_links.items():
             slots, size = layout(program.recvs, idx)
-            incoming[peer] = _Channel(path(peer, node), slots, size, create=False)
+            incoming[peer] = Channel(path(peer, node), slots, size, create=False)
         barrier()
     finally:
         for p in made:       # mapped by both ends now (or failed): the files can go
@@ -255,21 +304,19 @@ class SharedMemoryLinks:
         return request.done
 
     def wait(self, request, op):
-        pause, started, checked = _FIRST_PAUSE, time.monotonic(), time.monotonic()
+        patience = Patience(
+            self.timeout, self.pids[self.rank_map[op.peer]],
+            lambda: ProcessGroupError(
+                f"step {op.step}: rank {self.rank_map[op.peer]} (node {op.peer}) did not "
+                f"exchange its message within {self.timeout:g} s (shared memory)"),
+            lambda: ProcessGroupError(
+                f"step {op.step}: rank {self.rank_map[op.peer]} (node {op.peer}) exited "
+                "before it exchanged its message (shared memory)"))
         while not request.done:
             self.progress()
             if request.done:
                 return
-            now = time.monotonic()
-            if self.timeout is not None and now - started > self.timeout:
-                raise ProcessGroupError(
-                    f"step {op.step}: rank {self.rank_map[op.peer]} (node {op.peer}) did not "
-                    f"exchange its message within {self.timeout:g} s (shared memory)")
-            if now - checked > _LIVENESS_EVERY:
-                checked = now
-                self._alive(op)
-            time.sleep(pause)
-            pause = min(2 * pause, _LONGEST_PAUSE)
+            patience()
 
     # -- moving packets -----------------------------------------------------------------------
     def progress(self):
@@ -314,16 +361,25 @@ class SharedMemoryLinks:
             self.taken[peer] = j + 1
             request.done = True
 
-    def _alive(self, op):
-        pid = self.pids[self.rank_map[op.peer]]
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            raise ProcessGroupError(f"step {op.step}: rank {self.rank_map[op.peer]} (node "
-                                    f"{op.peer}) exited before it exchanged its message "
-                                    "(shared memory)") from None
-        except PermissionError:    # alive, someone else's
-            pass
+
+def gather_facts(gather):
+    """Every rank's :func:`host_identity` (decoded) and why they cannot share memory (None if
+    they can). ``gather(values)`` returns every rank's list of integers (a collective)."""
+    mine = host_identity()
+    facts = [decode_identity(row) for row in gather(encode_identity(mine))]
+    return facts, shared_memory_refusal(facts, mine["usable"])
+
+
+def choose_transport(transport, gather):
+    """``(transport, facts of every rank or None)`` for ``transport`` ``auto`` or
+    ``shared_memory``: shared memory where every rank can use it, else the network (``auto``)
+    or :class:`~topocoll.errors.UnsupportedError` with the reason (:func:`gather_facts`)."""
+    facts, refusal = gather_facts(gather)
+    if refusal is None:
+        return "shared_memory", facts
+    if transport == "auto":
+        return "network", None
+    raise UnsupportedError(f"transport shared_memory: {refusal}")
 
 
 def check_transport(transport):
