@@ -121,3 +121,24 @@ def pytest_collection_modifyitems(config, items):
         function = getattr(item, "originalname", None) or item.name
         if any(path == p and n in ("", function, item.name) for p, n in entries):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A real ``dask.distributed.LocalCluster`` of two worker processes (one thread each), one
+    for the whole run (a test may kill a worker: its nanny starts another)."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is in the test "
+                                                            "extra")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(dask_cluster):
+    """:func:`dask_cluster` with both its workers up (after a test killed one)."""
+    import distributed
+
+    with distributed.Client(dask_cluster.scheduler_address) as client:
+        client.wait_for_workers(2, timeout=120)
+    return dask_cluster

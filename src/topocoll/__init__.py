@@ -24,7 +24,8 @@ gossip topologies (the torch runtime is :mod:`topocoll.runtime`):
 >>> tc.analyze_gossip(tc.gossip_topology("one-peer-exp", 8)).exact_average_after
 3
 
-Searches: :func:`find` (which topology and schedule for N nodes of degree d),
+Searches: :func:`find` (which topology and schedule for N nodes of degree d; :func:`sweep`
+over a grid of N and d, on local processes or a Dask cluster),
 :func:`compare` (schedules side by side) and :func:`rewire` (swaps that raise all-to-all
 throughput) load the finder, the studies and the LPs when first used.
 """
@@ -50,6 +51,7 @@ _MODULES = {
     ".studies.models": ["model_profile"],
     ".studies.compare": ["compare"],
     ".finder.core": ["find"],
+    ".finder.sweep": ["sweep"],
     ".throughput.rewire": ["rewire"],
 }
 # Public names that differ from the name in their module. ``topocoll.topology`` is the

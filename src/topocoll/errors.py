@@ -14,6 +14,7 @@ __all__ = [
     "ScheduleFormatError",
     "FileAccessError",
     "ResourceLimitError",
+    "ClusterError",
     "InvalidScheduleError",
     "UnsupportedError",
     "InputTypeError",
@@ -81,6 +82,11 @@ class InputTypeError(TopocollError, TypeError):
 
 class ProcessGroupError(TopocollError, RuntimeError):
     """torch.distributed is not in the state an operation needs (no process group, wrong size)."""
+
+
+class ClusterError(TopocollError, ValueError):
+    """A Dask scheduler that cannot be reached, or has no workers (the message names the
+    address and what to start)."""
 
 
 class PlotUnavailableError(UnsupportedError, ImportError):

@@ -100,6 +100,7 @@ BASES = {
     "compare": ["compare", "ring:4"],
     "survey": ["survey", "-n", "8", "--topology", "ring:8"],
     "find": ["find", "-n", "16", "-d", "4", "--no-cache", "--no-evaluate"],
+    "sweep": ["sweep", "-n", "16", "-d", "2", "--no-cache", "--no-evaluate", "--workers", "1"],
     "synth": ["synth", "ring:4", "-c", "allgather"],
     "simulate": ["simulate", "@S"],
     "alltoall": ["alltoall", "ring:4"],

@@ -115,17 +115,20 @@ def unit_callback(parser, what):
     return convert
 
 
-def progress_bar(label):
+def progress_bar(label, *, remaining=False):
     """Progress on stderr: a bar on a terminal, else plain lines (see :class:`ProgressLines`);
-    ``(update(done, total), context manager)``."""
+    ``(update(done, total), context manager)``. ``remaining`` adds the estimated time left."""
     if not err_console.is_terminal:
         lines = ProgressLines(label)
         return lines.update, lines
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                   console=err_console, transient=True)
+    columns = [TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()]
+    if remaining:
+        columns.append(TimeRemainingColumn())
+    bar = Progress(*columns, console=err_console, transient=True)
     task = bar.add_task(label, total=None)
 
     def update(done, total, *more):

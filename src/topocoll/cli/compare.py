@@ -11,7 +11,7 @@ from ..studies.compare import compare as _compare, describe_settings, fastest, p
 from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
-from .common import (cluster_bandwidth_options, EXIT_INVALID, check_plot, one_bandwidth,
+from .common import (cluster_bandwidth_options, EXIT_INVALID, Fail, check_plot, one_bandwidth,
                      out_console, print_json, progress_bar, unit_callback)
 
 __all__ = ["compare", "survey"]
@@ -33,9 +33,13 @@ __all__ = ["compare", "survey"]
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Also draw time against size (log-log) into this file, e.g. compare.png "
                    "(needs matplotlib: pip install 'topocoll[plot]').")
+@click.option("--workers", type=click.IntRange(1), help="Local processes that make, verify and "
+              "price the rows [default: 1, this process].")
+@click.option("--scheduler", metavar="ADDRESS", help="Make, verify and price the rows on the "
+              "Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
-            as_json):
+            workers, scheduler, as_json):
     """Verify and price schedules side by side on the same latency and bandwidth.
 
     Each TOPO-OR-SCHEDULE is a schedule file (.json with "format": "topocoll.schedule") or a
@@ -45,12 +49,15 @@ def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, li
     priced), 2 on bad input.
     """
     one_bandwidth(link_bandwidth, node_bandwidth)
+    if workers is not None and scheduler is not None:
+        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
     check_plot(plot)  # fail before the work, not after it
     update, bar = progress_bar("compare")
     with bar:
         result = _compare(entries, sizes=sizes, collective=collective,
                           algorithms=algorithms, alpha=alpha, node_bandwidth=node_bandwidth,
-                          link_bandwidth=link_bandwidth, progress=update)
+                          link_bandwidth=link_bandwidth, progress=update, workers=workers,
+                          scheduler=scheduler)
     settings = describe_settings(alpha, node_bandwidth, link_bandwidth)
     if plot:
         plot_comparison(result.rows, plot)

@@ -37,6 +37,8 @@ COMMANDS = {
                "bounds and the ring allreduce."),
     "find": ("find", "find", "The best topology and allreduce schedule for N nodes of degree d "
              "and a workload."),
+    "sweep": ("sweep", "sweep", "The finder for every N and d of a grid: pick, bound ratio and "
+              "runner-up per cell."),
     "synth": ("synth", "synth", "Synthesize a schedule on TOPO through the time-expanded "
               "network (TACOS)."),
     "simulate": ("synth", "simulate", "Time schedule FILES in the link model (TACOS); several "

@@ -25,6 +25,8 @@ from ..lazy import lazy_attributes
 # eager: ``optimize`` names a function and its submodule; importing the submodule binds it here
 # first, so that a later ``import topocoll.finder.optimize`` cannot shadow the function
 from .optimize import OptimizeResult, optimize
+# eager for the same reason: ``sweep`` is a function and its submodule
+from .sweep import SweepResult, sweep
 
 # Public names -> the module that defines them, imported on first use (PEP 562).
 _LAZY = {
@@ -33,7 +35,7 @@ _LAZY = {
     ".build": ("build_allreduce", "priced"),
     ".cache": ("ALGORITHM_VERSION", "Cache", "cache_dir"),
     ".core": ("FindResult", "as_workload", "find", "find_range", "frontier"),
-    ".plot": ("plot_frontier",),
+    ".plot": ("plot_frontier", "plot_sweep_ratio", "plot_sweep_families"),
     "..synth.expansions": ("predict",),
     ".search": ("Candidate", "Search", "pareto_frontier"),
     ".workload": ("Workload", "bucket_layers", "load_workload"),
@@ -43,7 +45,8 @@ __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "Searc
            "Candidate", "pareto_frontier", "predict", "Workload", "bucket_layers",
            "load_workload", "BaseDatabase", "BaseEntry", "catalogue", "compute_base", "Cache",
            "cache_dir", "ALGORITHM_VERSION", "build_allreduce", "priced", "plot_frontier",
-           "bfb_cost", "genkautz_cost", "optimize", "OptimizeResult"]
+           "bfb_cost", "genkautz_cost", "optimize", "OptimizeResult", "sweep", "SweepResult",
+           "plot_sweep_ratio", "plot_sweep_families"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

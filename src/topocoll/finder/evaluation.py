@@ -15,6 +15,7 @@ import os
 import time
 
 from .. import defaults
+from ..batch import Failure, open_pool, run_tasks
 from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..results import as_progress
 from ..units import parse_time, whole_number
@@ -84,13 +85,15 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
     return found, False
 
 
-def find_range(nodes, degree, *, cache=True, products=True, progress=None, workers=None):
+def find_range(nodes, degree, *, cache=True, products=True, progress=None, workers=None,
+               scheduler=None):
     """Frontiers for every size in ``nodes`` (an iterable, e.g. ``range(2, 2001)``) at degree
     ``degree``: ``{N: [Candidate, ...]}``. Predictions only; every frontier is cached.
 
     The generalized Kautz digraph's BFB cost (the one part that is not a closed form) is
-    computed exactly once per size and kept in the cache; ``workers`` processes compute the
-    missing ones in parallel first (default: one).
+    computed exactly once per size and kept in the cache; ``workers`` local processes (or
+    the Dask cluster at ``scheduler``, :func:`topocoll.batch.open_pool`) compute the missing
+    ones in parallel first (default: this process only).
     """
     degree = whole_number(degree, "degree", 1)
     sizes = [whole_number(n, "nodes", 2) for n in nodes]
@@ -99,8 +102,8 @@ def find_range(nodes, degree, *, cache=True, products=True, progress=None, worke
     search = Search(degree, store, products=products, progress=progress)
     missing = [n for n in sizes
                if store.get("frontier", _frontier_key(n, degree, products)) is None]
-    if workers and workers > 1 and degree >= 2 and missing:
-        _fill_genkautz(store, missing, degree, workers, progress)
+    if ((workers and workers > 1) or scheduler) and degree >= 2 and missing:
+        _fill_genkautz(store, missing, degree, workers, progress, scheduler)
     out = {}
     with store.batch():
         for i, n in enumerate(sizes):
@@ -110,30 +113,27 @@ def find_range(nodes, degree, *, cache=True, products=True, progress=None, worke
     return out
 
 
-def _genkautz_job(args):
-    n, d = args
-    return n, genkautz_cost(n, d)
+def _genkautz_job(n, d):
+    return genkautz_cost(n, d)
 
 
-def _fill_genkautz(store, sizes, degree, workers, progress):
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
+def _fill_genkautz(store, sizes, degree, workers, progress, scheduler=None):
     todo = [n for n in sizes if lookup_genkautz(n, degree) is None
             and store.get("cost", f"genkautz:{n},{degree}") is None]
     if not todo:
         return
     todo.sort(reverse=True)                       # big ones first: better balance
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        for i, (n, cost) in enumerate(pool.map(_genkautz_job, [(n, degree) for n in todo],
-                                               chunksize=8)):
+    with open_pool(workers, scheduler) as pool:
+        outcomes = run_tasks(_genkautz_job, [(n, (n, degree)) for n in todo], pool)
+        for i, (n, cost) in enumerate(outcomes):
+            if isinstance(cost, Failure):
+                raise UnsupportedError(f"the BFB cost of genkautz:{n},{degree} could not be "
+                                       f"computed: {cost.reason}")
             store.put("cost", f"genkautz:{n},{degree}", cost)
             if progress:
                 progress(i + 1, len(todo), "generalized Kautz costs")
 
 
-# ---------------------------------------------------------------------- find
 def rank_by_time(candidates, workload, alpha, bandwidth):
     times = [c.time(workload, alpha=alpha, bandwidth=bandwidth) for c in candidates]
     order = sorted(range(len(candidates)),

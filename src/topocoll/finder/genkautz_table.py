@@ -27,11 +27,11 @@ True
 """
 
 import argparse
-import concurrent.futures as cf
 import functools
-import multiprocessing as mp
 import sys
 
+from ..batch import Failure, open_pool, run_tasks
+from ..errors import UnsupportedError
 from .bfbcost import genkautz_cost
 from .tables import data_path, parse_range, rows_of, shipped_text, write_rows
 
@@ -68,18 +68,17 @@ def lookup(n, d):
     return None if row is None else dict(row)
 
 
-def _job(args):
-    n, d = args
-    return n, d, genkautz_cost(n, d)
-
-
-def compute_rows(sizes, degrees, *, workers=None, progress=None):
-    """Exact costs for every ``n`` in ``sizes`` and ``d`` in ``degrees``, as table rows."""
+def compute_rows(sizes, degrees, *, workers=None, scheduler=None, progress=None):
+    """Exact costs for every ``n`` in ``sizes`` and ``d`` in ``degrees``, as table rows, on
+    ``workers`` local processes or the Dask cluster at ``scheduler``
+    (:func:`topocoll.batch.open_pool`)."""
     todo = sorted(((n, d) for d in degrees for n in sizes), key=lambda p: -p[0] * (1 << p[1]))
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     rows = []
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        for i, (n, d, cost) in enumerate(pool.map(_job, todo, chunksize=4)):
+    with open_pool(workers, scheduler) as pool:
+        outcomes = run_tasks(genkautz_cost, [((n, d), (n, d)) for n, d in todo], pool)
+        for i, ((n, d), cost) in enumerate(outcomes):
+            if isinstance(cost, Failure):
+                raise UnsupportedError(f"GK({n}, {d}): {cost.reason}")
             rows.append((n, d, cost["steps"], cost["t_b_ag"], cost["t_b_rs"]))
             if progress:
                 progress(i + 1, len(todo))
@@ -100,6 +99,7 @@ def main(argv=None):
     parser.add_argument("--degrees", type=parse_range, default=parse_range("2-6"),
                         help="e.g. 2-6")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--scheduler", help="a Dask scheduler (tcp://HOST:8786) to run on")
     parser.add_argument("--out", default=data_path(_FILE))
     args = parser.parse_args(argv)
 
@@ -109,7 +109,8 @@ def main(argv=None):
 
     sizes = ([int(x) for x in args.sizes.split(",")] if args.sizes
              else range(2, args.max_nodes + 1))
-    rows = compute_rows(sizes, args.degrees, workers=args.workers, progress=report)
+    rows = compute_rows(sizes, args.degrees, workers=args.workers, scheduler=args.scheduler,
+                        progress=report)
     write_table(rows, args.out)
     print(f"wrote {len(rows)} rows to {args.out}")
 

@@ -7,7 +7,7 @@ from ..errors import UnsupportedError
 from ..plotting import new_axes, save_figure, wrap_title
 from ..units import format_time
 
-__all__ = ["plot_frontier"]
+__all__ = ["plot_frontier", "plot_sweep_ratio", "plot_sweep_families"]
 
 
 def plot_frontier(result, path, *, title=None):
@@ -56,3 +56,84 @@ def plot_frontier(result, path, *, title=None):
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               title="point labels: topology,\npredicted workload time", title_fontsize=7)
     return save_figure(fig, path, dpi=110)
+
+
+def _grid(result, value):
+    """``(sizes, degrees, matrix)`` of ``value(cell)`` over a sweep (NaN where none)."""
+    import numpy as np
+
+    sizes = sorted({c["nodes"] for c in result.cells})
+    degrees = sorted({c["degree"] for c in result.cells})
+    where = {(c["degree"], c["nodes"]): c for c in result.cells}
+    grid = np.full((len(degrees), len(sizes)), np.nan, dtype=object)
+    for i, d in enumerate(degrees):
+        for j, n in enumerate(sizes):
+            cell = where.get((d, n))
+            if cell is not None and cell.get("status") != "failed":
+                grid[i, j] = value(cell)
+    return sizes, degrees, grid
+
+
+def _axes_of(ax, sizes, degrees):
+    ax.set_yticks(range(len(degrees)), [str(d) for d in degrees], fontsize=7)
+    step = max(1, len(sizes) // 12)
+    ticks = list(range(0, len(sizes), step))
+    ax.set_xticks(ticks, [str(sizes[j]) for j in ticks], fontsize=7)
+    ax.set_xlabel("nodes N")
+    ax.set_ylabel("degree d")
+
+
+def plot_sweep_ratio(result, path, *, title=None):
+    """Heat map of a :class:`~topocoll.finder.sweep.SweepResult`: each cell's time over the
+    two-phase bound (evaluated where built, else predicted) over (N, d); failed cells blank."""
+    import numpy as np
+
+    from ..plotting import add_colorbar
+
+    sizes, degrees, grid = _grid(result, lambda c: c["ratio"])
+    if not sizes:
+        raise UnsupportedError("nothing to plot: the sweep has no cells")
+    values = grid.astype(float)
+    fig, ax = new_axes((max(6.0, min(16.0, 0.03 * len(sizes) + 4)), 1.2 + 0.45 * len(degrees)))
+    image = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap="viridis_r",
+                      interpolation="nearest", origin="lower")
+    _axes_of(ax, sizes, degrees)
+    add_colorbar(fig, image, "time / two-phase bound", ax=ax)
+    ax.set_title(wrap_title(title or "allreduce time over the two-phase bound", 8, 9),
+                 fontsize=9)
+    return save_figure(fig, path)
+
+
+def plot_sweep_families(result, path, *, title=None, most=8):
+    """Map of the winning family per cell of a sweep (the ``most`` commonest named, the rest
+    "other"); failed cells blank."""
+    import numpy as np
+
+    sizes, degrees, grid = _grid(result, lambda c: c["family"])
+    if not sizes:
+        raise UnsupportedError("nothing to plot: the sweep has no cells")
+    counts = {}
+    for name in grid.ravel():
+        if isinstance(name, str):
+            counts[name] = counts.get(name, 0) + 1
+    names = sorted(counts, key=lambda k: (-counts[k], k))[:most]
+    if len(counts) > most:
+        names.append("other")
+    index = {name: i for i, name in enumerate(names)}
+    codes = np.full(grid.shape, np.nan)
+    for (i, j), name in np.ndenumerate(grid):
+        if isinstance(name, str):
+            codes[i, j] = index.get(name, index.get("other", 0))
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    colours = [f"C{i}" for i in range(len(names))]
+    fig, ax = new_axes((max(7.0, min(17.0, 0.03 * len(sizes) + 5)), 1.4 + 0.45 * len(degrees)))
+    ax.imshow(np.ma.masked_invalid(codes), aspect="auto", origin="lower",
+              cmap=ListedColormap(colours), vmin=-0.5, vmax=len(names) - 0.5,
+              interpolation="nearest")
+    _axes_of(ax, sizes, degrees)
+    ax.legend(handles=[Patch(color=c, label=n) for c, n in zip(colours, names)], fontsize=7,
+              loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.set_title(wrap_title(title or "the winning family per cell", 8, 9), fontsize=9)
+    return save_figure(fig, path)

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import defaults
+from ..batch import Failure, open_pool, run_tasks
 from ..collectives import collective as _collective
 from ..plotting import new_axes, save_figure
 from ..results import Result, Status
@@ -315,6 +316,29 @@ def _jobs(resolved, algorithms):
     return jobs
 
 
+def _job_rows(jobs, coll, sizes, settings, progress, workers, scheduler):
+    """The rows of ``jobs``, in order: one after another in this process (an error raised as
+    it is), or on a pool, where a job that raises is an error naming its entry."""
+    if scheduler is None and workers in (None, 1):
+        rows = []
+        for done, (entry, algorithm) in enumerate(jobs, 1):
+            rows.append(_job_row(entry, algorithm, coll, sizes, settings))
+            if progress:
+                progress(done, len(jobs))
+        return rows
+    rows = [None] * len(jobs)
+    tasks = [(i, (entry, algorithm, coll, sizes, settings))
+             for i, (entry, algorithm) in enumerate(jobs)]
+    with open_pool(workers, scheduler) as pool:
+        for done, (i, row) in enumerate(run_tasks(_job_row, tasks, pool), 1):
+            if isinstance(row, Failure):
+                raise UnsupportedError(f"{jobs[i][0].source}: {row.reason}")
+            rows[i] = row
+            if progress:
+                progress(done, len(jobs))
+    return rows
+
+
 def _job_row(entry, algorithm, coll, sizes, settings):
     """The :class:`ComparisonRow` of one job: invalid (unreadable), a schedule priced as it
     is, or a topology's schedule generated (unsupported when the generator says so) and
@@ -346,7 +370,8 @@ def _job_row(entry, algorithm, coll, sizes, settings):
 
 
 def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algorithms=("bfb",), *,
-            alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None):
+            alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None,
+            workers=None, scheduler=None):
     """Verify and price schedules side by side under the same latency and bandwidth.
 
     Parameters
@@ -372,6 +397,11 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
         with, so a spec's time here is the time ``evaluate`` gives.
     progress : callable, optional
         Called as ``progress(done, total)`` after each row.
+    workers : int, optional
+        Local processes that make, verify and price the rows (default: this process, one row
+        after another; :func:`topocoll.batch.open_pool`).
+    scheduler : str, optional
+        A Dask scheduler's address (``tcp://HOST:8786``): the rows run on its cluster.
 
     Returns
     -------
@@ -403,11 +433,7 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
         raise UnsupportedError("nothing to compare: give topology specs or schedule files")
 
     jobs = _jobs(resolved, algorithms)
-    rows = []
-    for done, (entry, algorithm) in enumerate(jobs, 1):
-        rows.append(_job_row(entry, algorithm, coll, sizes, settings))
-        if progress:
-            progress(done, len(jobs))
+    rows = _job_rows(jobs, coll, sizes, settings, progress, workers, scheduler)
 
     if all(r.verdict == "unsupported" for r in rows):
         raise UnsupportedError(f"nothing to compare: {rows[0].name}: {rows[0].reason}")
