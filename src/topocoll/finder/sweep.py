@@ -33,7 +33,8 @@ from ..results import Result, Status, as_progress
 from ..units import real_number, whole_number
 from .cache import Cache
 from .core import MAX_NODES, find, resolve_method
-from .evaluation import check_algorithms, cluster_settings, frontier, open_cache
+from .evaluation import (check_algorithms, cluster_settings, frontier, open_cache,
+                         rank_by_time)
 from .search import Search
 
 __all__ = ["sweep", "SweepResult", "sweep_chunk", "family", "CSV_COLUMNS"]
@@ -73,9 +74,7 @@ def _cell(n, degree, store, settings):
              cache=store, products=settings["products"], algorithms=settings["algorithms"],
              method=settings["method"])
     lower = r.lower_bound
-    order = sorted(range(len(r.frontier)), key=lambda i: (r.times[i], r.frontier[i].steps,
-                                                          r.frontier[i].t_b,
-                                                          r.frontier[i].name))
+    _, order = rank_by_time(r.frontier, r.workload, r.alpha, r.node_bandwidth)
     if r.status == Status.FAILED:
         return {"nodes": n, "degree": degree, "status": "failed", "error": r.message,
                 "lower_bound": lower}
@@ -201,6 +200,7 @@ def _answer(missing, chunk, settings, pool, deadline, store, cells, total, progr
     """Run the chunks of the ``missing`` cells on ``pool``, putting each answer into ``cells``
     and the cache as its chunk ends (a failed chunk: each of its cells failed, not cached)."""
     tasks = [((d, tuple(sizes)), (d, sizes, settings)) for d, sizes in _chunks(missing, chunk)]
+    failed = 0
     for (d, sizes), outcome in run_tasks(sweep_chunk, tasks, pool, deadline=deadline,
                                          window=pool.workers + 1):
         if isinstance(outcome, Failure):
@@ -209,10 +209,11 @@ def _answer(missing, chunk, settings, pool, deadline, store, cells, total, progr
         with store.batch():
             for n, cell in outcome:
                 cells[(d, n)] = cell
-                if cell["status"] != "failed":
+                if cell["status"] == "failed":
+                    failed += 1
+                else:
                     store.put("sweep", _cell_key(n, d, settings), cell)
         if progress:
-            failed = sum(c["status"] == "failed" for c in cells.values())
             progress(len(cells), total, f"{failed} failed" if failed else None)
 
 
@@ -271,10 +272,10 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
     finally:
         if not isinstance(cache, Cache):
             store.close()
-    computed = len(cells) - reused - sum(c["status"] == "failed" for c in cells.values())
     total = len(sizes) * len(degs)
     ordered = [cells[(d, n)] for d in degs for n in sizes]
     failed = sum(c["status"] == "failed" for c in ordered)
+    computed = total - reused - failed
     shown = {k: v for k, v in settings.items() if k != "cache"}
     message = (f"{total} cells ({len(degs)} degrees x {len(sizes)} sizes): {computed} computed, "
                f"{reused} from the cache, {failed} failed")

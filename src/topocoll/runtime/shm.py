@@ -304,6 +304,9 @@ class SharedMemoryLinks:
         return request.done
 
     def wait(self, request, op):
+        self.progress()
+        if request.done:            # the common case: no pauses to prepare
+            return
         patience = Patience(
             self.timeout, self.pids[self.rank_map[op.peer]],
             lambda: ProcessGroupError(
