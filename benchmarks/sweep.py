@@ -9,9 +9,14 @@ its wall time beside the target and the ratio to it:
   target: 2 processes at least 1.7x faster;
 * ``verified``: N = 16..256, d = 2..6, every pick built and verified, 2 processes; target 30
   minutes; then the same sweep stopped by a time limit at half that time and resumed from
-  its cache: the resumed run in at most 55% of the full time, and the same atlas.
+  its cache: the resumed run in at most 55% of the full time, and the same atlas;
+* ``optimizer``: ``find(1024, 4, optimize=True)`` under a 20 s search budget, its skeletons in
+  turns here (the anchor) and as tasks on 2 local processes: candidates scored, the best's
+  time (three runs each, medians);
+* ``trainsim``: ResNet-50 training simulated at N = 16..256:16 on 1 and on 2 local processes
+  (the anchor: 1; medians of three).
 
-    python benchmarks/sweep.py                        # every part (about 20 minutes here)
+    python benchmarks/sweep.py                        # every part (about 25 minutes here)
     python benchmarks/sweep.py --parts predicted speedup
 """
 
@@ -68,7 +73,49 @@ def verified():
     print(f"  the resumed atlas equals the full one: {rest.atlas() == full.atlas()}", flush=True)
 
 
-PARTS = {"predicted": predicted, "speedup": speedup, "verified": verified}
+def optimizer(runs=3):
+    import statistics
+
+    from topocoll.finder import find
+
+    rows = {}
+    for label, where in (("in turns here", {}), ("2 local processes", {"workers": 2})):
+        got = []
+        for _ in range(runs):
+            r = find(1024, 4, "1MiB", node_bandwidth="100Gbps", cache=_fresh(), optimize=True,
+                     budget=20, **where)
+            o = r.optimization
+            got.append((o["evaluations"], o["exact_evaluations"], o["seconds"]["total"],
+                        r.evaluated_time))
+        rows[label] = [statistics.median(col) for col in zip(*got)]
+    anchor = rows["in turns here"][0]
+    for label, (count, exact, seconds, best) in rows.items():
+        print(f"optimizer 1024 x 4, 20 s, {label:<27} {seconds:>9.1f} {'':>14} "
+              f"{'candidates':>12} {count / anchor:>7.2f}   {count:.0f} candidates ({exact:.0f} "
+              f"exact), best {best * 1e6:.1f} us", flush=True)
+
+
+def trainsim(runs=3):
+    import statistics
+
+    from topocoll.studies import train_sim_sizes
+    from topocoll.studies.models import model_workload
+
+    workload, times = model_workload("resnet50"), {}
+    for workers in (1, 2):
+        seconds = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            r = train_sim_sizes(workload, range(16, 257, 16), cache=_fresh(), workers=workers)
+            seconds.append(time.perf_counter() - start)
+        times[workers] = statistics.median(seconds)
+        print(f"{f'train-sim 16..256:16, {workers} process(es)':<52} {times[workers]:>9.1f} "
+              f"{'':>14} {'1 / this':>12} {times[1] / times[workers]:>7.2f}   {r.message}",
+              flush=True)
+
+
+PARTS = {"predicted": predicted, "speedup": speedup, "verified": verified,
+         "optimizer": optimizer, "trainsim": trainsim}
 
 
 def main():

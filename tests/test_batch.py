@@ -123,3 +123,44 @@ def test_compare_makes_the_same_rows_on_processes_and_on_the_cluster(cluster):
     for where in ({"workers": 2}, {"scheduler": cluster.scheduler_address}):
         there = compare(entries, algorithms=algorithms, **where)
         assert [asdict(r) for r in there.rows] == here, where
+
+
+# -- a time limit inside a task ------------------------------------------------------------
+
+
+def test_a_time_limit_stops_python_code_that_never_checks_in_the_main_thread():
+    from topocoll.batch import TimeUp, time_limit
+
+    before = signal.getsignal(signal.SIGALRM)
+    spins = 0
+    with pytest.raises(TimeUp, match="within its time limit of 0.05 s"):
+        with time_limit(0.05):
+            while True:         # no check: the alarm ends it
+                spins += 1
+    assert spins > 0 and signal.getsignal(signal.SIGALRM) is before
+    with time_limit(None) as check:
+        check()                 # no limit: nothing to raise
+    with time_limit(60) as check:
+        check()                 # well within it
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_in_another_thread_the_limit_holds_where_the_work_checks_in():
+    import threading
+
+    from topocoll.batch import TimeUp, time_limit
+
+    seen = []
+
+    def work():
+        try:
+            with time_limit(0.05) as check:
+                while True:
+                    check(1, 2, "a progress report")
+        except TimeUp as exc:
+            seen.append(str(exc))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(30)
+    assert seen == ["not finished within its time limit of 0.05 s"]

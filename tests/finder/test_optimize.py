@@ -54,6 +54,28 @@ def test_deterministic_for_a_seed():
     assert a.evaluations == b.evaluations and a.skeletons == b.skeletons
 
 
+def test_split_search_is_the_same_here_on_processes_and_on_a_dask_cluster(cluster):
+    # the skeletons as tasks: each its share of the candidates, wherever it runs
+    runs = [optimize(48, 4, "1MiB", max_evaluations=121, seed=5, **where)
+            for where in ({"workers": 1}, {"workers": 2},
+                          {"scheduler": cluster.scheduler_address})]
+    here = runs[0]
+    _check(here, 4)
+    assert len(here.skeletons) >= 2 and 0 < here.evaluations <= 121
+    for other in runs[1:]:
+        _check(other, 4)
+        assert (other.best.name, other.evaluated_time, other.evaluations, other.exact_evaluations,
+                other.skeletons, other.stopped) == \
+            (here.best.name, here.evaluated_time, here.evaluations, here.exact_evaluations,
+             here.skeletons, here.stopped)
+
+
+def test_split_search_with_no_candidates_returns_the_seed():
+    r = optimize(40, 4, "1MiB", max_evaluations=0, workers=1)
+    assert not r.improved and r.evaluations == 0 and r.stopped == "evaluations"
+    assert tc.verify(r.schedule).valid
+
+
 def test_zero_evaluations_returns_the_seed():
     r = optimize(40, 4, "1MiB", max_evaluations=0)
     assert not r.improved and r.best is r.seed and r.evaluated_time == r.seed_time
@@ -119,6 +141,15 @@ def test_cli(tmp_path):
     assert doc["best"]["name"].startswith("line(metacyclic")
     bad = run_cli(["find", "-n", 64, "-d", 4, "--budget", "5s"], tmp_path)
     assert bad.returncode != 0 and "--optimize" in bad.stderr
+    bad = run_cli(["find", "-n", 64, "-d", 4, "--workers", 2], tmp_path)
+    assert bad.returncode != 0 and "--optimize" in bad.stderr
+    bad = run_cli(["find", "-n", 64, "-d", 4, "--optimize", "--workers", 2, "--scheduler",
+                   "tcp://127.0.0.1:1"], tmp_path)
+    assert bad.returncode != 0 and "not both" in bad.stderr
+    split = run_cli(["find", "-n", 32, "-d", 4, "--optimize", "--max-evaluations", 60,
+                     "--workers", 2, "--json"], tmp_path)
+    assert split.returncode == 0, split
+    assert 0 < split.json()["optimization"]["evaluations"] <= 60
 
 
 # ---------------------------------------------------------------------- algorithms

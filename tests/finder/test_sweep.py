@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from topocoll.cli.main import cli
 from topocoll.cli.sweep import parse_range
-from topocoll.errors import InputTypeError
+from topocoll.errors import InputTypeError, UnsupportedError
 from topocoll.finder import find
 from topocoll.finder.sweep import CSV_COLUMNS, family, sweep
 
@@ -123,6 +123,28 @@ def test_a_failing_cell_is_kept_with_its_reason_and_the_rest_go_on(cache):
     assert again.computed == 0 and again.reused == 3 and again.failed == 1   # tried again
 
 
+@pytest.mark.parametrize("where", ["this process", "local processes", "a Dask cluster"])
+def test_a_cell_past_its_own_time_limit_fails_and_its_chunk_goes_on(where, request):
+    # here and in local processes an alarm stops the cell; in a Dask worker's thread the
+    # finder's next progress report does
+    kw = {"this process": {"workers": 1}, "local processes": {"workers": 2}}.get(where) or \
+        {"scheduler": request.getfixturevalue("cluster").scheduler_address}
+    before = signal.getsignal(signal.SIGALRM)
+    r = sweep([16, 17, 18], [2], cache=False, chunk=3, cell_time_limit=1e-6, **kw)
+    assert r.failed == 3 and not r.success
+    assert {c["error"] for c in r.cells} == {
+        "TimeUp: not finished within its time limit of 1e-06 s"}
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_cell_time_limit_that_is_not_reached_changes_nothing(reference):
+    r = sweep(NODES, DEGREES, evaluate=False, cache=False, workers=1, chunk=3,
+              cell_time_limit=3600)
+    assert r.atlas() == reference.atlas()
+    with pytest.raises(UnsupportedError, match="cell_time_limit must be > 0"):
+        sweep([16], [2], cache=False, cell_time_limit=0)
+
+
 def test_settings_are_part_of_the_key(cache):
     a = sweep([16], [2], evaluate=False, cache=cache, workers=1)
     b = sweep([16], [2], "64MiB", evaluate=False, cache=cache, workers=1)
@@ -200,6 +222,9 @@ def test_the_command_exits_1_when_a_cell_fails(tmp_path):
                                    "--no-cache", "--workers", "1"])
     assert res.exit_code == 1 and "1 of 4 cells failed" in res.output
     assert "failed: N=3 d=4: UnsupportedError: degree 4 on 3 nodes" in res.output
+    late = CliRunner().invoke(cli, ["sweep", "-n", "16", "-d", "2", "--no-cache", "--workers",
+                                    "1", "--cell-time-limit", "1us"])
+    assert late.exit_code == 1 and "not finished within its time limit of 1e-06 s" in late.output
 
 
 @pytest.mark.parametrize("text", ["16..8", "a..b", "4..8:0", ""])

@@ -496,3 +496,32 @@ def first_failure(report):
         if body:
             head = f"{head} {body[-1]}"
     return head
+
+
+def parse_range(text, what, most=1 << 20):
+    """Integers from ``"16..256"`` (both ends in), ``"16..256:16"`` (a step), ``"2,4,8"`` or a
+    mix (``"16..64,128"``), each at most ``most``.
+
+    >>> parse_range("2..4,8,10..14:2", "--degree")
+    [2, 3, 4, 8, 10, 12, 14]
+    """
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        try:
+            if ".." in part:
+                lo, _, rest = part.partition("..")
+                hi, _, step = rest.partition(":")
+                lo, hi, step = int(lo), int(hi), int(step or 1)
+                if step < 1 or hi < lo:
+                    raise ValueError
+            else:
+                lo = hi = int(part)
+                step = 1
+        except ValueError:
+            raise Fail(f"{what} {text[:40]!r}: expected sizes such as 16..256, 16..256:16 or "
+                       "16,32,64 (the first at most the last, a step of at least 1)") from None
+        if hi > most:
+            raise Fail(f"{what} {text[:40]!r}: every value must be at most {most}")
+        out += range(lo, hi + 1, step)
+    return sorted(set(out))

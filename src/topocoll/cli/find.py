@@ -61,13 +61,19 @@ __all__ = ["find"]
               help="With --optimize: candidate bases to score (deterministic for a --seed).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="With --optimize: random seed.")
+@click.option("--workers", type=click.IntRange(1), help="With --optimize: search each skeleton "
+              "as a task on this many local processes (1: this process; each gets an equal "
+              "share of the candidates and time) [default: the skeletons take turns here].")
+@click.option("--scheduler", metavar="ADDRESS", help="With --optimize: search the skeletons "
+              "on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786), as "
+              "--workers does on local processes.")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, type=click.Choice(list(_FINDER_ALGORITHMS)),
               help="Schedule algorithm for the chosen candidate (repeatable: the fastest "
               "verified one is kept; trees: spanning-tree packing) [default: bfb].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_file,
          workload_model, bucket_size, outdir, compress, no_evaluate, no_cache, optimize, budget,
-         max_evaluations, seed, algorithms, as_json):
+         max_evaluations, seed, workers, scheduler, algorithms, as_json):
     """The best topology and allreduce schedule for N nodes of degree d and a workload.
 
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
@@ -80,7 +86,7 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
     _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size,
                         outdir=outdir, compress=compress, budget=budget,
                         max_evaluations=max_evaluations, optimize=optimize,
-                        no_evaluate=no_evaluate)
+                        no_evaluate=no_evaluate, where=(workers, scheduler))
     schedule_name = "allreduce.json" + (".gz" if compress else "")
     workload = _find_workload(workload_model, sizes_file, sizes, bucket_size)
     created, plot_ok = _make_outdir(outdir)
@@ -92,7 +98,8 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
                            evaluate=not no_evaluate or bool(outdir),
                            keep_schedule=bool(outdir), cache=not no_cache, progress=update,
                            optimize=optimize, budget=budget, max_evaluations=max_evaluations,
-                           seed=seed, algorithms=algorithms or ("bfb",))
+                           seed=seed, algorithms=algorithms or ("bfb",), workers=workers,
+                           scheduler=scheduler)
     except BaseException:
         # Ctrl-C or an error before anything was written: take back the folder made for it
         if created:
@@ -113,7 +120,8 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
 
 
 def _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size, *,
-                        outdir, compress, budget, max_evaluations, optimize, no_evaluate):
+                        outdir, compress, budget, max_evaluations, optimize, no_evaluate,
+                        where=(None, None)):
     """Refuse option values and combinations that ``topocoll find`` cannot run."""
     if nodes < 2:
         raise Fail(f"--nodes must be at least 2, got {nodes}")
@@ -134,6 +142,10 @@ def _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket
         raise Fail("--compress applies to the files written with -o")
     if (budget is not None or max_evaluations is not None) and not optimize:
         raise Fail("--time-limit and --max-evaluations apply to --optimize")
+    if where != (None, None) and not optimize:
+        raise Fail("--workers and --scheduler apply to --optimize")
+    if None not in where:
+        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
     if optimize and no_evaluate:
         raise Fail("--optimize builds and verifies schedules; it cannot go with --no-evaluate")
     if max_evaluations is not None and max_evaluations < 0:

@@ -13,42 +13,12 @@ from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..units import format_time
 from .common import (EXIT_INVALID, Fail, check_output_folder, cluster_bandwidth_options,
                      duration_callback, err_console, one_bandwidth, out_console, print_json,
-                     progress_bar,
-                     unit_callback)
+                     parse_range, progress_bar, unit_callback)
 
 __all__ = ["sweep", "parse_range"]
 
 #: The files ``-o DIR`` writes (the plots need matplotlib).
 FILES = ("atlas.json", "atlas.csv", "ratio.png", "families.png")
-
-
-def parse_range(text, what, most=1 << 20):
-    """Integers from ``"16..256"`` (both ends in), ``"16..256:16"`` (a step), ``"2,4,8"`` or a
-    mix (``"16..64,128"``), each at most ``most``.
-
-    >>> parse_range("2..4,8,10..14:2", "--degree")
-    [2, 3, 4, 8, 10, 12, 14]
-    """
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        try:
-            if ".." in part:
-                lo, _, rest = part.partition("..")
-                hi, _, step = rest.partition(":")
-                lo, hi, step = int(lo), int(hi), int(step or 1)
-                if step < 1 or hi < lo:
-                    raise ValueError
-            else:
-                lo = hi = int(part)
-                step = 1
-        except ValueError:
-            raise Fail(f"{what} {text[:40]!r}: expected sizes such as 16..256, 16..256:16 or "
-                       "16,32,64 (the first at most the last, a step of at least 1)") from None
-        if hi > most:
-            raise Fail(f"{what} {text[:40]!r}: every value must be at most {most}")
-        out += range(lo, hi + 1, step)
-    return sorted(set(out))
 
 
 def _ranges(ctx, param, value):
@@ -81,12 +51,17 @@ def _ranges(ctx, param, value):
               callback=duration_callback("--time-limit", allow_zero=False),
               help="Stop after this long; cells not answered by then are failures (the "
                    "answered ones stay cached, so a rerun resumes).")
+@click.option("--cell-time-limit", "cell_time_limit", metavar="DURATION",
+              callback=duration_callback("--cell-time-limit", allow_zero=False),
+              help="Time one cell may take (its frontier, pick and evaluation), e.g. 2min; a "
+                   "cell past it fails with that reason and the sweep goes on [default: none].")
 @click.option("-o", "--output", "outdir", type=click.Path(file_okay=False),
               help="Write " + ", ".join(FILES) + " into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: settings, cells, computed, "
               "reused, failed, pool, files.")
 def sweep(*, nodes, degree, size, alpha, link_bandwidth, node_bandwidth, no_evaluate,
-          algorithms, no_cache, workers, scheduler, chunk, time_limit, outdir, as_json):
+          algorithms, no_cache, workers, scheduler, chunk, time_limit, cell_time_limit, outdir,
+          as_json):
     """The finder for every N and d of a grid: pick, bound ratio and runner-up per cell.
 
     For each cell (N, d): the Pareto frontier, the pick (the fastest predicted candidate) with
@@ -112,7 +87,8 @@ def sweep(*, nodes, degree, size, alpha, link_bandwidth, node_bandwidth, no_eval
                            link_bandwidth=link_bandwidth, evaluate=not no_evaluate,
                            algorithms=algorithms or ("bfb",), cache=not no_cache,
                            workers=workers, scheduler=scheduler, chunk=chunk,
-                           time_limit=time_limit, progress=update)
+                           time_limit=time_limit,
+                           cell_time_limit=cell_time_limit, progress=update)
     files = _write(result, outdir) if outdir is not None else []
     if as_json:
         print_json({**result.to_dict(), "files": files})

@@ -10,8 +10,8 @@ from .. import defaults, units
 from ..studies.resolve import resolve_profile, resolve_workload
 from ..units import format_size, format_time
 from .common import (cluster_bandwidth_options, check_plot, RenamedChoice, duration_callback,
-                     err_console, Fail, one_bandwidth, ProgressLines, out_console, print_json,
-                     renamed_option, unit_callback)
+                     err_console, EXIT_INVALID, Fail, one_bandwidth, parse_range, progress_bar,
+                     ProgressLines, out_console, print_json, renamed_option, unit_callback)
 
 __all__ = ["train_sim", "resolve_profile", "resolve_workload"]
 
@@ -35,8 +35,11 @@ EXPLICIT_NODES = 1024
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write the workload's JSON layer profile to FILE (with --measure: the "
                    "measured profile); without --nodes, --topology or --schedule, only that.")
-@click.option("-n", "--nodes", type=int, help="Cluster size N (default: the schedule's or "
-              "topology's; required otherwise).")
+@click.option("-n", "--nodes", callback=lambda ctx, param, value: None if value is None else
+              parse_range(value, "--nodes"), metavar="N[,N..]",
+              help="Cluster size N (default: the schedule's or topology's; required otherwise), "
+                   "or several: 16..256, 16..256:16 or 16,32,64 (one row each, simulated as "
+                   "tasks on --workers or --scheduler).")
 @click.option("-d", "--degree", type=int, help="Links per node d for the finder and the lower "
               "bound [default: 4, or the topology's largest out-degree].")
 @click.option("--schedule", "schedule_file", type=click.Path(dir_okay=False, allow_dash=True),
@@ -78,12 +81,17 @@ EXPLICIT_NODES = 1024
                    "expanded topology is priced by construction from its verified base, and the "
                    "baselines always by closed form].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--workers", type=click.IntRange(1), help="With several --nodes: local processes "
+              "that simulate the sizes [default: one per core; 1: this process].")
+@click.option("--scheduler", metavar="ADDRESS", help="With several --nodes: simulate the sizes "
+              "on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786).")
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw our iterations' timeline (compute and collectives) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, comm_model, alpha,
               link_bandwidth, node_bandwidth, policy, bucket, iterations, batch, gpu_flops,
-              efficiency, dtype, cycle_time, verify_full, no_cache, plot, as_json):
+              efficiency, dtype, cycle_time, verify_full, no_cache, workers, scheduler, plot,
+              as_json):
     """Simulate data-parallel or hybrid training: compute overlapped with collectives.
 
     A model's layers compute forward, input gradient and weight gradient; gradients (and, in
@@ -97,6 +105,9 @@ def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, com
     from ..studies.trainsim import check_options
 
     one_bandwidth(link_bandwidth, node_bandwidth)
+    sizes = _check_sizes(nodes, schedule_file=schedule_file, spec=spec, plot=plot,
+                         where=(workers, scheduler))
+    nodes = sizes[0] if sizes else None
     check_options(nodes, degree, schedule=schedule_file, topology=spec, comm_model=comm_model,
                   policy=policy, bucket_size=bucket, cycle_time=cycle_time,
                   iterations=iterations)
@@ -119,6 +130,10 @@ def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, com
                "node_bandwidth": node_bandwidth, "link_bandwidth": link_bandwidth,
                "policy": policy, "bucket_size": bucket, "iterations": iterations,
                "verify_full": verify_full}
+    if len(sizes) > 1:
+        _run_sizes(workload, sizes, options, where=(workers, scheduler), no_cache=no_cache,
+                   as_json=as_json)
+        return
     result = _run(workload, options, schedule_file=schedule_file, spec=spec, no_cache=no_cache)
     if plot:
         from ..studies.loop import plot_training
@@ -129,6 +144,69 @@ def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, com
         print_json({**result.to_dict(), "plot": plot})
         return
     _table(result, plot)
+
+
+def _check_sizes(nodes, *, schedule_file, spec, plot, where):
+    """The sizes of ``--nodes`` (empty without it), refusing what cannot go with several."""
+    sizes = nodes or []
+    if len(sizes) > 1:
+        fixed = "--schedule" if schedule_file is not None else "--topology" if spec else None
+        if fixed:
+            raise Fail(f"{fixed} gives one cluster; several --nodes take the finder's "
+                       "topology for each N")
+        if plot:
+            raise Fail("--plot draws one run's timeline: give one --nodes")
+    elif where != (None, None):
+        raise Fail("--workers and --scheduler apply to several --nodes (e.g. -n 16..64)")
+    if None not in where:
+        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
+    return sizes
+
+
+def _run_sizes(workload, sizes, options, *, where, no_cache, as_json):
+    """Several sizes as batch tasks: a table of one row per N, or the JSON document; exit 1
+    when any size failed."""
+    from ..studies.trainsim_sizes import train_sim_sizes
+
+    options = {k: v for k, v in options.items() if k != "nodes"}
+    update, bar = progress_bar("train-sim")
+    with bar:
+        result = train_sim_sizes(workload, sizes, workers=where[0], scheduler=where[1],
+                                 cache=not no_cache, progress=update, **options)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _sizes_table(workload, result)
+    if not result.success:
+        raise Fail(result.message, EXIT_INVALID)
+
+
+def _sizes_table(workload, result):
+    """One row per size: our allreduce and steady iteration, then each baseline's."""
+    names = next((list(doc["baselines"]) for doc in result.sizes if "baselines" in doc), [])
+    table = Table(title=f"{escape(workload.name)}: steady iteration time by cluster size; x bound "
+                        "= our collective busy time / the two-phase bound's")
+    for col in ("N", "d", "our allreduce", "ours", *names, "x bound"):
+        table.add_column(col, justify="left" if col == "our allreduce" else "right")
+    for doc in result.sizes:
+        if "error" in doc:
+            table.add_row(str(doc["nodes"]), "-", escape(doc["error"]),
+                          *["-"] * (len(names) + 2))
+            continue
+        ours = doc["ours"]
+        cells = [_steady(ours)] + [_steady(doc["baselines"][name]) for name in names]
+        table.add_row(str(doc["nodes"]), str(doc["degree"]), escape(ours["allreduce"]), *cells,
+                      "-" if ours["comm_ratio"] is None else f"{ours['comm_ratio']:.3f}")
+    out_console.print(table)
+    out_console.print(workload.description, markup=False)
+    out_console.print(result.message, markup=False)
+
+
+def _steady(row):
+    if "error" in row:
+        return "-"
+    steady = row["steady_iteration_time"]
+    return format_time(row["iteration_time"] if steady is None else steady)
 
 
 def _write_profile(workload, output, *, as_json, simulate):

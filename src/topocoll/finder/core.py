@@ -147,15 +147,13 @@ class FindResult(Result):
                 "from_cache": dict(self.from_cache), "seconds": dict(self.seconds)}
 
 
-def _optimize_into(result, store, products, progress, algorithms, budget, max_evaluations,
-                   seed):
+def _optimize_into(result, store, products, progress, algorithms, search):
     """Run the optimizer from the result's frontier; take its choice when it is faster (it
     comes with its verified schedule; otherwise the result keeps what it had)."""
     opt = _optimize(result.nodes, result.degree, result.workload, alpha=result.alpha,
-                   node_bandwidth=result.node_bandwidth, seed=seed, budget=budget,
-                   max_evaluations=max_evaluations, algorithms=algorithms, cache=store,
+                   node_bandwidth=result.node_bandwidth, algorithms=algorithms, cache=store,
                    products=products, progress=progress, frontier=result.frontier,
-                   keep_schedule=False)
+                   keep_schedule=False, **search)
     result.optimization = opt.to_dict()
     result.seconds["optimize"] = opt.seconds["total"]
     if not opt.improved:
@@ -200,7 +198,7 @@ def allreduce_bytes(nodes):
 def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
          link_bandwidth=None, evaluate=True, keep_schedule=False, cache=True, products=True,
          progress=None, algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None,
-         seed=0, method="auto"):
+         seed=0, method="auto", workers=None, scheduler=None):
     """The best topology and allreduce schedule for a cluster and a workload.
 
     Parameters
@@ -247,6 +245,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
         The optimizer's number of candidate bases (deterministic for a given ``seed``).
     seed : int
         The optimizer's random seed.
+    workers, scheduler : optional
+        Where the optimizer searches its skeletons: as tasks on local processes or a Dask
+        cluster (see :func:`~topocoll.finder.optimize.optimize`) [default: in turns here].
     method : {"auto", "explicit", "construction"}
         How the choice is evaluated: ``"explicit"`` builds its whole allreduce, verifies and
         evaluates it; ``"construction"`` builds and verifies only the allreduce of an
@@ -294,8 +295,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
                            algorithms=algorithms, store=store, keep_schedule=keep_schedule,
                            progress=progress, method=method)
         if optimize and result.status != Status.FAILED:
-            _optimize_into(result, store, products, progress, algorithms, budget,
-                           max_evaluations, seed)
+            _optimize_into(result, store, products, progress, algorithms,
+                           dict(budget=budget, max_evaluations=max_evaluations, seed=seed,
+                                workers=workers, scheduler=scheduler))
         return result
     finally:
         if "result" in locals():

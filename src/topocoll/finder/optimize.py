@@ -431,6 +431,11 @@ def _make_tracks(candidates, picked, target, seed, cost):
     return tracks
 
 
+def _draws(track):
+    """Cayley draws per round: small bases are cheap to draw and score, so they get more."""
+    return min(max(_CAYLEY_BATCH * 256 // track.skeleton.nodes, 8), 768)
+
+
 def _search(opt, tracks, spent, room, progress, max_evaluations):
     """Run the tracks' Cayley draws and swaps in rounds until ``spent()`` names a reason or
     nothing moves; return why it stopped."""
@@ -438,9 +443,7 @@ def _search(opt, tracks, spent, room, progress, max_evaluations):
     while stopped is None:
         moved = 0
         for track in tracks:
-            # small bases are cheap to draw and score: they get more draws per round
-            draws = min(max(_CAYLEY_BATCH * 256 // track.skeleton.nodes, 8), 768)
-            moved += opt.cayley(track, room(draws))
+            moved += opt.cayley(track, room(_draws(track)))
             if (stopped := spent()):
                 break
             moved += opt.rewire(track, room(_SWAP_BATCH))
@@ -453,6 +456,76 @@ def _search(opt, tracks, spent, room, progress, max_evaluations):
         if stopped is None and moved == 0:
             stopped = "exhausted"
     return stopped
+
+
+def _limits(opt, most, seconds, started):
+    """``(spent, room)`` of a search: ``spent()`` names why it must stop (``most`` candidates
+    scored by ``opt``, ``seconds`` since ``started``) or is None; ``room(count)`` is how many
+    of ``count`` more it may score."""
+    def spent():
+        if most is not None and opt.evaluations >= most:
+            return "evaluations"
+        if seconds is not None and time.perf_counter() - started >= seconds:
+            return "budget"
+        return None
+
+    def room(count):
+        return count if most is None else min(count, most - opt.evaluations)
+
+    return spent, room
+
+
+def _track_task(track, cost, share, seconds):
+    """One track searched alone (a task of :func:`_search_split`): at most ``share``
+    candidates and ``seconds`` of search; ``(track, evaluations, exact, why it stopped)``."""
+    opt = BaseScorer(*cost)
+    stopped = _search(opt, [track], *_limits(opt, share, seconds, time.perf_counter()), None,
+                      share)
+    return track, opt.evaluations, opt.exact, stopped
+
+
+def _apportion(total, weights):
+    """``total`` split into whole numbers in proportion to ``weights`` (largest remainders)."""
+    exact = total * weights
+    shares = np.floor(exact).astype(int)
+    extra = np.argsort(-(exact - shares), kind="stable")[:total - int(shares.sum())]
+    shares[extra] += 1
+    return shares.tolist()
+
+
+def _search_split(tracks, cost, limits, where, progress):
+    """The tracks searched as independent tasks on a :mod:`topocoll.batch` pool, each its
+    share of ``max_evaluations`` and of the budget's worker time in proportion to its part of
+    a round in turns; ``(tracks, evaluations, exact, stopped)``. The result does not depend on
+    where the tasks ran."""
+    from ..batch import Failure, open_pool, run_tasks
+
+    budget, max_evaluations = limits
+    count = len(tracks)
+    # each track's part of a round of the search in turns (its draws and swaps), so that the
+    # costly large skeletons get as little as they would there
+    weights = np.array([_draws(track) + _SWAP_BATCH for track in tracks], dtype=float)
+    weights /= weights.sum()
+    shares = [None] * count if max_evaluations is None else _apportion(max_evaluations, weights)
+    found, evaluations, exact, reasons = list(tracks), 0, 0, []
+    with open_pool(*where) as pool:
+        # a track gets at most the whole budget, so that the search ends near it
+        seconds = [None] * count if budget is None else \
+            (budget * np.minimum(1.0, min(pool.workers, count) * weights)).tolist()
+        jobs = [(i, (track, cost, shares[i], seconds[i])) for i, track in enumerate(tracks)]
+        for done, (i, outcome) in enumerate(run_tasks(_track_task, jobs, pool), 1):
+            if isinstance(outcome, Failure):    # its finds are lost; the others stand
+                reasons.append("failed")
+            else:
+                found[i], n_eval, n_exact, why = outcome
+                evaluations, exact = evaluations + n_eval, exact + n_exact
+                reasons.append(why)
+            if progress:
+                progress(done, count, f"optimizing: {done} of {count} skeletons searched "
+                         f"on {pool.description}")
+    stopped = next((why for why in ("budget", "evaluations", "failed", "exhausted")
+                    if why in reasons), "exhausted")
+    return found, evaluations, exact, stopped
 
 
 def _confirm(tracks, best, confirm, cost, tools):
@@ -513,7 +586,8 @@ def _search_limits(budget, max_evaluations):
 def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
              link_bandwidth=None, seed=0,
              budget=None, max_evaluations=None, seeds=4, confirm=2, algorithms=("bfb",),
-             cache=False, products=True, progress=None, frontier=None, keep_schedule=True):
+             cache=False, products=True, progress=None, frontier=None, keep_schedule=True,
+             workers=None, scheduler=None):
     """Search for a topology with a faster evaluated allreduce than the frontier's best.
 
     Parameters
@@ -547,6 +621,12 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
     keep_schedule : bool
         Return the verified schedule even when the seed wins and its evaluation is cached
         (default); optimized candidates always come with theirs.
+    workers, scheduler : optional
+        Search each skeleton as its own task on ``workers`` local processes (1: this process)
+        or on the Dask cluster at ``scheduler`` (:func:`topocoll.batch.open_pool`): each gets
+        an equal share of ``max_evaluations`` and of the budget's worker time, so the result
+        is the same wherever the tasks run. Without either (the default) the skeletons take
+        turns in this process and share the candidates as they go.
 
     Returns
     -------
@@ -571,19 +651,12 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
     opt = BaseScorer(workload, alpha, bandwidth)
     tracks = _make_tracks(candidates, order[:max(int(seeds), 1)], (nodes, degree), seed, cost)
 
-    def spent():
-        if max_evaluations is not None and opt.evaluations >= max_evaluations:
-            return "evaluations"
-        if budget is not None and time.perf_counter() - started >= budget:
-            return "budget"
-        return None
-
-    def room(count):
-        if max_evaluations is None:
-            return count
-        return min(count, max_evaluations - opt.evaluations)
-
-    stopped = _search(opt, tracks, spent, room, progress, max_evaluations)
+    if workers is None and scheduler is None:
+        stopped = _search(opt, tracks, *_limits(opt, max_evaluations, budget, started),
+                          progress, max_evaluations)
+    else:
+        tracks, opt.evaluations, opt.exact, stopped = _search_split(
+            tracks, cost, (budget, max_evaluations), (workers, scheduler), progress)
     searched = time.perf_counter()
 
     # confirm: the best optimized candidates, built, verified and evaluated at the target

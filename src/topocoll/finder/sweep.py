@@ -27,7 +27,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from ..batch import Failure, open_pool, run_tasks
+from ..batch import Failure, TimeUp, open_pool, run_tasks
+from ..batch import time_limit as limited    # sweep's own time_limit is the whole run's
 from ..errors import InputTypeError, TopocollError
 from ..results import Result, Status, as_progress
 from ..units import real_number, whole_number
@@ -66,13 +67,14 @@ def _entry(candidate, time_, lower):
             "steps": candidate.allreduce_steps, "time": time_, "ratio": time_ / lower}
 
 
-def _cell(n, degree, store, settings):
-    """One cell from :func:`find` (its frontier already in ``store``)."""
+def _cell(n, degree, store, settings, check):
+    """One cell from :func:`find` (its frontier already in ``store``); ``check`` hears its
+    progress (the cell's time limit)."""
     r = find(n, degree, settings["workload"], alpha=settings["alpha"],
              node_bandwidth=settings["node_bandwidth"],
              link_bandwidth=settings["link_bandwidth"], evaluate=settings["evaluate"],
              cache=store, products=settings["products"], algorithms=settings["algorithms"],
-             method=settings["method"])
+             method=settings["method"], progress=check)
     lower = r.lower_bound
     _, order = rank_by_time(r.frontier, r.workload, r.alpha, r.node_bandwidth)
     if r.status == Status.FAILED:
@@ -99,18 +101,21 @@ def _cell(n, degree, store, settings):
     return cell
 
 
-def sweep_chunk(degree, sizes, settings):
+def sweep_chunk(degree, sizes, settings, cell_limit=None):
     """The cells ``(N, degree)`` for ``N`` in ``sizes`` (one worker's task): ``[(N, cell)]``;
-    a cell that raises a topocoll error becomes ``{"status": "failed", "error": ...}``."""
+    a cell that raises a topocoll error, or takes more than ``cell_limit`` seconds
+    (:func:`topocoll.batch.time_limit`), becomes ``{"status": "failed", "error": ...}``."""
     store = open_cache(settings["cache"])
     try:
         search = Search(degree, store, products=settings["products"])
         out = []
         for n in sizes:
             try:
-                frontier(n, degree, cache=store, products=settings["products"], search=search)
-                out.append((n, _cell(n, degree, store, settings)))
-            except (TopocollError, MemoryError) as exc:
+                with limited(cell_limit) as check:
+                    frontier(n, degree, cache=store, products=settings["products"],
+                             search=search, progress=check)
+                    out.append((n, _cell(n, degree, store, settings, check)))
+            except (TopocollError, MemoryError, TimeUp) as exc:
                 out.append((n, {"nodes": n, "degree": degree, "status": "failed",
                                 "error": f"{type(exc).__name__}: {exc}"}))
         return out
@@ -196,10 +201,13 @@ def _chunks(missing, chunk):
     return out
 
 
-def _answer(missing, chunk, settings, pool, deadline, store, cells, total, progress):
+def _answer(missing, chunk, settings, pool, limits, store, cells, total, progress):
     """Run the chunks of the ``missing`` cells on ``pool``, putting each answer into ``cells``
-    and the cache as its chunk ends (a failed chunk: each of its cells failed, not cached)."""
-    tasks = [((d, tuple(sizes)), (d, sizes, settings)) for d, sizes in _chunks(missing, chunk)]
+    and the cache as its chunk ends (a failed chunk: each of its cells failed, not cached);
+    ``limits`` is the sweep's deadline and each cell's seconds."""
+    deadline, cell_limit = limits
+    tasks = [((d, tuple(sizes)), (d, sizes, settings, cell_limit))
+             for d, sizes in _chunks(missing, chunk)]
     failed = 0
     for (d, sizes), outcome in run_tasks(sweep_chunk, tasks, pool, deadline=deadline,
                                          window=pool.workers + 1):
@@ -220,7 +228,7 @@ def _answer(missing, chunk, settings, pool, deadline, store, cells, total, progr
 def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
           link_bandwidth=None, evaluate=True, products=True, algorithms=("bfb",),
           method="auto", cache=True, workers=None, scheduler=None, chunk=None,
-          time_limit=None, progress=None):
+          time_limit=None, cell_time_limit=None, progress=None):
     """The finder's answer for every ``(N, d)`` in ``nodes x degrees`` (see the module).
 
     Parameters
@@ -243,6 +251,10 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
     time_limit : float, optional
         Seconds; stop after this long: cells not answered by then fail with that reason (answered
         ones stay cached).
+    cell_time_limit : float, optional
+        Seconds one cell may take (its frontier, pick and evaluation); a cell past it fails
+        with that reason and its chunk goes on (:func:`topocoll.batch.time_limit`: at once on
+        local processes, at the finder's next progress report on a Dask cluster).
     progress : callable, optional
         ``progress(done, total, stage)`` per cell; ``stage`` counts the failures.
 
@@ -256,6 +268,8 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
                          algorithms, method, cache)
     chunk = whole_number(chunk if chunk is not None else (4 if evaluate else 16), "chunk", 1)
     limit = None if time_limit is None else real_number(time_limit, "time_limit", above=0)
+    cell_limit = None if cell_time_limit is None else real_number(cell_time_limit,
+                                                                  "cell_time_limit", above=0)
     store = cache if isinstance(cache, Cache) else open_cache(cache)
     try:
         cells = {(d, n): doc for d in degs for n in sizes
@@ -267,7 +281,7 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
             deadline = None if limit is None else time.monotonic() + limit
             with open_pool(workers, scheduler) as pool:
                 described = pool.description
-                _answer(missing, chunk, settings, pool, deadline, store, cells,
+                _answer(missing, chunk, settings, pool, (deadline, cell_limit), store, cells,
                         len(sizes) * len(degs), as_progress(progress))
     finally:
         if not isinstance(cache, Cache):

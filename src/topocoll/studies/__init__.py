@@ -5,7 +5,8 @@ collectives on the network, each layer's next forward waiting for its gradient -
 workloads of :mod:`.workloads` (built-in models' FLOPs model, :mod:`.models`; torch
 measurements, :mod:`.measure`; ASTRA-sim text workloads and JSON profiles), with the prices of
 :mod:`.prices` and :mod:`.allreduce_costs`; :func:`~.trainsim.train_sim` is the train-sim job
-(ours next to the bound and the baselines); :func:`~.training.simulate_iteration` is the
+(ours next to the bound and the baselines), :func:`~.trainsim_sizes.train_sim_sizes` the same at
+several cluster sizes as batch tasks; :func:`~.training.simulate_iteration` is the
 one-iteration, allreduce-only form on a ready-time profile (:mod:`.gradient_profile`)."""
 
 from ..lazy import lazy_attributes
@@ -31,6 +32,7 @@ _LAZY = {
     ".training": ("simulate_iteration", "IterationResult", "Allreduce", "plot_iteration",
                   "POLICIES"),
     ".trainsim": ("train_sim", "TrainSimResult"),
+    ".trainsim_sizes": ("train_sim_sizes", "TrainSimSizesResult"),
     ".workloads": ("TrainingWorkload", "WorkloadLayer", "load_training_workload"),
 }
 

@@ -75,12 +75,12 @@ def solve_free_groups(block, demand, cand_group, cand_pair, cand_block, *, cost,
 def _parallel_map(func, items, workers, progress):
     """``[func(x) for x in items]`` on ``workers`` processes, in order, with progress."""
     import concurrent.futures as cf
-    import multiprocessing as mp
 
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    from ..batch import open_pool
+
+    with open_pool(workers) as pool:
         futures = [pool.submit(func, item) for item in items]
-        for i, fut in enumerate(cf.as_completed(futures)):
+        for i, _ in enumerate(cf.as_completed(futures)):
             if progress:
                 progress(i + 1, len(futures))
         return [f.result() for f in futures]

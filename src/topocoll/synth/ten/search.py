@@ -106,21 +106,17 @@ def _run_greedy(problem, seed, restarts, workers, progress, target):
             if r.makespan <= target:           # at the lower bound: no restart can do better
                 break
     else:
-        from concurrent.futures import ProcessPoolExecutor   # imported here: start-up time
+        from ...batch import open_pool      # imported here: start-up time
 
-        pool = ProcessPoolExecutor(max_workers=workers)
-        try:
-            jobs = [(arrays, s, rule) for s, rule in zip(seeds, rules)]
-            for i, res in enumerate(pool.map(_greedy_job, jobs)):
-                results.append(res)
+        jobs = [(arrays, s, rule) for s, rule in zip(seeds, rules)]
+        # Ctrl-C or a failed run leaves the pool abandoned: the queued restarts are dropped
+        # instead of run before the error can surface
+        with open_pool(workers) as pool:
+            futures = [pool.submit(_greedy_job, job) for job in jobs]
+            for i, future in enumerate(futures):
+                results.append(future.result())
                 if progress is not None:
                     progress(i + 1, restarts)
-        except BaseException:
-            # Ctrl-C or a failed run: drop the queued restarts instead of running them all
-            # before the error can surface (shutting down with wait=True would)
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
         # the runs a serial search would have made (it stops at the bound)
         hit = [i for i, r in enumerate(results) if r[0] <= target]
         results = results[:hit[0] + 1] if hit else results
