@@ -11,12 +11,14 @@ grows with its work.
 
 First it runs the table of hostile command lines of ``tests/cli/test_hostile.py`` (every
 command: malformed specs and files, absurd and non-finite numbers, broken XML, bad environment
-variables, unwritable outputs, decompression bombs) and prints, to stderr, how many ended each
-way per command: a clean error (or an allowed success), a traceback, a wrong exit status, more
-than one stderr line, an error that names no rule, an output left behind, bad JSON, a hang or
-runaway work (more Python calls than the test allows), a process started. ``--json`` prints one
-JSON document on stdout instead of the tables' stdout part (the counts, the failing cases with
-their first stderr lines, and the memory rows).
+variables, unwritable outputs, decompression bombs), then that of
+``tests/cli/test_hostile_new.py`` (sweep, train-sim and find --optimize on workers or a Dask
+scheduler, emulate, run --emulate, gossip run, the routed baselines) and prints, to stderr,
+how many ended each way per command: a clean error (or an allowed success), a traceback, a
+wrong exit status, more than one stderr line, an error that names no rule, an output left
+behind, bad JSON, a hang or runaway work (more Python calls than the test allows), a process
+started. ``--json`` prints one JSON document on stdout instead of the tables' stdout part (the
+counts, the failing cases with their first stderr lines, and the memory rows).
 
     python benchmarks/hostile_inputs.py --cases-only --json
     python benchmarks/hostile_inputs.py --cases-only --filter run/
@@ -115,8 +117,9 @@ def run_cases(select="", quick=False, progress=True):
     slowest cases with their count of Python calls)."""
     sys.path.insert(0, str(ROOT))
     from tests.cli import test_hostile as table
+    from tests.cli import test_hostile_new as newer
 
-    cases = [case for case in table.CASES
+    cases = [case for case in table.CASES + newer.CASES
              if select in case.id and not (quick and case.slow)]
     counts = collections.defaultdict(collections.Counter)
     failing, slowest = [], []
@@ -124,8 +127,7 @@ def run_cases(select="", quick=False, progress=True):
         work = Path(work)
         (work / "in").mkdir()
         table.warm_up()
-        inputs = table.make_inputs(work / "in")
-        inputs["BIG1024"] = table.make_big_schedule(work / "in")
+        inputs = newer.make_all_inputs(work / "in")    # both tables' inputs
         for i, case in enumerate(cases):
             cwd, scratch = work / f"case{i}", work / f"out{i}"
             cwd.mkdir()

@@ -65,6 +65,11 @@ SLOW = (
     "runtime/test_gossip_runtime.py::test_run_local_spawns_by_default",
     "runtime/test_executor.py::test_a_peer_that_never_sends_is_named_with_the_step",
     "runtime/test_executor.py::test_a_rank_that_never_builds_the_collective_is_reported",
+    "runtime/test_faults.py",
+    # soaks: thousands of calls on 4 ranks, fifty emulated networks (tests/soak)
+    "soak/test_runtime_soak.py::test_two_thousand_schedule_calls_stay_flat",
+    "soak/test_runtime_soak.py::test_a_thousand_gossip_steps_stay_flat",
+    "soak/test_emulate_soak.py",
     # emulated networks with torch ranks inside
     "emulate/test_emulate_cli.py::test_run_emulate_measures_and_models",
     "emulate/test_emulate_cli.py::test_gossip_run_on_a_network",
@@ -72,6 +77,7 @@ SLOW = (
     "emulate/test_emulate_cli.py::test_gossip_run_on_loopback_has_no_model",
     "emulate/test_runs_on_network.py::test_a_run_on_the_network_reports_the_model_beside_it",
     "emulate/test_runs_on_network.py::test_gossip_on_a_switch_reports_both_and_their_models",
+    "emulate/test_link_down.py::test_a_link_taken_down_mid_collective_is_named",
     "test_readme.py::test_cli_examples[emulate.md]",
     # the `$ topocoll` lines of the README and the guides that run torch or big LPs
     "test_readme.py::test_cli_examples[README.md]",

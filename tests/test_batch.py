@@ -8,7 +8,8 @@ import time
 import pytest
 
 from topocoll.batch import Failure, local_cores, open_pool, run_tasks
-from topocoll.errors import ClusterError, InputTypeError
+from topocoll.batch.pools import check_address, check_workers
+from topocoll.errors import ClusterError, InputTypeError, ResourceLimitError
 
 
 def square(x):
@@ -91,6 +92,40 @@ def test_bad_pools_are_refused():
     with pytest.raises(ClusterError, match="no Dask scheduler answered at tcp://127.0.0.1:9"):
         open_pool(scheduler="tcp://127.0.0.1:9", timeout=2)
     assert local_cores() >= 1
+
+
+@pytest.mark.parametrize("address", ["tcp://", "tcp://127.0.0.1:abc", "tcp://127.0.0.1:0",
+                                     "tcp://127.0.0.1:65536", "tcp://[::1", "tcp://::1:8786",
+                                     "inproc://x", "ucx://127.0.0.1:1", "tcp://a b:1",
+                                     "tcp://127.0.0.1:8786\n", f"tcp://{'9' * 300}:1"])
+def test_addresses_dask_cannot_take_are_refused_before_any_connection(address):
+    """Dask would raise a bare ValueError or TypeError for each (and its half-made Client
+    would then take a minute to close at exit)."""
+    with pytest.raises(InputTypeError, match="tcp://HOST:8786"):
+        check_address(address)
+    with pytest.raises(InputTypeError, match="tcp://HOST:8786"):
+        open_pool(scheduler=address)
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "tcp://[::1]:8786",
+                                     "ws://head-node.example:8786", "wss://10.0.0.1:443"])
+def test_addresses_of_every_reachable_kind_pass(address):
+    assert check_address(address) is None
+
+
+def test_tls_without_dask_tls_settings_is_refused():
+    pytest.importorskip("distributed")
+    with pytest.raises(ClusterError, match="TLS settings"):
+        check_address("tls://127.0.0.1:8786")
+
+
+def test_more_workers_than_memory_holds_are_refused_before_one_starts():
+    """The pool forks every worker at its first task: a billion would be a fork bomb."""
+    with pytest.raises(ResourceLimitError, match="1000000000 local worker processes"):
+        open_pool(workers=10 ** 9)
+    with pytest.raises(InputTypeError, match="positive integer"):
+        check_workers(True)
+    assert check_workers(2) is None
 
 
 # -- a real Dask cluster ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topocoll"
 FLOOR = {
     "errors": 0, "lazy": 0,
     "units": 1, "results": 1, "collectives": 1,
-    "limits": 2, "defaults": 2, "batch": 2,
+    "limits": 2, "defaults": 2, "readcost": 2, "batch": 3,
     "fileio": 3,
     "topology": 4, "highs": 4, "plotting": 4,
     "schedule": 5,

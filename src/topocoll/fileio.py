@@ -9,7 +9,10 @@ Writing (:func:`open_output`):
   ``/dev/fd/N``: bash's ``>(...)``), is written straight into it, never replaced;
 * a regular file, new or existing, is written to a temporary file beside it and moved into place
   when complete, so a failure never leaves half a file or loses the old one; a symlink stays a
-  symlink and its target gets the new content;
+  symlink and its target gets the new content; a full disk is said as such, with the fact
+  that the old file was kept;
+* the files of one output (a command's ``-o FOLDER``) are written as one in an
+  :func:`output_set`: all of them are moved into place, or none;
 * a name ending in ``.gz`` is written gzip-compressed.
 
 :func:`check_output` makes the checks that need no work done first (an empty name, a directory,
@@ -38,6 +41,8 @@ topocoll.errors.FileAccessError: output file name is empty
 """
 
 import contextlib
+import contextvars
+import errno
 import json
 import os
 import re
@@ -46,10 +51,11 @@ import sys
 import zlib
 
 from .errors import FileAccessError, ScheduleFormatError
-from .limits import memory_limit, require_memory
+from .limits import memory_limit, require_memory, resident_bytes
+from .readcost import ReadCost
 from .units import format_size
 
-__all__ = ["check_output", "open_output", "read_input", "read_text", "parse_json",
+__all__ = ["check_output", "open_output", "output_set", "read_input", "read_text", "parse_json",
            "max_file_bytes",
            "is_gzip_name",
            "is_special",
@@ -223,18 +229,65 @@ def open_output(path, *, compress=None):
     try:
         fd, tmp = tempfile.mkstemp(prefix=".topocoll-", dir=folder)
     except OSError as exc:
-        raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+        raise FileAccessError(_cannot_write(path, exc, mode is not None)) from None
     try:
         with os.fdopen(fd, "wb") as raw, _wrap(raw, compress) as fh:
             yield fh
         os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
-        os.replace(tmp, real)
+        staged = _STAGED.get()
+        if staged is None:
+            os.replace(tmp, real)
+        else:
+            staged.append((tmp, real))
     except OSError as exc:
         _remove(tmp)
-        raise FileAccessError(f"{path}: cannot write: {exc.strerror}") from None
+        raise FileAccessError(_cannot_write(path, exc, mode is not None)) from None
     except BaseException:
         _remove(tmp)
         raise
+
+
+#: The files of the :func:`output_set` being written, as (temporary, final) paths.
+_STAGED = contextvars.ContextVar("topocoll_output_set", default=None)
+
+
+@contextlib.contextmanager
+def output_set():
+    """Write the files of one output (a command's ``-o FOLDER``) as one: each regular file that
+    :func:`open_output` writes in the ``with`` block keeps its new content under its temporary
+    name until the block ends, and then all of them are moved into place. A block that fails
+    moves none: every old file stays, and no new file of the set appears."""
+    staged = []
+    token = _STAGED.set(staged)
+    try:
+        yield
+    except BaseException as exc:
+        for tmp, _ in staged:
+            _remove(tmp)
+        if staged and isinstance(exc, FileAccessError):
+            raise FileAccessError(f"{exc}; no other file of this output was changed "
+                                  "either") from None
+        raise
+    finally:
+        _STAGED.reset(token)
+    for i, (tmp, real) in enumerate(staged):
+        try:
+            os.replace(tmp, real)
+        except OSError as exc:   # (a rename needs no room: this is not a full disk)
+            for rest, _ in staged[i:]:
+                _remove(rest)
+            raise FileAccessError(f"{real}: cannot write: {exc.strerror}") from None
+
+
+def _cannot_write(path, exc, existed):
+    """The one line for an OS error while ``path`` was written (its old file, if ``existed``,
+    is untouched: only a complete new file replaces it)."""
+    said = f"{path}: cannot write: {exc.strerror or exc}"
+    if exc.errno == errno.ENOSPC:
+        said += " (the disk is full)"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        said += "; the old file was kept" if existed else "; no partial file was left"
+    return said
 
 
 @contextlib.contextmanager
@@ -292,23 +345,43 @@ def read_input(path, *, starts=None, what="file"):
     room = memory_limit()
     if room is not None and room // _READ_FACTOR < limit:
         limit = _MemoryCap(room // _READ_FACTOR)
+    watch = _Watch(name)
     try:
         if path == "-":
-            return _read(sys.stdin.buffer, name, limit, starts, what)
+            return _read(sys.stdin.buffer, name, limit, starts, what, watch)
         with open(path, "rb") as fh:
-            return _read(fh, name, limit, starts, what)
+            return _read(fh, name, limit, starts, what, watch)
     except IsADirectoryError:
         raise FileAccessError(f"{name}: cannot read: is a directory") from None
     except OSError as exc:
         raise FileAccessError(f"{name}: cannot read: {exc.strerror or exc}") from None
 
 
-def _read(fh, name, limit, starts, what):
+class _Watch:
+    """The content's :class:`~topocoll.readcost.ReadCost`, its peak estimate put to
+    :func:`~topocoll.limits.require_memory` whenever it has grown by a quarter, and once at
+    the end: a file that would not fit is refused before its parse, naming the estimate."""
+
+    def __init__(self, name):
+        self.cost = ReadCost(name)
+        self.base = resident_bytes()
+        self.asked = 0
+
+    def feed(self, piece, final=False):
+        self.cost.feed(piece)
+        peak = self.cost.peak()
+        if peak > 1.25 * self.asked or (final and peak > self.asked):
+            self.asked = peak
+            require_memory(peak, f"reading and parsing {self.cost.name} "
+                                 f"({format_size(self.cost.bytes)} of content)", base=self.base)
+
+
+def _read(fh, name, limit, starts, what, watch):
     pieces, size, checked = [], 0, starts is None
     while True:
-        piece = fh.read(min(_PIECE if not pieces else 64 * _PIECE, limit + 1 - size))
+        piece = fh.read(min(_PIECE if not pieces else 16 * _PIECE, limit + 1 - size))
         if not pieces and piece[:2] == GZIP_MAGIC:
-            return _gunzip(piece, fh, name, limit, starts, what)
+            return _gunzip(piece, fh, name, limit, starts, what, watch)
         if not piece:
             break
         pieces.append(piece)
@@ -317,25 +390,29 @@ def _read(fh, name, limit, starts, what):
             raise _too_large(name, limit)
         if not checked:
             checked = _check_start(piece, name, starts, what)
+        watch.feed(piece)
     if not checked:
         raise ScheduleFormatError(f"{name}: empty, not a {what}")
+    watch.feed(b"", final=True)
     return b"".join(pieces)
 
 
-def _gunzip(head, fh, name, limit, starts, what):
+def _gunzip(head, fh, name, limit, starts, what, watch):
     inflate = zlib.decompressobj(wbits=31)
     out, size, checked = [], 0, starts is None
     data = head
     try:
         while data:
             while data:
-                piece = inflate.decompress(data, limit + 1 - size)
+                # a piece at a time: a bomb is seen before it is inflated
+                piece = inflate.decompress(data, min(_PIECE, limit + 1 - size))
                 out.append(piece)
                 size += len(piece)
                 if size > limit:
                     raise _too_large(name, limit, compressed=True)
                 if not checked and piece:
                     checked = _check_start(piece, name, starts, what)
+                watch.feed(piece)
                 data = inflate.unconsumed_tail
                 if inflate.eof and inflate.unused_data:   # another gzip member follows
                     data = inflate.unused_data
@@ -347,6 +424,7 @@ def _gunzip(head, fh, name, limit, starts, what):
         raise ScheduleFormatError(f"{name}: damaged gzip data (it ends early)")
     if not checked:
         raise ScheduleFormatError(f"{name}: empty, not a {what}")
+    watch.feed(b"", final=True)
     return b"".join(out)
 
 

@@ -23,7 +23,8 @@ import os
 from .errors import ResourceLimitError
 from .units import format_size, parse_size
 
-__all__ = ["memory_limit", "require_memory", "ENV", "MIN_LIMIT"]
+__all__ = ["memory_limit", "require_memory", "largest_estimate", "resident_bytes", "ENV",
+           "MIN_LIMIT"]
 
 ENV = "TOPOCOLL_MEMORY_LIMIT"
 #: The smallest limit ``TOPOCOLL_MEMORY_LIMIT`` may set: 1 MiB.
@@ -100,9 +101,34 @@ def _address_space_room():
     return max(0, soft - used)
 
 
-def require_memory(nbytes, what):
+def resident_bytes():
+    """This process's resident memory in bytes (0 where the system does not say)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
+
+
+class _Estimates:
+    """The largest peak a job of this process has estimated: its resident memory when it
+    asked plus what it asked for (what a test measuring peaks compares with)."""
+
+    largest = 0
+
+
+def largest_estimate():
+    """The largest peak (bytes) any :func:`require_memory` call of this process estimated:
+    the resident memory its job started from plus the bytes it asked for; 0 before any."""
+    return _Estimates.largest
+
+
+def require_memory(nbytes, what, *, base=None):
     """Raise :class:`~topocoll.errors.ResourceLimitError` if ``what`` (about ``nbytes`` bytes)
-    would not fit under :func:`memory_limit`."""
+    would not fit under :func:`memory_limit`; ``base`` is the resident memory the bytes come
+    on top of (default: this process's now), for :func:`largest_estimate`."""
+    base = resident_bytes() if base is None else base
+    _Estimates.largest = max(_Estimates.largest, int(base + nbytes))
     limit, source = _limit_and_source()
     if limit is None or nbytes <= limit:
         return

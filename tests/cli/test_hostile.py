@@ -11,8 +11,9 @@ bombs. Each case is one test id and must end the way a script can rely on:
 - with ``--json`` and success, one JSON document on stdout (and nothing on stdout on exit 2);
 - an answer within a bounded count of work: at most ``WORK_LIMIT`` Python function calls
   (counted by a profile hook, no clock involved), no more address space than ``HEADROOM``
-  above what the test process uses, and for ``run`` no process started. The watchdog is only
-  a safety net that turns a hang inside C code into a failure; nothing asserts a time.
+  above what the test process uses, and for the ``GUARDED`` commands no process started. The
+  watchdog is only a safety net that turns a hang inside C code into a failure; nothing
+  asserts a time.
 
 Each case runs :func:`topocoll.cli.main.main` in a forked copy of the test process: its imports
 are already done (no second of start-up per case), its descriptors 0, 1 and 2 are /dev/null and
@@ -120,6 +121,8 @@ BASES = {
 }
 #: commands whose runs start processes of their own: none may start in a case
 STARTS_RANKS = ("run", "gossip run")
+#: guarded as well: emulate's namespaces are made by forked helpers (as root, for real)
+GUARDED = STARTS_RANKS + ("emulate",)
 
 # ---- hostile values by the kind of thing an option takes (all of them must be refused)
 SIZES = ["nan", "inf", "-inf", "-1MiB", "-1", "1e400", "abc", "", D5000, "NaNMiB", "1 parsec",
@@ -1012,25 +1015,24 @@ def _child(args, cwd, env, guard_processes, out_path, err_path, report_fd):
             os._exit(0)
 
 
-def _run_forked(args, cwd, env, guard_processes, scratch):
-    """Run ``topocoll ARGS`` in a forked copy of this process (its imports already done, so a
-    case costs no start-up), which a hang, a crash or a memory runaway cannot take down with
-    it: (code, stdout, stderr, calls, escaped)."""
+def forked(child, watchdog=WATCHDOG):
+    """Run ``child(report_fd)`` in a forked copy of this process (it must end with
+    ``os._exit``) and read what it writes to ``report_fd``: ``(chunks, hung, wait status)``;
+    a child silent for ``watchdog`` seconds is killed with its process group."""
     import select
 
-    out_path, err_path = Path(scratch) / "stdout", Path(scratch) / "stderr"
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:   # the child never returns
         os.close(read_fd)
-        _child(args, str(cwd), env, guard_processes, out_path, err_path, write_fd)
+        child(write_fd)
     os.close(write_fd)
     chunks, hung = [], False
     try:
         while True:
-            ready, _, _ = select.select([read_fd], [], [], WATCHDOG)
+            ready, _, _ = select.select([read_fd], [], [], watchdog)
             if not ready:
                 hung = True
                 break
@@ -1046,6 +1048,16 @@ def _run_forked(args, cwd, env, guard_processes, scratch):
         _, status = os.waitpid(pid, 0)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)   # anything the run left running in its group
+    return chunks, hung, status
+
+
+def _run_forked(args, cwd, env, guard_processes, scratch):
+    """Run ``topocoll ARGS`` in a forked copy of this process (its imports already done, so a
+    case costs no start-up), which a hang, a crash or a memory runaway cannot take down with
+    it: (code, stdout, stderr, calls, escaped)."""
+    out_path, err_path = Path(scratch) / "stdout", Path(scratch) / "stderr"
+    chunks, hung, status = forked(
+        lambda fd: _child(args, str(cwd), env, guard_processes, out_path, err_path, fd))
     stdout = out_path.read_bytes().decode("utf-8", "replace") if out_path.exists() else ""
     stderr = err_path.read_bytes().decode("utf-8", "replace") if err_path.exists() else ""
     if hung:
@@ -1065,7 +1077,7 @@ def run_case(case, inputs, cwd, scratch, cache_dir):
     args = _expand(case.args, inputs)
     env = {"TOPOCOLL_CACHE_DIR": str(cache_dir), **dict(case.env)}
     code, stdout, stderr, calls, escaped = _run_forked(args, cwd, env,
-                                                       case.command in STARTS_RANKS, scratch)
+                                                       case.command in GUARDED, scratch)
     left = sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*"))
     return Outcome(code, stdout, stderr, calls, left, escaped)
 
@@ -1126,7 +1138,7 @@ TESTED = [case for case in CASES
 
 #: modules every case would otherwise import again in its forked child
 WARM = ["numpy", "scipy.sparse", "scipy.sparse.csgraph", "scipy.optimize", "highspy",
-        "networkx", "matplotlib", "rich.table", "xml.etree.ElementTree"]
+        "networkx", "matplotlib", "rich.table", "xml.etree.ElementTree", "distributed"]
 
 
 def warm_up():

@@ -80,3 +80,18 @@ def test_an_early_error_stays_one_line(tmp_path, monkeypatch):
     code, out, err = run_in_process(["synth", "torus:4x4", "-c", "allgather", "--time-step",
                                      "1e-15"], tmp_path)
     assert code == 2 and err.strip().splitlines() == [err.strip()]
+
+
+def test_a_stage_that_only_counts_is_no_new_phase(capsys, monkeypatch):
+    """A batch whose tasks fail counts them in its stage ("3 failed"): a line at each quarter,
+    not one per failure (a sweep of a million failing cells once printed 65,000)."""
+    monkeypatch.setattr(common.threading, "Timer", _Never)
+    with common.ProgressLines("cells") as lines:
+        lines.wake()
+        for done in range(1, 101):
+            lines.update(f"{done} failed", done, 100)
+    err = capsys.readouterr().err.splitlines()
+    assert err[:6] == ["cells: working ...", "cells: 1 failed 1/100", "cells: 25 failed 25/100",
+                       "cells: 50 failed 50/100", "cells: 75 failed 75/100",
+                       "cells: 100 failed 100/100"]
+    assert err[6].startswith("cells: done in ") and len(err) == 7

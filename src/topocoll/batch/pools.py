@@ -23,11 +23,23 @@ Tasks must be module-level functions with picklable arguments and results.
 import concurrent.futures as cf
 import multiprocessing as mp
 import os
+import re
 import signal
 
 from ..errors import ClusterError, InputTypeError, UnsupportedError
 
-__all__ = ["Pool", "open_pool", "local_cores"]
+__all__ = ["Pool", "open_pool", "local_cores", "check_address", "check_workers"]
+
+#: Seconds a Dask scheduler has to answer (Client's own default).
+CONNECT_TIMEOUT = 30.0
+#: The least a forked worker process is counted as holding (a Python with numpy imported).
+_WORKER_BYTES = 64 << 20
+
+#: Schemes of a scheduler a Client reaches with Dask's settings alone (tls also needs
+#: certificates there); ucx needs a library of its own, inproc is another process's memory.
+SCHEMES = ("tcp", "tls", "ws", "wss")
+_ADDRESS = re.compile(r"(?P<scheme>[a-z]+)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
+                      r":(?P<port>[0-9]{1,5})")
 
 
 def local_cores():
@@ -114,7 +126,30 @@ def _processes(workers):
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
+def check_address(address, what="scheduler"):
+    """Refuse (:class:`~topocoll.errors.InputTypeError`) a Dask scheduler address that is not
+    ``SCHEME://HOST:PORT`` with a scheme of :data:`SCHEMES` and a port 1..65535, and
+    (:class:`~topocoll.errors.ClusterError`) tls:// without Dask's TLS settings; nothing is
+    contacted. Dask itself would raise a bare ValueError or TypeError for most of these, and
+    the half-made Client then spends a minute closing as the process exits."""
+    match = _ADDRESS.fullmatch(address) if isinstance(address, str) else None
+    if match is None or match["scheme"] not in SCHEMES or not 0 < int(match["port"]) < 65536 \
+            or len(match["host"]) > 253:    # the longest name DNS has
+        shown = repr(address) if len(str(address)) <= 60 else repr(str(address)[:60]) + "..."
+        raise InputTypeError(f"{what} must be an address such as tcp://HOST:8786 (scheme "
+                             f"{', '.join(SCHEMES)}; port 1..65535), got {shown}")
+    if match["scheme"] == "tls":
+        try:
+            from distributed.security import Security
+        except ImportError:
+            return      # open_pool says what to install
+        if Security().get_connection_args("client").get("ssl_context") is None:
+            raise ClusterError(f"{what} {address}: tls:// needs Dask's TLS settings "
+                               "(distributed.comm.tls in its configuration); none are set here")
+
+
 def _dask(address, timeout):
+    check_address(address)
     try:
         from distributed import Client
     except ImportError:
@@ -136,7 +171,7 @@ def _dask(address, timeout):
                 client.get_executor(pure=False), client)
 
 
-def open_pool(workers=None, scheduler=None, *, timeout=30.0):
+def open_pool(workers=None, scheduler=None, *, timeout=CONNECT_TIMEOUT):
     """A :class:`Pool`: ``workers`` local processes (default: one per core; 1: this process),
     or the Dask cluster whose scheduler is at ``scheduler`` (``tcp://HOST:PORT``; then
     ``workers`` must be None), reached within ``timeout`` seconds."""
@@ -144,14 +179,25 @@ def open_pool(workers=None, scheduler=None, *, timeout=30.0):
         if workers is not None:
             raise InputTypeError("give workers (local processes) or scheduler (a Dask "
                                  "cluster), not both")
-        if not isinstance(scheduler, str) or "://" not in scheduler:
-            raise InputTypeError(f"scheduler must be an address such as tcp://HOST:8786, got "
-                                 f"{scheduler!r}")
         return _dask(scheduler, timeout)
     if workers is None:
         workers = local_cores()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InputTypeError(f"workers must be a positive integer, got {workers!r}")
+    check_workers(workers)
     if workers == 1:
         return Pool("here", 1, "this process", _Here())
     return Pool("processes", workers, f"{workers} local processes", _processes(workers))
+
+
+def check_workers(workers):
+    """Refuse ``workers`` that is no positive integer (:class:`~topocoll.errors.InputTypeError`)
+    or more local processes than the memory limit holds
+    (:class:`~topocoll.errors.ResourceLimitError`), before any is started: the pool forks all
+    of them at its first task, and each soon holds about what this process holds (Python's
+    reference counts copy the pages they share)."""
+    from ..limits import require_memory, resident_bytes
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputTypeError(f"workers must be a positive integer, got {workers!r}")
+    if workers > 1:
+        require_memory(workers * max(resident_bytes(), _WORKER_BYTES),
+                       f"{workers} local worker processes")

@@ -3,6 +3,7 @@ bars, consoles and JSON output. Sub-commands of a job live in their own module a
 
 import functools
 import json
+import re
 import threading
 import time
 
@@ -200,7 +201,9 @@ class ProgressLines:
                 self._report(stage, done, total)
 
     def _report(self, stage, done, total):
-        phase = (stage, total)
+        # a stage that only counts ("3 failed") is no new phase: a line per count would be a
+        # line per task in a batch whose tasks fail
+        phase = (re.sub(r"\d+", "#", stage) if stage else stage, total)
         what = f"{stage} " if stage else ""
         quarter = min(4, int(4 * done / total)) if total else 0
         if phase != self.phase:
@@ -525,3 +528,38 @@ def parse_range(text, what, most=1 << 20):
             raise Fail(f"{what} {text[:40]!r}: every value must be at most {most}")
         out += range(lo, hi + 1, step)
     return sorted(set(out))
+
+
+def _scheduler_address(value, *, what):
+    from ..batch.pools import check_address
+
+    check_address(value)    # click's line names the option already: "scheduler must be ..."
+    return value
+
+
+#: Callback of ``--scheduler``: a malformed address is refused before any work (the cluster is
+#: contacted only when the work begins, after a find or a cell may have run for minutes).
+scheduler_callback = unit_callback(_scheduler_address, "--scheduler")
+
+
+def _local_workers(value, *, what):
+    from ..batch.pools import check_workers
+
+    check_workers(value)
+    return value
+
+
+#: Callback of ``--workers``: more local processes than memory holds are refused before any
+#: work (the pool forks them all at once, maybe after minutes of a find).
+workers_callback = unit_callback(_local_workers, "--workers")
+
+
+def batch_options(workers_help, scheduler_help):
+    """``--workers`` (local processes) and ``--scheduler`` (a Dask cluster's address) of a
+    command that runs batch work on :mod:`topocoll.batch`, each checked as it is parsed."""
+    def decorate(command):
+        command = click.option("--scheduler", metavar="ADDRESS", callback=scheduler_callback,
+                               help=scheduler_help)(command)
+        return click.option("--workers", type=click.IntRange(1), callback=workers_callback,
+                            help=workers_help)(command)
+    return decorate

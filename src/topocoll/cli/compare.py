@@ -12,7 +12,8 @@ from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
 from .common import (cluster_bandwidth_options, EXIT_INVALID, Fail, check_plot, one_bandwidth,
-                     out_console, print_json, progress_bar, unit_callback)
+                     out_console, print_json, progress_bar, batch_options,
+                     unit_callback)
 
 __all__ = ["compare", "survey"]
 
@@ -33,10 +34,10 @@ __all__ = ["compare", "survey"]
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Also draw time against size (log-log) into this file, e.g. compare.png "
                    "(needs matplotlib: pip install 'topocoll[plot]').")
-@click.option("--workers", type=click.IntRange(1), help="Local processes that make, verify and "
-              "price the rows [default: 1, this process].")
-@click.option("--scheduler", metavar="ADDRESS", help="Make, verify and price the rows on the "
-              "Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786).")
+@batch_options("Local processes that make, verify and price the rows [default: 1, this "
+                   "process].",
+               "Make, verify and price the rows on the Dask cluster whose scheduler is at "
+                   "ADDRESS (tcp://HOST:8786).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
             workers, scheduler, as_json):

@@ -103,6 +103,9 @@ def emulate(*, topology, link_bandwidth, scale, mtu, latency, no_capacity_check,
     topocoll run s.json --emulate --check           run a schedule on it (see 'run')
     """
     if clean:
+        if topology is not None or check or calibrate or shell or hold:
+            raise Fail("--clean removes what killed runs left behind, then exits: it takes no "
+                       "TOPOLOGY, --check, --calibrate, --shell or --hold")
         _clean(force, as_json)
         return
     if topology is None:

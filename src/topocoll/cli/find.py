@@ -16,7 +16,8 @@ from ..topology import save_topology
 from ..units import format_time
 from .common import (cluster_bandwidth_options, EXIT_INVALID, check_output_folder,
                      duration_callback, Fail, ProgressLines, err_console, one_bandwidth,
-                     out_console, print_json, renamed_option, unit_callback)
+                     out_console, print_json, renamed_option, batch_options,
+                     unit_callback)
 
 __all__ = ["find"]
 
@@ -61,12 +62,11 @@ __all__ = ["find"]
               help="With --optimize: candidate bases to score (deterministic for a --seed).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="With --optimize: random seed.")
-@click.option("--workers", type=click.IntRange(1), help="With --optimize: search each skeleton "
-              "as a task on this many local processes (1: this process; each gets an equal "
-              "share of the candidates and time) [default: the skeletons take turns here].")
-@click.option("--scheduler", metavar="ADDRESS", help="With --optimize: search the skeletons "
-              "on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786), as "
-              "--workers does on local processes.")
+@batch_options("With --optimize: search each skeleton as a task on this many local "
+                   "processes (1: this process; each gets an equal share of the candidates and "
+                   "time) [default: the skeletons take turns here].",
+               "With --optimize: search the skeletons on the Dask cluster whose scheduler "
+                   "is at ADDRESS (tcp://HOST:8786), as --workers does on local processes.")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, type=click.Choice(list(_FINDER_ALGORITHMS)),
               help="Schedule algorithm for the chosen candidate (repeatable: the fastest "
               "verified one is kept; trees: spanning-tree packing) [default: bfb].")
@@ -188,16 +188,21 @@ def _make_outdir(outdir):
 
 def _write_find_files(result, outdir, schedule_name, plot_ok):
     """Write the chosen topology, schedule and frontier plot into -o; return their paths."""
+    from ..fileio import output_set
+
     files = {}
     if outdir and result.schedule is not None:
         files["topology"] = os.path.join(outdir, "topology.json")
         files["schedule"] = os.path.join(outdir, schedule_name)
-        save_topology(result.schedule.topology, files["topology"])
-        save_schedule(result.schedule, files["schedule"])
-        if plot_ok:
-            files["plot"] = os.path.join(outdir, "frontier.png")
-            plot_frontier(result, files["plot"])
-        else:
+        # all or none: a full disk at the plot must not leave a new topology beside the old
+        # schedule of another one
+        with output_set():
+            save_topology(result.schedule.topology, files["topology"])
+            save_schedule(result.schedule, files["schedule"])
+            if plot_ok:
+                files["plot"] = os.path.join(outdir, "frontier.png")
+                plot_frontier(result, files["plot"])
+        if not plot_ok:
             click.echo("warning: no frontier plot: matplotlib is not installed "
                        "(pip install 'topocoll[plot]')", err=True)
     return files

@@ -15,6 +15,9 @@ from .emulate import network_kwargs, network_options, prepare, running
 
 __all__ = ["gossip"]
 
+#: What one torch process holds before its buffers (as 'run' counts it).
+_PROCESS_BYTES = 256 << 20
+
 # The gossip package (numpy) is imported inside the commands: 'gossip run --network' must move
 # this process into a user namespace, where it needs one, before numpy starts its threads.
 
@@ -362,6 +365,9 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
     if network is None and any(v is not None for v in (link_bandwidth, scale, latency)):
         raise Fail("--link-bandwidth, --scale and --latency shape an emulated network: add "
                    "--network")
+    if network is not None and transport == "shared_memory":
+        raise Fail("--transport shared_memory: on an emulated network the ranks talk through "
+                   "its links; give --transport network or auto")
     if network is not None:
         prepare()   # first: numpy's threads would keep this process from a user namespace
     from ..runtime.emulated import measure_gossip
@@ -379,6 +385,7 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
         nodes = ranks
     elif nodes is None:
         raise Fail("give --nodes (the world size) or --network")
+    _require_memory(nodes, size)
     topo = _build_all([topology_name], nodes, extra)[0]
     require_torch()
     if net is None:
@@ -389,6 +396,16 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
             result = _gossip_measure(measure_gossip, topo, size, net, iterations, slice_bytes,
                                      timeout, transport)
     _print_run(result, as_json)
+
+
+def _require_memory(nodes, size):
+    """Refuse, before a namespace is made or a rank starts, ranks this host could not hold: a
+    torch process each and about three buffers (its own, the averaging's sum, the slices
+    received)."""
+    from ..limits import require_memory
+
+    require_memory(nodes * (_PROCESS_BYTES + 3 * int(size)),
+                   f"{nodes} local torch processes with {format_size(size)} buffers")
 
 
 def _gossip_measure(measure, topo, size, net, iterations, slice_bytes, timeout, transport):

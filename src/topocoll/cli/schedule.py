@@ -12,7 +12,8 @@ from ..schedule.verify import verify as _verify
 from ..units import format_size, format_time
 from ..results import Status, document
 from .common import (EXIT_INVALID, check_output_option, Fail, LazyChoice, load_topology_arg,
-                     on_stdout, out_console, print_json, progress_bar, topo_options, unit_callback)
+                     on_stdout, out_console, print_json, progress_bar, topo_options, unit_callback,
+                     workers_callback)
 
 __all__ = ["schedule", "verify", "evaluate", "FORMS"]
 
@@ -67,8 +68,8 @@ def _show_options(ctx, param, value):
               "(alltoall): at most as many rounds as keep link latencies within 5% of the LP "
               f"time at this size, which is also the size it is priced at [default for lp: "
               f"{units.format_size(defaults.SIZE)}].")
-@click.option("--workers", type=click.IntRange(1), help="bfb: processes for the load-balancing "
-              "problems (default: every core).")
+@click.option("--workers", type=click.IntRange(1), callback=workers_callback,
+              help="bfb: processes for the load-balancing problems (default: every core).")
 @click.option("--no-symmetry", is_flag=True, help="bfb: solve every node's problems even on "
               "vertex-transitive topologies.")
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",

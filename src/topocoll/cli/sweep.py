@@ -13,7 +13,7 @@ from ..finder.build import ALGORITHMS as _FINDER_ALGORITHMS
 from ..units import format_time
 from .common import (EXIT_INVALID, Fail, check_output_folder, cluster_bandwidth_options,
                      duration_callback, err_console, one_bandwidth, out_console, print_json,
-                     parse_range, progress_bar, unit_callback)
+                     parse_range, progress_bar, batch_options, unit_callback)
 
 __all__ = ["sweep", "parse_range"]
 
@@ -41,10 +41,9 @@ def _ranges(ctx, param, value):
               help="Schedule algorithm for the leaves (repeatable) [default: bfb].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache "
               "(nothing resumes).")
-@click.option("--workers", type=click.IntRange(1), help="Local processes [default: one per "
-              "core; 1: this process].")
-@click.option("--scheduler", metavar="ADDRESS", help="Run on the Dask cluster whose scheduler "
-              "is at ADDRESS (tcp://HOST:8786) instead of local processes.")
+@batch_options("Local processes [default: one per core; 1: this process].",
+               "Run on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786) "
+                   "instead of local processes.")
 @click.option("--chunk", type=click.IntRange(1), help="Sizes per task [default: 16, or 4 when "
               "evaluating].")
 @click.option("--time-limit", "time_limit", metavar="DURATION",
@@ -104,7 +103,7 @@ def _write(result, outdir):
     from ..errors import PlotUnavailableError
     from ..finder.plot import plot_sweep_families, plot_sweep_ratio
     from ..finder.sweep import CSV_COLUMNS
-    from ..fileio import open_output
+    from ..fileio import open_output, output_set
 
     def write_text(path, text):
         with open_output(path, compress=False) as fh:
@@ -112,20 +111,23 @@ def _write(result, outdir):
 
     os.makedirs(outdir, exist_ok=True)
     written = []
-    write_text(os.path.join(outdir, "atlas.json"), result.atlas())
     text = io.StringIO()
     rows = csv.writer(text, lineterminator="\n")
     rows.writerow(CSV_COLUMNS)
     rows.writerows(result.csv_rows())
-    write_text(os.path.join(outdir, "atlas.csv"), text.getvalue())
-    written += [os.path.join(outdir, f) for f in FILES[:2]]
-    try:
-        for name, plot in (("ratio.png", plot_sweep_ratio), ("families.png", plot_sweep_families)):
-            if any(c.get("status") != "failed" for c in result.cells):
-                plot(result, os.path.join(outdir, name))
-                written.append(os.path.join(outdir, name))
-    except PlotUnavailableError as exc:
-        err_console.print(f"note: {exc}; the maps were not drawn", markup=False)
+    # all or none: a full disk at a map must not leave a new atlas beside the old maps
+    with output_set():
+        write_text(os.path.join(outdir, "atlas.json"), result.atlas())
+        write_text(os.path.join(outdir, "atlas.csv"), text.getvalue())
+        written += [os.path.join(outdir, f) for f in FILES[:2]]
+        try:
+            for name, plot in (("ratio.png", plot_sweep_ratio),
+                               ("families.png", plot_sweep_families)):
+                if any(c.get("status") != "failed" for c in result.cells):
+                    plot(result, os.path.join(outdir, name))
+                    written.append(os.path.join(outdir, name))
+        except PlotUnavailableError as exc:
+            err_console.print(f"note: {exc}; the maps were not drawn", markup=False)
     return written
 
 
@@ -145,9 +147,9 @@ def _print(result, files):
                       str(c["steps"]), format_time(c["time"]), f"{c['ratio']:.3f}",
                       f"{up.get('name', '-')}" + (f" ({up['ratio']:.3f})" if up else ""))
     out_console.print(table)
-    for c in result.cells:
+    for c in result.cells:   # part of the report: stderr keeps the one error line
         if c.get("status") == "failed":
-            err_console.print(f"failed: N={c['nodes']} d={c['degree']}: {c['error']}",
+            out_console.print(f"failed: N={c['nodes']} d={c['degree']}: {c['error']}",
                               markup=False)
     for path in files:
         out_console.print(f"wrote {path}", markup=False)

@@ -16,7 +16,8 @@ from ..units import format_size, format_time
 from ..results import Status, document
 from .common import (EXIT_INVALID, check_output_option, check_output_folder, check_plot,
                      duration_callback, Fail, load_topology_arg, on_stdout, out_console,
-                     print_json, progress_bar, renamed_option, topo_options, unit_callback)
+                     print_json, progress_bar, renamed_option, topo_options, unit_callback,
+                     workers_callback)
 
 __all__ = ["synth", "simulate"]
 
@@ -56,7 +57,7 @@ def _check(schedule, no_verify):
 @click.option("--restarts", default=_default("restarts"), type=click.IntRange(1),
               help=_help("restarts", "The runs stop at the lower bound."))
 @click.option("--workers", default=_default("workers"), type=click.IntRange(1),
-              help=_help("workers"))
+              callback=workers_callback, help=_help("workers"))
 @click.option("--repair/--no-repair", default=_default("repair"), help=_help("repair"))
 @renamed_option("--symmetry/--no-symmetry", "symmetric", old=("--symmetric/--no-symmetric",),
                 default=_default("symmetric"), help=_help("symmetric"))

@@ -11,7 +11,8 @@ from ..studies.resolve import resolve_profile, resolve_workload
 from ..units import format_size, format_time
 from .common import (cluster_bandwidth_options, check_plot, RenamedChoice, duration_callback,
                      err_console, EXIT_INVALID, Fail, one_bandwidth, parse_range, progress_bar,
-                     ProgressLines, out_console, print_json, renamed_option, unit_callback)
+                     ProgressLines, out_console, print_json, renamed_option, batch_options,
+                     unit_callback)
 
 __all__ = ["train_sim", "resolve_profile", "resolve_workload"]
 
@@ -81,10 +82,10 @@ EXPLICIT_NODES = 1024
                    "expanded topology is priced by construction from its verified base, and the "
                    "baselines always by closed form].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
-@click.option("--workers", type=click.IntRange(1), help="With several --nodes: local processes "
-              "that simulate the sizes [default: one per core; 1: this process].")
-@click.option("--scheduler", metavar="ADDRESS", help="With several --nodes: simulate the sizes "
-              "on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786).")
+@batch_options("With several --nodes: local processes that simulate the sizes [default: "
+                   "one per core; 1: this process].",
+               "With several --nodes: simulate the sizes on the Dask cluster whose "
+                   "scheduler is at ADDRESS (tcp://HOST:8786).")
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Draw our iterations' timeline (compute and collectives) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -148,7 +149,11 @@ def train_sim(*, model, measure, output, nodes, degree, schedule_file, spec, com
 
 def _check_sizes(nodes, *, schedule_file, spec, plot, where):
     """The sizes of ``--nodes`` (empty without it), refusing what cannot go with several."""
+    from ..studies.trainsim_sizes import MAX_SIZES
+
     sizes = nodes or []
+    if len(sizes) > MAX_SIZES:   # before the workload is read and the progress starts
+        raise Fail(f"--nodes: at most {MAX_SIZES} sizes at once, got {len(sizes)}")
     if len(sizes) > 1:
         fixed = "--schedule" if schedule_file is not None else "--topology" if spec else None
         if fixed:

@@ -25,6 +25,9 @@ _NLMSG_ERROR, _NLMSG_DONE = 2, 3
 _INDEX_OFFSET = 20                   # ifi_index / ifa_index / tcm_ifindex after the header
 _RTMSG_END = 16 + 12                 # routes: attributes start after nlmsghdr and rtmsg
 _RTA_DST = 1
+#: Set up, and its carrier on: read at once, where the operational state (IFF_RUNNING) follows
+#: the carrier only after the kernel's link watch (up to a second).
+_IFF_UP_WITH_CARRIER = 0x1 | 0x10000
 
 
 def _attribute_offset(message, start, kind):
@@ -200,6 +203,16 @@ class NamespaceSocket:
 
     def links(self, templates):
         """``{name: index}`` of the interfaces in this namespace."""
+        return self._dump(templates, lambda msg: msg["index"])
+
+    def up(self, templates):
+        """``{name: whether it is up}`` for the interfaces in this namespace: set up, with its
+        carrier on (a veth whose other end was set down has none)."""
+        return self._dump(templates, lambda msg: msg["flags"] & _IFF_UP_WITH_CARRIER ==
+                          _IFF_UP_WITH_CARRIER)
+
+    def _dump(self, templates, value):
+        """``{name: value(message)}`` over a dump of the interfaces in this namespace."""
         from pyroute2.netlink.rtnl.marshal import MarshalRtnl
 
         message = templates.link_dump()
@@ -215,6 +228,6 @@ class NamespaceSocket:
                 elif msg["header"]["type"] == _NLMSG_ERROR and msg["header"].get("error"):
                     raise EmulationError(f"{self.label}: listing interfaces failed")
                 else:
-                    out[msg.get_attr("IFLA_IFNAME")] = msg["index"]
+                    out[msg.get_attr("IFLA_IFNAME")] = value(msg)
             if done:
                 return out

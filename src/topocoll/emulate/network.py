@@ -455,6 +455,26 @@ class EmulatedNetwork:
                  for node in range(self.plan.num_nodes)]
         return reach_all(nodes, timeout=timeout)
 
+    def links_down(self):
+        """The cables ``(a, b)`` (nodes, ``a < b``) that do not carry traffic now: an end set
+        down (by anyone: the kernel's state is read, not this object's) or gone. A rank that
+        times out waiting for a peer says why with it (:func:`~topocoll.runtime.run_local`)."""
+        self._require_built()
+        templates = Templates()
+        up = {}
+        try:
+            for node, path in self._paths.items():
+                sock = NamespaceSocket(path, f"node {node}")
+                try:
+                    up[node] = sock.up(templates)
+                finally:
+                    sock.close()
+        finally:
+            templates.close()
+        interface = self.plan.interface
+        return [(c.a, c.b) for c in self.plan.cables
+                if not (up[c.a].get(interface(c.a, c.b)) and up[c.b].get(interface(c.b, c.a)))]
+
     def probe_link(self, u, v, *, seconds=0.6):
         """Bytes per second a bulk TCP transfer gets from ``u`` to ``v``: the difference of
         two transfer sizes over the difference of their times (what the first bytes of a

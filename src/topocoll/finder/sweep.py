@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..batch import Failure, TimeUp, open_pool, run_tasks
+from ..batch.pools import CONNECT_TIMEOUT
 from ..batch import time_limit as limited    # sweep's own time_limit is the whole run's
 from ..errors import InputTypeError, TopocollError
 from ..results import Result, Status, as_progress
@@ -279,7 +280,9 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
         described = ""
         if missing:
             deadline = None if limit is None else time.monotonic() + limit
-            with open_pool(workers, scheduler) as pool:
+            # the time limit holds for reaching the cluster too, not only for its answers
+            reach = CONNECT_TIMEOUT if limit is None else min(CONNECT_TIMEOUT, limit)
+            with open_pool(workers, scheduler, timeout=reach) as pool:
                 described = pool.description
                 _answer(missing, chunk, settings, pool, (deadline, cell_limit), store, cells,
                         len(sizes) * len(degs), as_progress(progress))

@@ -164,7 +164,8 @@ class DecentralizedDataParallel:
         default through shared memory where every rank shares this host, else the process
         group.
     timeout : float, optional
-        Seconds to wait for a peer's slice through shared memory (default: no limit).
+        Seconds to wait for a peer's slice (default: no limit through shared memory, the
+        process group's own timeout on the network path).
 
     Attributes
     ----------

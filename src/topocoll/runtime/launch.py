@@ -18,6 +18,7 @@ import contextlib
 import datetime
 import os
 import queue as _queue
+import secrets
 import shutil
 import tempfile
 import time
@@ -25,6 +26,7 @@ import traceback
 
 from ..errors import InputTypeError, ProcessGroupError, TorchUnavailableError
 from ..units import whole_number
+from .shm import remove_run_files, set_run_tag
 
 __all__ = ["group_info", "single_process_group", "run_local", "report_iteration",
            "require_torch", "missing_ranks", "gather_integers"]
@@ -143,9 +145,10 @@ def single_process_group(backend="gloo"):
 
 
 def _worker(rank, world_size, fn, args, *, init_method, backend, timeout, num_threads, results,
-            progress, endpoint=None):
+            progress, tag=None, endpoint=None):
     global _progress
     _progress = (progress, rank)
+    set_run_tag(tag)
     if endpoint is not None:
         try:   # first: every socket and thread made from here on lives in the node's namespace
             endpoint.enter()
@@ -223,6 +226,10 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         A rank raised or died (the message names it first, then the ranks that failed because
         they lost it, with tracebacks), or the run timed out (the message names the ranks that
         did not finish and the last iteration each reported, see :func:`report_iteration`).
+        A rank whose process is stopped (SIGSTOP, a debugger) is named first, with its process
+        id, and on a ``network`` the links that are down come first of all. Every process is
+        gone when it is raised (a stopped one is killed too), and with it every
+        shared-memory file of the run.
     InputTypeError
         Arguments of the wrong kind, or ``fn`` or ``args`` cannot be pickled for a ``"spawn"``
         or ``"forkserver"`` start.
@@ -239,7 +246,8 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
     results = ctx.Queue()
     progress = ctx.Array("q", [-1] * (2 * world_size), lock=False)
     setup = dict(init_method=f"file://{folder}/store", backend=backend, timeout=timeout,
-                 num_threads=num_threads, results=results, progress=progress)
+                 num_threads=num_threads, results=results, progress=progress,
+                 tag=f"run{secrets.token_hex(6)}")
     procs = [ctx.Process(target=_worker, daemon=True, args=(r, world_size, fn, tuple(args)),
                          kwargs=dict(setup, endpoint=endpoints[r]))
              for r in range(world_size)]
@@ -251,15 +259,19 @@ def run_local(fn, world_size, args=(), *, start_method="spawn", backend="gloo", 
         for p in procs:
             p.start()
         timed_out = _listen(procs, results, deadline, values, failures, dead)
+        # before _stop kills them: afterwards a stopped rank cannot be told from the others
+        stopped = _stopped(procs, values, failures, dead)
         finished = True
     finally:
         _stop(procs, calm=finished and not (failures or dead or timed_out))
+        remove_run_files(setup["tag"])
         results.close()
         shutil.rmtree(folder, ignore_errors=True)
     if failures or dead:
-        raise ProcessGroupError(_failure_report(failures, dead))
+        raise ProcessGroupError(_links_down(network) + _failure_report(failures, dead, stopped))
     if timed_out:
-        raise ProcessGroupError(_timeout_report(timeout, world_size, values, progress))
+        raise ProcessGroupError(_links_down(network) + _timeout_report(
+            timeout, world_size, values, progress, stopped))
     return [values[r] for r in range(world_size)]
 
 
@@ -307,8 +319,26 @@ def _listen(procs, results, deadline, values, failures, dead):
     return False
 
 
+def _stopped(procs, values, failures, dead):
+    """``rank -> process id`` of the ranks that did not finish because their process is
+    stopped (SIGSTOP, a debugger): alive, silent, and the cause of every wait for them."""
+    out = {}
+    for r, p in enumerate(procs):
+        if r in values or r in failures or r in dead or p.pid is None:
+            continue
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):   # no /proc here, or gone meanwhile
+            continue
+        if state in ("T", "t"):
+            out[r] = p.pid
+    return out
+
+
 def _stop(procs, *, calm):
-    """Wait for the processes (5 s when all went well, else 0.5 s), then kill what is left."""
+    """Wait for the processes (5 s when all went well, else 0.5 s), then kill what is left
+    (SIGKILL, which a stopped process cannot hold off as it holds off SIGTERM)."""
     # one wait for all the processes, not one per process: after Ctrl-C (or any failure)
     # 16 ranks must not take 16 x 5 s to go
     until = time.monotonic() + (5.0 if calm else 0.5)
@@ -318,6 +348,25 @@ def _stop(procs, *, calm):
         if p.is_alive():
             p.kill()
             p.join()
+
+
+def _links_down(network):
+    """A first line naming the links of the emulated ``network`` that are down ("" if none, or
+    no network): the ranks whose messages cross one time out, and who waited for whom says
+    less than which cable failed."""
+    if network is None:
+        return ""
+    from ..errors import TopocollError
+
+    try:
+        down = network.links_down()
+    except (TopocollError, OSError):   # a diagnosis only: the run's failure is still raised
+        return ""
+    if not down:
+        return ""
+    names = ", ".join(f"{a}-{b}" for a, b in down)
+    return (f"link{'s' if len(down) > 1 else ''} {names} of the emulated network "
+            f"{'are' if len(down) > 1 else 'is'} down (messages across it are lost)\n")
 
 
 def _endpoints(network, world_size):
@@ -367,27 +416,33 @@ def _secondary(text):
     return any(word in text for word in _PEER_LOST)
 
 
-def _failure_report(failures, dead):
-    """The first line names the rank that failed first: one that died without a word, else one
-    that raised for a reason of its own, else the first to report; the rest follow."""
-    lines = []
+def _failure_report(failures, dead, stopped=None):
+    """The first line names the rank that failed first: one that is stopped (its peers gave
+    up waiting for it), else one that died without a word, else one that raised for a reason of
+    its own, else the first to report; the rest follow."""
+    lines = [f"rank {rank} (process {pid}) is stopped (SIGSTOP or a debugger) and did not "
+             "finish; the ranks waiting for it gave up" for rank, pid in
+             sorted((stopped or {}).items())]
     for rank, code in sorted(dead.items()):
         lines.append(f"rank {rank} exited (status 0) without returning" if code == 0 else
                      f"rank {rank} died with exit code {code}")
     own = sorted(r for r, text in failures.items() if not _secondary(text))
     lost = sorted(r for r in failures if r not in own)
     for rank in own + lost:
-        tail = " (after losing a peer)" if rank in lost and (dead or own) else ""
+        tail = " (after losing a peer)" if rank in lost and (dead or own or stopped) else ""
         lines.append(f"rank {rank} raised{tail}:\n{failures[rank].rstrip()}")
     return "\n".join(lines)
 
 
-def _timeout_report(timeout, world_size, values, progress):
-    """Ranks outside any exchange first (they hang in their own code: the likely culprits),
-    then the ranks waiting inside an exchange for them."""
-    outside, inside = [], []
+def _timeout_report(timeout, world_size, values, progress, stopped=None):
+    """Stopped ranks first, then ranks outside any exchange (they hang in their own code: the
+    likely culprits), then the ranks waiting inside an exchange for them."""
+    stopped = stopped or {}
+    outside = [f"rank {r} (process {pid}) is stopped (SIGSTOP or a debugger)"
+               for r, pid in sorted(stopped.items())]
+    inside = []
     for r in range(world_size):
-        if r in values:
+        if r in values or r in stopped:
             continue
         entered, finished = progress[2 * r], progress[2 * r + 1]
         if entered > finished:

@@ -36,7 +36,7 @@ next call between the same ranks is not confused by them.
 [1.0, 2.0]
 """
 
-from ..errors import InputTypeError
+from ..errors import InputTypeError, ProcessGroupError
 from .launch import group_info, report_iteration
 from .mixing import as_mixing, combine
 from .neighborhood import neighborhood
@@ -93,8 +93,9 @@ class NeighborHandle:
     """
 
     def __init__(self, works, send, recvs, plan, *, out, bounds, aliased, iteration=None,
-                 pooled=False):
+                 pooled=False, timeout=None):
         self._works = works           # per slice: ([receives, by source], [sends])
+        self._timeout = timeout
         self._send = send
         self._recvs = recvs
         self._plan = plan
@@ -131,18 +132,19 @@ class NeighborHandle:
             target = out if out.is_contiguous() else torch.empty_like(self._send)
             flat_out, flat_send = target.view(-1), self._send.view(-1)
             flat_recvs = [r.view(-1) for r in self._recvs]
-            for (lo, hi), (recvs, sends) in zip(zip(self._bounds, self._bounds[1:]), works):
-                for w in recvs:
-                    w.wait()
+            for s, ((lo, hi), (recvs, sends)) in enumerate(zip(zip(self._bounds,
+                                                                   self._bounds[1:]), works)):
+                for j, w in zip(self._plan.sources, recvs):
+                    self._wait(w, j, s)
                 if self._aliased:         # out is what is being sent: let the slice leave
-                    for w in sends:
-                        w.wait()
+                    for j, w in zip(self._plan.destinations, sends):
+                        self._wait(w, j, s)
                 combine(self._plan, flat_send[lo:hi], [r[lo:hi] for r in flat_recvs],
                          flat_out[lo:hi])
             if not self._aliased:        # (a gloo request must not be waited for twice)
-                for _, sends in works:
-                    for w in sends:
-                        w.wait()
+                for s, (_, sends) in enumerate(works):
+                    for j, w in zip(self._plan.destinations, sends):
+                        self._wait(w, j, s)
             if target is not out:
                 out.copy_(target)
             if self._iteration is not None:
@@ -150,6 +152,25 @@ class NeighborHandle:
             self._result = out
             self._release()
         return self._result
+
+    def _wait(self, work, peer, s):
+        """Wait for the message of slice ``s`` to or from ``peer``, within the timeout: a peer
+        that neither exits nor answers (stopped, hung) is named, not waited for without end."""
+        if self._timeout is None:
+            work.wait()
+            return
+        from datetime import timedelta
+
+        try:
+            done = work.wait(timedelta(seconds=self._timeout))
+        except RuntimeError as exc:   # gloo says "Timed out waiting ..."
+            if "imed out" not in str(exc):
+                raise
+            done = False
+        if done is False:
+            raise ProcessGroupError(f"neighbor averaging, iteration {self._iteration or 0}, "
+                                    f"slice {s}: rank {peer} did not exchange its slice within "
+                                    f"{self._timeout:g} s (network)")
 
     def _release(self):
         if self._pooled and self._recvs:
@@ -273,7 +294,7 @@ def post_exchange(send, plan, recvs, group, tag, *, out=None, iteration=None, po
         works.append((rw, sw))
     aliased = out is not None and _shares_memory(out, send)
     return NeighborHandle(works, send, recvs, plan, out=out, bounds=bounds, aliased=aliased,
-                          iteration=iteration, pooled=pooled)
+                          iteration=iteration, pooled=pooled, timeout=timeout)
 
 
 def _average_shared(nb, send, plan, out, *, tag, iteration, slice_bytes, timeout):
@@ -325,9 +346,10 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
         refused with the reason where the ranks cannot. The first call of a group with
         ``auto`` or ``shared_memory`` agrees on it (collective); every rank must pass the same.
     timeout : float, optional
-        Seconds to wait for a peer's slice through shared memory (default: no limit; a peer
-        that exits is named within a second). The network path waits as the process group
-        does.
+        Seconds to wait for a peer's slice; past it :class:`~topocoll.errors.
+        ProcessGroupError` names the peer, the iteration and the slice (default: no limit
+        through shared memory, where a peer that exits is named within a second; the process
+        group's own timeout on the network path).
 
     Returns
     -------
@@ -336,7 +358,8 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     Raises
     ------
     ProcessGroupError
-        No process group, or the topology's size is not the group's size.
+        No process group, or the topology's size is not the group's size; a peer that did
+        not exchange its slice within ``timeout`` (or exited).
     TopologyError
         ``W_k`` is not square or has a non-finite entry.
     InputTypeError
@@ -383,5 +406,5 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
                                    slice_bytes=slice_bytes, timeout=timeout)
         recvs = BUFFER_POOL.take(send, len(plan.sources))
         handle = post_exchange(send, plan, recvs, group, tag, out=out, iteration=iteration,
-                               pooled=True, slice_bytes=slice_bytes)
+                               pooled=True, slice_bytes=slice_bytes, timeout=timeout)
         return handle if async_op else handle.wait()

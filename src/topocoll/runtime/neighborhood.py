@@ -36,12 +36,23 @@ from ..errors import ProcessGroupError, UnsupportedError
 from .launch import gather_integers, group_info
 from .mixing import combine
 from .program import DEFAULT_SLICE_BYTES, DEFAULT_WINDOW, slice_elements
-from .shm import SHM_DIR, Channel, Patience, check_transport, gather_facts, slot_bytes
+from .shm import (Channel, Patience, channel_prefix, check_transport, gather_facts,
+                  slot_bytes)
 
 __all__ = ["Neighborhood", "neighborhood", "slice_count"]
 
-# process group -> (the group, its Neighborhood or None for the network); see the module
+# id of a process group -> (a weak reference to the group, its Neighborhood or None for the
+# network, why not shared memory); see the module. Weak: a strong one kept every group made in
+# the process alive after it was destroyed, gloo's threads and sockets with it.
 _CHOSEN = {}
+
+
+def _forget(ref):
+    """The group of ``ref`` is gone: its entry goes, and with the entry its Neighborhood
+    (whose finalizer stops its thread)."""
+    for key, known in list(_CHOSEN.items()):
+        if known[0] is ref:
+            del _CHOSEN[key]
 
 
 def neighborhood(group=None, transport="auto", timeout=None):
@@ -56,13 +67,14 @@ def neighborhood(group=None, transport="auto", timeout=None):
     group_info(group)     # a process group, and this process in it
     pg = group if group is not None else dist.group.WORLD
     known = _CHOSEN.get(id(pg))
-    if known is None or known[0] is not pg:
+    if known is None or known[0]() is not pg:
         facts, refusal = gather_facts(lambda values: gather_integers(
             values, group, timeout,
             lambda missing: "the ranks did not agree on the transport of neighbor averaging: "
                             f"not every rank of the group made its first call{missing}; call "
                             "it on every rank, or give transport='network'"))
-        known = (pg, None if refusal else Neighborhood(group, facts), refusal)
+        known = (weakref.ref(pg, _forget), None if refusal else Neighborhood(group, facts),
+                 refusal)
         _CHOSEN[id(pg)] = known
     if known[2] is not None and transport == "shared_memory":
         raise UnsupportedError(f"transport shared_memory: {known[2]}")
@@ -101,10 +113,10 @@ class Neighborhood:
     """
 
     def __init__(self, group, facts, slice_bytes=DEFAULT_SLICE_BYTES, window=DEFAULT_WINDOW):
-        self.group = group
+        # the group is not kept: the table's entry for it must not keep it alive
         self.rank, self.size = group_info(group)
         self.pids = [f["pid"] for f in facts]
-        self.prefix = os.path.join(SHM_DIR, f"topocoll-{facts[0]['token']:x}-gossip")
+        self.prefix = channel_prefix(f"{facts[0]['token']:x}-gossip")
         self.slice_bytes, self.window = int(slice_bytes), int(window)
         self._slot = slot_bytes(self.slice_bytes, 1)
         self._out, self._in = {}, {}          # peer -> Channel

@@ -31,7 +31,9 @@ emulated links stay what they measure. A peer that exits is noticed within a sec
 (:class:`~topocoll.errors.ProcessGroupError`), as is a wait beyond ``timeout``.
 
 The channels of a program are made on its first call (every rank calls it: a collective), the
-files unlinked once every end has mapped them, so nothing is left behind after the run.
+files unlinked once every end has mapped them, so nothing is left behind after the run. A rank
+killed before that (stopped or hung past the run's limit) cannot unlink its files: under
+:func:`~topocoll.runtime.run_local` their names carry the run's tag and the run removes them.
 """
 
 import errno
@@ -48,7 +50,8 @@ from ..errors import ProcessGroupError, UnsupportedError
 
 __all__ = ["TRANSPORTS", "SHM_DIR", "SharedMemoryLinks", "host_identity", "shared_memory_refusal",
            "open_channels", "encode_identity", "decode_identity", "check_transport",
-           "choose_transport", "gather_facts", "Patience", "Channel", "slot_bytes"]
+           "choose_transport", "gather_facts", "Patience", "Channel", "slot_bytes",
+           "channel_prefix", "remove_run_files", "run_tag", "set_run_tag"]
 
 #: ``ScheduleCollective(transport=...)``: ``auto`` (the default: shared memory where every rank
 #: can, else the network), ``network`` (the process group's links) or ``shared_memory`` (this
@@ -237,12 +240,53 @@ def slot_bytes(numel, itemsize):
     return -(-raw // _ALIGN) * _ALIGN
 
 
+# Set in each process that run_local starts: the run's tag, which the names of its
+# shared-memory files carry, so that run_local removes the files of ranks it had to kill.
+_run_tag = None
+
+
+def set_run_tag(tag):
+    """Mark this process a rank of the :func:`~topocoll.runtime.run_local` run ``tag``."""
+    global _run_tag
+    _run_tag = tag
+
+
+def run_tag():
+    """The tag of the :func:`~topocoll.runtime.run_local` run this process is a rank of, or
+    None."""
+    return _run_tag
+
+
+def channel_prefix(name):
+    """Where the channel files named ``name`` go: ``/dev/shm/topocoll-NAME``, under
+    :func:`~topocoll.runtime.run_local` ``/dev/shm/topocoll-TAG-NAME`` with the run's tag, so
+    that the run removes what its ranks could not (:func:`remove_run_files`)."""
+    tag = run_tag()
+    return os.path.join(SHM_DIR, f"topocoll-{tag}-{name}" if tag else f"topocoll-{name}")
+
+
+def remove_run_files(tag):
+    """Remove the channel files of the :func:`~topocoll.runtime.run_local` run ``tag``: a
+    rank killed (stopped, hung past the limit) between making a file and its peer mapping it
+    leaves the file, which nothing else would ever remove."""
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(f"topocoll-{tag}-"):
+            try:
+                os.unlink(os.path.join(SHM_DIR, name))
+            except OSError:
+                pass
+
+
 def open_channels(program, itemsize, node, name, barrier):
     """The channels of this rank's ``program`` of ``itemsize``-byte elements (every rank calls
     it, collectively): ``(outgoing, incoming)``, peer -> channel. ``name`` is the same on every
     rank and on no other program (a session and the tensor's size); ``barrier()`` waits for
     every rank."""
-    prefix = os.path.join(SHM_DIR, f"topocoll-{name}")
+    prefix = channel_prefix(name)
 
     def path(u, v):
         return f"{prefix}-{u}-{v}"

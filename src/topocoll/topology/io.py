@@ -249,6 +249,8 @@ def load_topology(path):
         graphml = data.lstrip()[:1] == b"<"
     else:
         graphml = _suffix(path) == ".graphml"
+        if graphml:   # its parser loaded first: the read's memory estimate starts above it
+            import networkx  # noqa: F401
         data = read_input(path, starts=b"<" if graphml else b"{",
                           what="GraphML file" if graphml else "JSON topology file")
     if graphml:

@@ -41,6 +41,9 @@ def row_blocks(topology):
         yield 0, cached
         return
     step = max(1, BLOCK_BYTES // (8 * max(n, 1)))
+    # csgraph's float64 rows, their int32 copy and the search's own arrays: three blocks
+    require_memory(3 * 8 * min(step, n) * n, f"shortest-path rows of {topology.name} "
+                   f"({min(step, n)} sources at a time)")
     for start in range(0, n, step):
         yield start, _rows(topology, range(start, min(n, start + step)))
 
