@@ -1015,11 +1015,14 @@ def _child(args, cwd, env, guard_processes, out_path, err_path, report_fd):
             os._exit(0)
 
 
-def forked(child, watchdog=WATCHDOG):
+def forked(child, watchdog=None):
     """Run ``child(report_fd)`` in a forked copy of this process (it must end with
     ``os._exit``) and read what it writes to ``report_fd``: ``(chunks, hung, wait status)``;
-    a child silent for ``watchdog`` seconds is killed with its process group."""
+    a child silent for ``watchdog`` seconds (default: :data:`WATCHDOG` as it is now, which a
+    test may lower) is killed with its process group."""
     import select
+
+    watchdog = WATCHDOG if watchdog is None else watchdog
 
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
