@@ -131,13 +131,19 @@ def test_reading_asks_the_memory_guard_before_the_parse(monkeypatch, tmp_path):
     from topocoll.fileio import read_input
 
     path = tmp_path / "bomb.json.gz"
+    content = b'{"meta": [' + b"1," * (4 << 20) + b'1]}'
     with gzip.open(path, "wb") as fh:        # 8 MiB of content in a few KB
-        fh.write(b'{"meta": "' + b"x" * (8 << 20) + b'"}')
-    monkeypatch.setenv(ENV, "16MiB")         # 8 MiB held four times over does not fit
+        fh.write(content)
+    monkeypatch.setenv(ENV, "64MiB")         # four million values parsed do not fit
     with pytest.raises(ResourceLimitError, match=r"reading and parsing .*bomb.json.gz"):
         read_input(path, starts=b"{")
-    monkeypatch.setenv(ENV, "64MiB")
-    assert len(read_input(path, starts=b"{")) == (8 << 20) + 12
+    monkeypatch.setenv(ENV, "1GiB")
+    assert read_input(path, starts=b"{") == content
+    # one string of more than 1 MiB: no file topocoll reads holds one
+    with gzip.open(path, "wb") as fh:
+        fh.write(b'{"meta": "' + b"x" * (2 << 20) + b'"}')
+    with pytest.raises(ResourceLimitError, match=r"a string longer than the limit of 1MiB"):
+        read_input(path, starts=b"{")
 
 
 @pytest.mark.parametrize("name", ["exponential-graph", "ring-graph", "star-graph",

@@ -36,8 +36,8 @@ def test_a_thousand_gossip_steps_stay_flat(transport):
         assert all(r["channels"] for r in ranks)
 
 
-def _grown(factor, **changes):
-    start = snapshot()
+def _grown(factor, start=None, **changes):
+    start = start or snapshot()
     end = dict(start, rss_kib=int(start["rss_kib"] * factor), **changes)
     return {"start": start, "end": end, "calls": 100}
 
@@ -48,8 +48,9 @@ def test_the_checks_can_fail():
     start = snapshot()
     more = dict(start["open"])
     more[max(more) + 1] = "socket:[1]"
-    assert "more descriptors" in problems(_grown(1.0, fds=start["fds"] + 1, open=more), "p")[0]
-    assert "threads" in problems(_grown(1.0, threads=start["threads"] + 1), "p")[0]
+    assert "more descriptors" in problems(_grown(1.0, start, fds=start["fds"] + 1, open=more),
+                                          "p")[0]
+    assert "threads" in problems(_grown(1.0, start, threads=start["threads"] + 1), "p")[0]
     assert leftovers({"children": [], "channel files": ["/dev/shm/topocoll-x-0-1"]}) == [
         "left behind: channel files: ['/dev/shm/topocoll-x-0-1']"]
     assert growth({"rss_kib": 100}, {"rss_kib": 103}) == pytest.approx(3.0)
