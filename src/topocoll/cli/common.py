@@ -558,8 +558,21 @@ def batch_options(workers_help, scheduler_help):
     """``--workers`` (local processes) and ``--scheduler`` (a Dask cluster's address) of a
     command that runs batch work on :mod:`topocoll.batch`, each checked as it is parsed."""
     def decorate(command):
-        command = click.option("--scheduler", metavar="ADDRESS", callback=scheduler_callback,
+        command = click.option("--scheduler", metavar="ADDRESS",
+                               callback=_alone(scheduler_callback, "workers"),
                                help=scheduler_help)(command)
-        return click.option("--workers", type=click.IntRange(1), callback=workers_callback,
+        return click.option("--workers", type=click.IntRange(1),
+                            callback=_alone(workers_callback, "scheduler"),
                             help=workers_help)(command)
     return decorate
+
+
+def _alone(callback, other):
+    """``callback``, refusing its option beside ``--OTHER`` (whichever click parses first)."""
+    def check(ctx, param, value):
+        value = callback(ctx, param, value)
+        if value is not None and ctx.params.get(other) is not None:
+            raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), "
+                       "not both")
+        return value
+    return check

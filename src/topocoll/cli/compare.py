@@ -11,7 +11,7 @@ from ..studies.compare import compare as _compare, describe_settings, fastest, p
 from ..studies.survey import survey as _survey
 from ..synth import ALGORITHMS
 from ..units import format_size, format_time
-from .common import (cluster_bandwidth_options, EXIT_INVALID, Fail, check_plot, one_bandwidth,
+from .common import (cluster_bandwidth_options, EXIT_INVALID, check_plot, one_bandwidth,
                      out_console, print_json, progress_bar, batch_options,
                      unit_callback)
 
@@ -50,8 +50,6 @@ def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, li
     priced), 2 on bad input.
     """
     one_bandwidth(link_bandwidth, node_bandwidth)
-    if workers is not None and scheduler is not None:
-        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
     check_plot(plot)  # fail before the work, not after it
     update, bar = progress_bar("compare")
     with bar:

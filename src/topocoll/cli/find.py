@@ -144,8 +144,6 @@ def _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket
         raise Fail("--time-limit and --max-evaluations apply to --optimize")
     if where != (None, None) and not optimize:
         raise Fail("--workers and --scheduler apply to --optimize")
-    if None not in where:
-        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
     if optimize and no_evaluate:
         raise Fail("--optimize builds and verifies schedules; it cannot go with --no-evaluate")
     if max_evaluations is not None and max_evaluations < 0:

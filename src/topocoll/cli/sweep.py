@@ -77,8 +77,6 @@ def sweep(*, nodes, degree, size, alpha, link_bandwidth, node_bandwidth, no_eval
     from ..finder.sweep import sweep as run_sweep
 
     one_bandwidth(link_bandwidth, node_bandwidth)
-    if scheduler is not None and workers is not None:
-        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
     check_output_folder(outdir, FILES, command="sweep")
     update, bar = progress_bar("cells", remaining=True)   # the stage says how many failed
     with bar:

@@ -163,8 +163,6 @@ def _check_sizes(nodes, *, schedule_file, spec, plot, where):
             raise Fail("--plot draws one run's timeline: give one --nodes")
     elif where != (None, None):
         raise Fail("--workers and --scheduler apply to several --nodes (e.g. -n 16..64)")
-    if None not in where:
-        raise Fail("give --workers (local processes) or --scheduler (a Dask cluster), not both")
     return sizes
 
 
