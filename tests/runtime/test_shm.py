@@ -332,5 +332,23 @@ def test_ranks_with_other_programs_are_refused_when_the_channels_open():
         t.start()
     for t in threads:
         t.join(30)
-    assert errors and all("different programs" in e for e in errors)
+    # the rank that finds the other's channel of the wrong size says so; the other, if it was
+    # still opening channels, finds that one's files gone and says that
+    assert any("different programs" in e for e in errors)
+    assert all("different programs" in e or "stopped while opening" in e for e in errors)
+    assert not [f for f in os.listdir(SHM_DIR) if name in f]
+
+
+def test_a_peer_that_failed_between_the_barriers_is_named_not_a_missing_file():
+    """Alone, node 0 finds no channel from node 1 after the first barrier: as if node 1 had
+    failed and removed its files; its own channel files are removed too."""
+    import secrets
+
+    from topocoll.runtime.program import compile_program
+    from topocoll.runtime.shm import open_channels
+
+    program = compile_program(generate("ring:2", "allreduce"), 0, 64, slice_numel=8, window=2)
+    name = f"test-{secrets.token_hex(4)}"
+    with pytest.raises(ProcessGroupError, match=r"node 1 stopped while opening its channels"):
+        open_channels(program, 4, 0, name, lambda: None)
     assert not [f for f in os.listdir(SHM_DIR) if name in f]

@@ -306,7 +306,14 @@ def open_channels(program, itemsize, node, name, barrier):
         incoming = {}
         for peer, idx in program.recv_links.items():
             slots, size = layout(program.recvs, idx)
-            incoming[peer] = Channel(path(peer, node), slots, size, create=False)
+            try:
+                incoming[peer] = Channel(path(peer, node), slots, size, create=False)
+            except FileNotFoundError:
+                # the peer failed between the barriers and removed what it made
+                raise ProcessGroupError(
+                    f"shared memory: the channel {os.path.basename(path(peer, node))} was "
+                    f"removed before this rank mapped it: node {peer} stopped while opening "
+                    "its channels (its own error says why)") from None
         barrier()
     finally:
         for p in made:       # mapped by both ends now (or failed): the files can go
