@@ -24,6 +24,20 @@ cos(2 pi / n))/3``; complete averaging 0).
     python benchmarks/gossip.py --no-rho --iters 20 # timings only
     python benchmarks/gossip.py --no-rho --worlds 2 4 8 --transport network
     python benchmarks/gossip.py --no-timing --rho-sizes 4 8 16
+
+Part 3 (``--two-level``, root: it builds an emulated network) times one step of three
+averagings on the same 16 ranks of ``switch:16,4,S`` (4 machines of 4 ranks, each machine on a
+leaf switch of its own, the leaves joined by a spine over uplinks S times slower): torch's
+``all_reduce`` (and the division by n), flat one-peer-exp over the 16 ranks and hierarchical
+one-peer-exp over the 4 machines (``hierarchical_neighbor_allreduce``, L = 4), alternating
+call by call after a barrier, beside the model of that network with its calibrated constants
+(``topocoll.emulate.prediction``). Each of ``--two-level-runs`` runs gives the mean over its
+iterations (a multiple of 4, flat one-peer-exp's period: its iterations k = 0, 1 stay inside
+the machines, k = 2, 3 cross the uplinks) of the slowest rank's time; the table shows the
+median over the runs, the model (the mean over the same iterations) and their ratio. Target: hierarchical faster than flat
+and than all_reduce where the model says so, each within 1.10x of its model.
+
+    sudo python benchmarks/gossip.py --no-timing --no-rho --two-level
 """
 
 import argparse
@@ -158,6 +172,82 @@ def rho_part(sizes):
     print(f"({len(rows)} rows in {time.perf_counter() - t0:.1f} s)")
 
 
+def _two_level_worker(rank, n, machines, flat, local, numel, iterations, warmup):
+    """Seconds of each call on this rank, by case: all_reduce, flat, hierarchical."""
+    import torch
+    import torch.distributed as dist
+
+    from topocoll.runtime import hierarchical_neighbor_allreduce, neighbor_allreduce
+
+    x = torch.randn(numel, generator=torch.Generator().manual_seed(rank))
+
+    def average(k):
+        dist.all_reduce(x)
+        x.div_(n)
+
+    calls = [("all_reduce", average),
+             ("flat one-peer-exp", lambda k: neighbor_allreduce(x, flat, k, out=x)),
+             ("hierarchical one-peer-exp", lambda k: hierarchical_neighbor_allreduce(
+                 x, machines, local_size=local, iteration=k, out=x))]
+    times = {label: [] for label, _ in calls}
+    for i in range(warmup + iterations):
+        k = max(i - warmup, 0)
+        for label, call in (calls if i % 2 == 0 else calls[::-1]):
+            dist.barrier()
+            t0 = time.perf_counter()
+            call(k)
+            times[label].append(time.perf_counter() - t0)
+    return {label: t[warmup:] for label, t in times.items()}
+
+
+def two_level(rate, slowdown, size, iterations, runs, warmup=1):
+    """Part 3: the table of the module text; returns its rows."""
+    import os
+    import platform
+
+    from topocoll.emulate import EmulatedNetwork
+    from topocoll.emulate.prediction import (gossip_model_time, hierarchical_model_time,
+                                             torch_model_time)
+    from topocoll.gossip import gossip_topology
+    from topocoll.runtime import run_local
+
+    spec, local = f"switch:16,4,{slowdown}", 4
+    machines, flat = gossip_topology("one-peer-exp", 4), gossip_topology("one-peer-exp", 16)
+    measured = {}
+    with EmulatedNetwork(spec, link_bandwidth=rate) as net:
+        cal = net.calibration()
+        for _ in range(runs):
+            per_rank = run_local(_two_level_worker, 16, (machines, flat, local, size // 4,
+                                                         iterations, warmup),
+                                 network=net, start_method="fork", timeout=1800)
+            for label in per_rank[0]:
+                slowest = [max(r[label][i] for r in per_rank) for i in range(iterations)]
+                measured.setdefault(label, []).append(statistics.mean(slowest))
+        plan = net.plan
+        models = {"all_reduce": torch_model_time("allreduce", plan, cal, size),
+                  "flat one-peer-exp": statistics.mean(
+                      gossip_model_time(flat, k, plan, cal, size) for k in range(iterations)),
+                  "hierarchical one-peer-exp": statistics.mean(
+                      hierarchical_model_time(machines, local, k, plan, cal, size)
+                      for k in range(iterations))}
+    print(f"\nPart 3: {spec} (4 machines x 4 ranks, uplinks {slowdown}x slower), links at "
+          f"{rate}, {size >> 20} MiB per rank, mean of {iterations} iterations per run, median of "
+          f"{runs} runs ({platform.machine()}, {os.cpu_count()} cores)")
+    head = (f"{'case':<26} {'model':>9} {'measured':>9} {'meas/model':>10} "
+            f"{'runs':>24} {'vs all_reduce':>13}")
+    print(head)
+    print("-" * len(head))
+    rows = []
+    base = statistics.median(measured["all_reduce"])
+    for label, model in models.items():
+        med = statistics.median(measured[label])
+        runs_text = " ".join(f"{t:.3f}" for t in measured[label])
+        print(f"{label:<26} {model:>8.3f}s {med:>8.3f}s {med / model:>10.3f} {runs_text:>24} "
+              f"{med / base:>13.3f}")
+        rows.append({"case": label, "model": model, "measured": med, "runs": measured[label]})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", type=int, nargs="+", default=[4, 8])
@@ -172,11 +262,28 @@ def main():
                         default=[4, 8, 16, 32, 64, 128, 256])
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--no-rho", action="store_true")
+    parser.add_argument("--two-level", action="store_true",
+                        help="Part 3: on an emulated two-level network (root)")
+    parser.add_argument("--two-level-rate", default="25Mbps",
+                        help="emulated rate of the endpoint cables")
+    parser.add_argument("--two-level-slowdown", type=int, default=4,
+                        help="how many times slower the uplinks are")
+    parser.add_argument("--two-level-size", type=int, default=1 << 20, help="bytes per rank")
+    parser.add_argument("--two-level-iterations", type=int, default=8,
+                        help="timed iterations per run, a multiple of 4")
+    parser.add_argument("--two-level-runs", type=int, default=3)
     args = parser.parse_args()
+    if args.two_level:
+        from topocoll.emulate import prepare_process
+
+        prepare_process()   # before numpy starts threads: root, or a user namespace
     if not args.no_timing:
         timing(args.worlds, args.sizes, args.iters, args.warmup, args.slice_bytes, args.transport)
     if not args.no_rho:
         rho_part(args.rho_sizes)
+    if args.two_level:
+        two_level(args.two_level_rate, args.two_level_slowdown, args.two_level_size,
+                  args.two_level_iterations, args.two_level_runs)
 
 
 if __name__ == "__main__":

@@ -82,12 +82,16 @@ def files(request, tmp_path_factory):
     files["TORUS64"] = where / "torus64.json"
     files["TORUS64XML"] = where / "torus64.xml"
     files["GRAPHML"] = where / "genkautz.graphml"
+    files["CUBE256"] = where / "cube256.json"         # BFB broadcast: 840 chunks per shard
+    files["CUBE256XML"] = where / "cube256.xml"
     files["STRINGBOMB"] = where / "string-bomb.json.gz"
     _string_bomb(files["STRINGBOMB"])
     _graphml(files["GRAPHML"], "genkautz:2000,4")
     for args in (["schedule", "torus:16x16", "-c", "allreduce", "-o", files["TORUS256"]],
                  ["schedule", "torus:8x8", "-c", "allreduce", "-o", files["TORUS64"]],
-                 ["export", files["TORUS64"], "-o", files["TORUS64XML"]]):
+                 ["export", files["TORUS64"], "-o", files["TORUS64XML"]],
+                 ["schedule", "hypercube:8", "-c", "broadcast", "-o", files["CUBE256"]],
+                 ["export", files["CUBE256"], "-o", files["CUBE256XML"]]):
         try:
             main([str(a) for a in args])
         except SystemExit as exc:
@@ -100,6 +104,9 @@ FIXTURE_RUNS = [
     ["convert", "@TORUS256", "--form", "symmetric", "-o", "s.json"],
     ["export", "@TORUS64", "-o", "x.xml"], ["import", "@TORUS64XML", "-o", "t.json"],
     ["lint", "@TORUS64XML"], ["info", "@GRAPHML"], ["verify", "@STRINGBOMB"],
+    ["export", "@CUBE256", "-o", "c.xml"], ["lint", "@CUBE256XML"],
+    ["schedule", "torus:16x16", "-c", "allreduce", "-a", "swing", "-O", "variant=latency",
+     "-o", "sw.json"],
 ]
 
 
@@ -202,3 +209,47 @@ def test_the_string_bomb_is_refused_early_and_small(files, tmp_path):
     assert report["code"] == 2
     # refused within the first megabytes it inflates: nothing near the 3.2 GB it holds
     assert report["peak"] - report["start"] < 64 << 20
+
+
+def _own_ask(args, files):
+    """The bytes the job of ``args`` asks for itself (chunk cells, transfers), from the
+    same public counts the commands use."""
+    import numpy as np
+
+    from topocoll.interop.chunk_memory import CELL_BYTES, chunk_cells, program_cells
+    from topocoll.interop.layout import Layout
+    from topocoll.interop.mscclxml import parse_msccl
+    from topocoll.schedule.io import as_schedule
+    from topocoll.schedule.model import BUILD_BYTES_PER_TRANSFER
+    from topocoll.synth.swing import swing_transfers
+    from topocoll.topology import topology
+
+    if args[0] == "lint":
+        return program_cells(parse_msccl(Path(args[1]).read_text())) * CELL_BYTES["lint"]
+    if args[0] == "export":
+        s, k = as_schedule(args[1]), 840          # the chunks the export reports for it
+        t = s.transfers
+        cells = chunk_cells(s.num_nodes, Layout(s.collective, s.num_nodes, k, s.root).num_chunks,
+                            np.rint((t["hi"] - t["lo"]) * k))
+        return cells * CELL_BYTES["export"]
+    return swing_transfers(topology(args[1]), "allreduce", variant="latency") \
+        * BUILD_BYTES_PER_TRANSFER
+
+
+OWN_ASKS = [["export", "@CUBE256", "-o", "c.xml"], ["lint", "@CUBE256XML"],
+            ["schedule", "torus:16x16", "-c", "allreduce", "-a", "swing", "-O",
+             "variant=latency", "--no-verify"]]
+
+
+@pytest.mark.parametrize("args", OWN_ASKS, ids=lambda a: " ".join(a[:2]))
+def test_a_job_grows_within_its_own_ask(args, files, tmp_path):
+    """The peaks above sit within the whole process's estimate; here each job's growth is
+    held to what the job itself asks (export and lint by chunk cells, Swing's latency
+    variant by its transfers), so that an ask that is too small fails."""
+    expanded = _expand(args, files)
+    report = run_measured(expanded, tmp_path, {"TOPOCOLL_CACHE_DIR": str(tmp_path / "cache")})
+    assert report["code"] == 0, report
+    grown, ask = report["peak"] - report["start"], _own_ask(expanded, files)
+    assert grown <= SLACK * ask + INTERPRETER, (
+        f"topocoll {' '.join(args)}: grew {grown >> 20} MiB, over {SLACK} x its own ask "
+        f"{ask >> 20} MiB")

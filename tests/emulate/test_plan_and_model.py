@@ -200,3 +200,34 @@ def test_gloos_allreduce_goes_against_a_one_way_ring():
     assert torch_model_time("allreduce", plan, exact(), m) == pytest.approx(
         7 * 2 * 7 / 8 * m / per)
     assert torch_model_time("allgather", plan, exact(), m) == pytest.approx(7 / 8 * m / per)
+
+
+@pytest.mark.parametrize("slowdown", [1, 4, 8])
+def test_hierarchical_step_on_a_two_level_network_matches_its_closed_form(slowdown):
+    """switch:16,4,S: 4 machines of 4 ranks, uplinks S times slower. One hierarchical step of
+    one-peer-exp over the machines is (3/4 + S + 3/4) B / g: the reduce-scatter and the
+    all-gather move 3/4 of the buffer over each rank's cable, and the 4 ranks of a machine send
+    B/4 each through its one uplink; flat one-peer-exp (rank i with i xor 2^k) stays inside the
+    machines for k = 0, 1 and sends 4 buffers through every uplink for k = 2, 3; gloo's ring all_reduce crosses each uplink once each way with 2 (n-1)/n
+    of the buffer."""
+    from topocoll.emulate.prediction import hierarchical_model_time
+    from topocoll.gossip import gossip_topology
+
+    plan = NetworkPlan(topology(f"switch:16,4,{slowdown}", bandwidth=1e6), scale=RATE / 1e6)
+    alpha, hop = 3e-4, 1e-4
+    cal = exact(alpha=alpha, hop_delay=hop)
+    g = RATE * (1 - ack_share(plan.mtu))
+    size = 4 << 20
+    machines = gossip_topology("one-peer-exp", 4)
+    for k in range(2):
+        want = (1.5 + slowdown) * size / g + 2 * (alpha + hop) + alpha + 3 * hop
+        assert hierarchical_model_time(machines, 4, k, plan, cal, size) == pytest.approx(want)
+    flat = gossip_topology("one-peer-exp", 16)
+    for k in range(4):
+        hops = 2 if k < 2 else 4
+        want = (1 if k < 2 else 4 * slowdown) * size / g + alpha + (hops - 1) * hop
+        assert gossip_model_time(flat, k, plan, cal, size) == pytest.approx(want)
+    ring = torch_model_time("allreduce", plan, exact(), size)
+    assert ring == pytest.approx(slowdown * 2 * 15 / 16 * size / g)
+    with pytest.raises(TopologyError, match="2 machines of 4 ranks"):
+        hierarchical_model_time(gossip_topology("one-peer-exp", 2), 4, 0, plan, cal, size)

@@ -175,3 +175,39 @@ def test_run_local_refuses_a_network_of_another_size():
     with net:
         with pytest.raises(InputTypeError, match="has 4 ranks, not 3"):
             run_local(_dies, 3, network=net, start_method="fork")
+
+
+def _hierarchical(rank, world_size, matrix, iterations):
+    import torch
+
+    from topocoll.runtime import hierarchical_neighbor_allreduce
+
+    x = torch.arange(7, dtype=torch.float64) + 10.0 * rank     # 7: not a multiple of 2
+    seen = []
+    for k in range(iterations):
+        x = hierarchical_neighbor_allreduce(x, matrix, local_size=2, iteration=k)
+        seen.append(x.numpy().copy())
+    return seen
+
+
+def test_hierarchical_averaging_on_a_two_level_network_is_the_matrix_product():
+    """2 machines of 2 ranks, each on a leaf switch, the leaves joined by uplinks 4x slower:
+    every iteration equals (W kron (1/2) 1 1^T) X, and the measurement prices it."""
+    pytest.importorskip("torch")
+    from topocoll.gossip import GraphTopology, hierarchical_matrix
+    from topocoll.runtime import run_local
+    from topocoll.runtime.emulated import measure_gossip
+
+    w = np.array([[0.75, 0.25], [0.25, 0.75]])
+    with EmulatedNetwork("switch:4,2,4", link_bandwidth=RATE) as net:
+        got = run_local(_hierarchical, 4, (w, 2), network=net, start_method="fork",
+                        timeout=300)
+        r = measure_gossip(GraphTopology("w", w), "256KiB", network=net, iterations=2,
+                           local_size=2)
+    x = np.array([np.arange(7) + 10.0 * rank for rank in range(4)])
+    for k in range(2):
+        x = hierarchical_matrix(w, 2) @ x
+        for rank in range(4):
+            assert np.allclose(got[rank][k], x[rank], rtol=1e-12)
+    assert r["hierarchical_local_size"] == 2 and r["ranks"] == 4
+    assert r["model_time"] > 0 and r["time"] > 0 and r["baseline_model_time"] > 0

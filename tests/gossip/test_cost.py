@@ -150,3 +150,27 @@ def test_iterations_to_accuracy():
     assert got["time_to_accuracy"] == pytest.approx(3 * 1e6 / 1e9)
     pairs = gossip_topology("one-peer-exp", 2)
     assert iterations_to_accuracy(pairs)["iterations_to_accuracy"] == 1
+
+
+def test_hierarchical_messages_move_a_part_inside_and_between_machines():
+    from topocoll.gossip import gossip_topology
+    from topocoll.gossip.cost import hierarchical_messages
+
+    machines, local, size = 4, 4, 64.0
+    topo = gossip_topology("exponential-graph", machines)
+    inside, between, gather = hierarchical_messages(topo, local, 0, size)
+    assert all(np.array_equal(x, y) for x, y in zip(inside, gather))
+    src, dst, nbytes, steps = inside
+    assert src.size == machines * local * (local - 1)
+    assert np.all(src // local == dst // local) and np.all(src != dst)
+    assert np.all(nbytes == size / local) and np.all(steps == 1)
+    sent = np.bincount(src, weights=nbytes)
+    assert np.allclose(sent, (local - 1) / local * size)
+    src, dst, nbytes, steps = between
+    assert np.all(src % local == dst % local) and np.all(src // local != dst // local)
+    w = topo.matrix(0)
+    pairs = {(int(s) // local, int(d) // local) for s, d in zip(src, dst)}
+    assert pairs == {(j, i) for i, j in zip(*np.nonzero(w)) if i != j}
+    out_degree = np.count_nonzero(w, axis=0) - 1
+    assert np.allclose(np.bincount(src, weights=nbytes),
+                       np.repeat(out_degree, local) * size / local)

@@ -5,6 +5,7 @@ stopped one ignores SIGTERM until continued) and no shared-memory file."""
 
 import glob
 import os
+import re
 import signal
 
 import numpy as np
@@ -143,6 +144,28 @@ def _maps_a_channel(pid):
 
 
 def test_topocoll_run_names_a_rank_stopped_mid_run(tmp_path):
+    # more calls than the time limit allows and no per-packet timeout: the limit ends the run
+    victim, lines = _stop_a_rank_of_topocoll_run(tmp_path, [])
+    assert len(lines) == 1 and "timed out" in lines[0], lines
+    assert f"(process {victim}) is stopped" in lines[0], lines
+
+
+def test_topocoll_run_with_a_peer_timeout_names_the_stopped_rank_and_the_step(tmp_path):
+    # the ranks that wait for the stopped one give up after 3 s, long before the time limit
+    victim, lines = _stop_a_rank_of_topocoll_run(tmp_path, ["--peer-timeout", "3s"])
+    assert len(lines) == 1 and "timed out" not in lines[0], lines
+    assert f"(process {victim}) is stopped" in lines[0], lines
+    # where the others waited: inside the collective (its step), or at the barrier before a
+    # timed call
+    assert re.search(r"\(rank \d: (step \d+: rank \d \(node \d\) did not exchange its message "
+                     r"within 3(\.0)? s|timed call \d+: not every rank reached the barrier "
+                     r"before it within 3 s)", lines[0]), lines
+
+
+def _stop_a_rank_of_topocoll_run(tmp_path, extra):
+    """Start ``topocoll run`` of 4 ranks, stop one with SIGSTOP inside the collective, wait
+    for the command: ``(the stopped rank's process id, stderr's non-blank lines)``, after
+    checking that it failed without a traceback and left no rank and no channel file."""
     import subprocess
     import sys
     import time
@@ -151,13 +174,12 @@ def test_topocoll_run_names_a_rank_stopped_mid_run(tmp_path):
 
     save_schedule(generate("ring:4", "allreduce"), tmp_path / "s.json")
     files = our_shm_files()
-    # more calls than the time limit allows: only the limit ends this run (it has no per-packet
-    # timeout); the limit leaves room for 4 spawned ranks to import torch on busy shared cores
+    # the limit leaves room for 4 spawned ranks to import torch on busy shared cores
     limit = 60
     command = subprocess.Popen(
         [sys.executable, "-m", "topocoll.cli.main", "run", "s.json", "--nproc", "4", "--size",
          "4KiB", "--iterations", "1000000", "--no-baseline", "--transport", "shared_memory",
-         "--time-limit", f"{limit}s"], cwd=tmp_path, stdout=subprocess.PIPE,
+         "--time-limit", f"{limit}s", *extra], cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     ranks, victim = [], None
     try:
@@ -174,8 +196,6 @@ def test_topocoll_run_names_a_rank_stopped_mid_run(tmp_path):
             os.killpg(command.pid, signal.SIGKILL)
             command.communicate()
     assert command.returncode != 0 and "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "timed out" in lines[0], stderr
-    assert f"(process {victim}) is stopped" in lines[0], stderr
     assert len(ranks) == 4 and all(_state(p) is None for p in ranks), "a rank was left behind"
     assert our_shm_files() <= files, "a shared-memory channel was left in " + SHM_DIR
+    return victim, [line for line in stderr.splitlines() if line.strip()]

@@ -352,3 +352,32 @@ def test_a_peer_that_failed_between_the_barriers_is_named_not_a_missing_file():
     with pytest.raises(ProcessGroupError, match=r"node 1 stopped while opening its channels"):
         open_channels(program, 4, 0, name, lambda: None)
     assert not [f for f in os.listdir(SHM_DIR) if name in f]
+
+
+def test_the_channel_files_of_a_killed_creator_are_removed_at_the_next_open():
+    """As under torchrun, where no launcher of ours removes them: a rank killed after making
+    its channel file and before its peer mapped it. The next rank to open channels removes
+    it; a file whose creator lives is kept."""
+    import secrets
+
+    from topocoll.runtime.shm import Channel, remove_stale_channels
+
+    dead = os.path.join(SHM_DIR, f"topocoll-test-{secrets.token_hex(4)}-0-1")
+    alive = os.path.join(SHM_DIR, f"topocoll-test-{secrets.token_hex(4)}-1-0")
+    pid = os.fork()
+    if pid == 0:                      # the creator: makes its file, then dies without a word
+        try:
+            Channel(dead, 2, 4096, create=True)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    Channel(alive, 2, 4096, create=True)      # this process made it: alive
+    try:
+        assert os.path.exists(dead)
+        removed = remove_stale_channels()
+        assert os.path.basename(dead) in removed and not os.path.exists(dead)
+        assert os.path.exists(alive) and os.path.basename(alive) not in removed
+    finally:
+        for path in (dead, alive):
+            if os.path.exists(path):
+                os.unlink(path)

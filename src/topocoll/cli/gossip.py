@@ -1,5 +1,7 @@
 """``topocoll gossip``: decentralized averaging topologies, their convergence and their cost."""
 
+import functools
+
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -114,21 +116,30 @@ def list_topologies(as_json):
               help="Iterations drawn by --plot.")
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Seed of the random start values of --plot.")
+@click.option("--hierarchical-local-size", "hierarchical_local_size", type=click.IntRange(1),
+              metavar="L", help="Analyse hierarchical averaging (Bluefog's): the n ranks are "
+              "n/L machines of L ranks, each TOPOLOGY is built on the machines, and a step is "
+              "W_k kron (1/L) 11^T. Not -O local_size, a parameter of some topologies.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, each "
               "TOPOLOGY's facts in its list topologies.")
-def info(topologies, nodes, extra, plot, iterations, seed, as_json):
+def info(topologies, nodes, extra, plot, iterations, seed, hierarchical_local_size, as_json):
     """Convergence facts of gossip TOPOLOGY on n ranks: rho, period, exact averaging, degrees.
 
     rho is ||P - 11^T/n||_2 of the product P of one period (of W itself when static);
     exact_average_after is the number of iterations after which every start sits exactly at the
     mean (null: only in the limit).
 
+    --hierarchical-local-size L analyses hierarchical averaging over n/L machines of L ranks
+    (machine-major): each TOPOLOGY is the machines' topology, and a step averages inside every
+    machine, then mixes the machines, W_k kron (1/L) 11^T on the n ranks; its rho is the
+    machine topology's.
+
     --json prints one object for one TOPOLOGY or several: the status keys (the worst of the
-    topologies'), nodes, plot and topologies, one entry each (its own status keys, rho, period,
-    exact_average_after, degrees, ...).
+    topologies'), nodes, plot, hierarchical_local_size (null without it) and topologies, one
+    entry each (its own status keys, rho, period, exact_average_after, degrees, ...).
     """
     check_plot(plot)  # fail before the work, not after it
-    topos = _build_all(topologies, nodes, extra)
+    topos = _build_info(topologies, nodes, extra, hierarchical_local_size)
     from ..gossip import analyze, plot_consensus
 
     facts = [analyze(t).to_dict() for t in topos]
@@ -137,12 +148,30 @@ def info(topologies, nodes, extra, plot, iterations, seed, as_json):
     if as_json:   # one object for one TOPOLOGY or several: their facts in "topologies"
         worst = max(facts, key=lambda f: f["status"])
         print_json(document(worst["status"], "; ".join(f["message"] for f in facts),
-                             nodes=nodes, plot=plot, topologies=facts))
+                             nodes=nodes, plot=plot,
+                             hierarchical_local_size=hierarchical_local_size, topologies=facts))
         return
     for f in facts:
         _print_info(f)
     if plot:
         out_console.print(f"plot written to {plot}", markup=False)
+
+
+def _build_info(names, nodes, extra, local_size):
+    """The topologies of ``gossip info``: on ``nodes`` ranks, or with ``local_size`` their
+    hierarchical steps (each built on the ``nodes / local_size`` machines)."""
+    if local_size is None:
+        return _build_all(names, nodes, extra)
+    from ..gossip import HierarchicalTopology
+    from ..gossip.hierarchical import require_hierarchical
+
+    if nodes % local_size:
+        raise SpecError(f"--hierarchical-local-size {local_size} must divide --nodes {nodes} "
+                        f"(machines of {local_size} ranks)")
+    for name in names:     # before the machines are built: a huge n is refused at once
+        require_hierarchical(name.partition(":")[0], nodes, local_size)
+    return [HierarchicalTopology(t, local_size)
+            for t in _build_all(names, nodes // local_size, extra)]
 
 
 def _print_info(f):
@@ -343,12 +372,18 @@ def _print_costs(docs, settings):
               help="Wall-clock limit of the run.")
 @click.option("-O", "--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="A topology parameter, e.g. -O local_size=4 (repeatable).")
+@click.option("--hierarchical-local-size", "hierarchical_local_size", type=click.IntRange(1),
+              metavar="L", help="Run hierarchical averaging: the n ranks are n/L machines of L "
+              "ranks (machine-major), TOPOLOGY is built on the machines. Not -O local_size, a "
+              "parameter of some topologies.")
 @network_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: time (neighbor averaging), "
               "baseline_time (all_reduce), model_time, baseline_model_time, measured_over_model, "
-              "ratio, model_ratio, transport, network, calibration, host.")
+              "ratio, model_ratio, transport, hierarchical_local_size, network, calibration, "
+              "host.")
 def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, transport,
-               timeout, extra, link_bandwidth, scale, mtu, latency, no_capacity_check, as_json):
+               timeout, extra, hierarchical_local_size, link_bandwidth, scale, mtu, latency,
+               no_capacity_check, as_json):
     """Time one neighbor averaging of TOPOLOGY against all_reduce on the same ranks.
 
     With --network the ranks run on an emulated network (see 'topocoll emulate'), and the
@@ -360,6 +395,12 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
     topocoll gossip run one-peer-exp --network switch:16 --link-bandwidth 25Mbps --size 4MiB
     topocoll gossip run ring-graph --network torus:4x4 --json
     topocoll gossip run exponential-graph --nodes 4          # on this host's loopback
+    topocoll gossip run one-peer-exp --network switch:16,4,4 --hierarchical-local-size 4
+
+    --hierarchical-local-size L times hierarchical_neighbor_allreduce instead: the ranks are
+    n/L machines of L ranks (machine-major), TOPOLOGY is the machines' topology, and the model
+    adds a reduce-scatter inside every machine, the exchange of 1/L of the buffer per rank
+    between machines and an all-gather inside every machine.
     """
     shaping = network_kwargs(link_bandwidth, scale, mtu, latency, no_capacity_check)
     if network is None and any(v is not None for v in (link_bandwidth, scale, latency)):
@@ -386,16 +427,28 @@ def run_gossip(*, topology_name, nodes, network, size, iterations, slice_bytes, 
     elif nodes is None:
         raise Fail("give --nodes (the world size) or --network")
     _require_memory(nodes, size)
-    topo = _build_all([topology_name], nodes, extra)[0]
+    topo = _build_run(topology_name, nodes, extra, hierarchical_local_size)
     require_torch()
+    measure = functools.partial(measure_gossip, local_size=hierarchical_local_size)
     if net is None:
-        result = _gossip_measure(measure_gossip, topo, size, None, iterations, slice_bytes,
+        result = _gossip_measure(measure, topo, size, None, iterations, slice_bytes,
                                  timeout, transport)
     else:
         with running(net):
-            result = _gossip_measure(measure_gossip, topo, size, net, iterations, slice_bytes,
+            result = _gossip_measure(measure, topo, size, net, iterations, slice_bytes,
                                      timeout, transport)
     _print_run(result, as_json)
+
+
+def _build_run(name, nodes, extra, local_size):
+    """The topology 'gossip run' times: on the ``nodes`` ranks, or with ``local_size`` on
+    their ``nodes / local_size`` machines."""
+    if local_size is None:
+        return _build_all([name], nodes, extra)[0]
+    if nodes % local_size:
+        raise SpecError(f"--hierarchical-local-size {local_size} must divide the {nodes} ranks "
+                        f"(machines of {local_size} ranks)")
+    return _build_all([name], nodes // local_size, extra)[0]
 
 
 def _require_memory(nodes, size):
@@ -421,14 +474,18 @@ def _gossip_measure(measure, topo, size, net, iterations, slice_bytes, timeout, 
 
 def _print_run(r, as_json):
     where = f"on {r['network']['topology']} (emulated)" if "network" in r else "on loopback"
-    said = (f"{r['topology']} averaging, {r['ranks']} ranks {where}: "
+    local = r.get("hierarchical_local_size")
+    kind = "neighbor averaging" if local is None else "hierarchical averaging"
+    over = "" if local is None else f" over {r['ranks'] // local} machines of {local} ranks"
+    said = (f"{r['topology']}{over}{'' if local is None else ' hierarchical'} averaging, "
+            f"{r['ranks']} ranks {where}: "
             f"{format_time(r['time'])} per iteration, {r['ratio']:.3f}x all_reduce's time")
     if r.get("model_ratio") is not None:
         said += f" (model {r['model_ratio']:.3f}x)"
     if as_json:
         print_json(document(Status.SUCCESS, said, r))
         return
-    table = Table(title=f"{r['topology']} on {r['ranks']} ranks {where}, "
+    table = Table(title=f"{r['topology']}{over} on {r['ranks']} ranks {where}, "
                         f"{format_size(r['bytes'])} per rank, {r['iterations']} iterations, "
                         f"slices over {r['transport'].replace('_', ' ')} "
                         f"(host {r['host']['idle']:.0%} idle)")
@@ -438,7 +495,7 @@ def _print_run(r, as_json):
     def cells(t, m, ratio):
         return (format_time(t), "-" if m is None else format_time(m),
                 "-" if ratio is None else f"{ratio:.3f}")
-    table.add_row("neighbor averaging", *cells(r["time"], r["model_time"],
+    table.add_row(kind, *cells(r["time"], r["model_time"],
                                                r["measured_over_model"]))
     table.add_row("all_reduce", *cells(r["baseline_time"], r["baseline_model_time"],
                                        r["baseline_measured_over_model"]))

@@ -45,6 +45,11 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
                 metavar="DURATION", callback=duration_callback("--time-limit", allow_zero=False),
                 help="Wall-clock limit of a local run, e.g. 90s or 10min; it then gives up, naming "
                "the ranks that did not finish.")
+@click.option("--peer-timeout", "peer_timeout", metavar="DURATION",
+              callback=duration_callback("--peer-timeout", allow_zero=False),
+              help="How long a rank waits for a peer's packet before the run ends naming the "
+                   "peer, its process and the step, e.g. 30s [default: no limit; --time-limit "
+                   "ends a local run].")
 @renamed_option("--slice-size", "slice_bytes", old=("--slice-bytes",),
                 callback=unit_callback(units.parse_size, "--slice-size"),
               help="Most bytes of one packet of the dataflow engine [default: 1MiB].")
@@ -66,8 +71,8 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
               "both collectives in the calibrated model of that network.")
 @network_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, slice_bytes,
-        window, engine, transport, fresh_tensors, emulate, link_bandwidth, scale, mtu, latency,
+def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout, peer_timeout,
+        slice_bytes, window, engine, transport, fresh_tensors, emulate, link_bandwidth, scale, mtu, latency,
         no_capacity_check, as_json):
     """Run a schedule FILE on torch.distributed; time it against torch's own collective.
 
@@ -93,6 +98,8 @@ def run(*, file, nproc, size, dtype, backend, iters, check, no_baseline, timeout
         options["slice_bytes"] = int(slice_bytes)
     if window is not None:
         options["window"] = window
+    if peer_timeout is not None:
+        options["timeout"] = float(peer_timeout)
     torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     shaping = network_kwargs(link_bandwidth, scale, mtu, latency, no_capacity_check)
     if not emulate and any(v is not None for v in (link_bandwidth, scale, latency)):

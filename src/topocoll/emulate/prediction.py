@@ -19,6 +19,11 @@ Calibration`), less the share that the acknowledgements of the opposite directio
   on ``uniring:8`` every allreduce message of gloo goes seven hops the long way round.
 * A gossip iteration sends, from every rank to every out-neighbour of ``W_k``, its whole
   buffer: :func:`gossip_model_time`.
+* A hierarchical step (:func:`~topocoll.runtime.hierarchical_neighbor_allreduce`) is three
+  phases one after the other (:func:`~topocoll.gossip.cost.hierarchical_messages`): a
+  reduce-scatter inside every machine, ``1/L`` of the buffer per rank between machines (the
+  ``L`` ranks of a machine at once, sharing its links), an all-gather inside every machine:
+  :func:`hierarchical_model_time` adds the three.
 """
 
 import numpy as np
@@ -26,7 +31,7 @@ import numpy as np
 from ..errors import TopologyError
 
 __all__ = ["ack_share", "link_goodputs", "schedule_model_time", "flows_model_time",
-           "torch_model_time", "gossip_model_time", "TORCH_RINGS"]
+           "torch_model_time", "gossip_model_time", "hierarchical_model_time", "TORCH_RINGS"]
 
 #: Bytes of a TCP acknowledgement on the wire (Ethernet, IPv4, TCP with timestamps).
 _ACK_FRAME = 66
@@ -104,3 +109,18 @@ def gossip_model_time(topology, iteration, plan, calibration, size):
     src, dst, nbytes, steps = iteration_messages(topology, iteration, float(size), "neighbor")
     nodes = np.asarray(plan.ranks, dtype=np.int64)
     return flows_model_time(plan, calibration, nodes[src], nodes[dst], nbytes, steps)
+
+
+def hierarchical_model_time(machine_topology, local_size, iteration, plan, calibration, size):
+    """The model's time of one hierarchical step at ``iteration``: ``machine_topology`` (a
+    :class:`~topocoll.gossip.GossipTopology` on the machines) over the network's ranks as
+    machines of ``local_size`` ranks, machine-major; the sum of its three phases' times."""
+    from ..gossip.cost import hierarchical_messages
+
+    nodes = np.asarray(plan.ranks, dtype=np.int64)
+    if machine_topology.size * int(local_size) != nodes.size:
+        raise TopologyError(f"{machine_topology.size} machines of {local_size} ranks are not the "
+                            f"{nodes.size} ranks of {plan.topology.name}")
+    return sum(flows_model_time(plan, calibration, nodes[src], nodes[dst], nbytes, steps)
+               for src, dst, nbytes, steps in hierarchical_messages(
+                   machine_topology, local_size, iteration, float(size)))

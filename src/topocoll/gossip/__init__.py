@@ -28,6 +28,7 @@ _LAZY = {
     ".consensus": ("consensus_errors", "exact_average_after", "plot_consensus"),
     ".cost": ("GossipCost", "IterationCost", "gossip_cost", "iteration_messages",
               "iterations_to_accuracy"),
+    ".hierarchical": ("HierarchicalTopology", "hierarchical_matrix", "hierarchical_topology"),
     ".matrices": ("is_column_stochastic", "is_doubly_stochastic", "is_row_stochastic",
                   "mixing_matrix", "period_operator", "period_product", "same_mixing",
                   "stochasticity"),
@@ -52,6 +53,8 @@ __all__ = [
     "is_column_stochastic", "is_doubly_stochastic", "stochasticity", "rho", "period_rho",
     "exact_average_after", "consensus_errors", "analyze", "rho_table", "same_mixing", "plot_consensus", "TABLE_SIZES",
     "TABLE_PARAMS",
+    # hierarchical averaging over machines
+    "HierarchicalTopology", "hierarchical_matrix", "hierarchical_topology",
     # cost
     "gossip_cost", "GossipCost", "IterationCost", "iteration_messages", "iterations_to_accuracy",
 ]

@@ -43,7 +43,7 @@ from .mixing import GossipTopology
 from .registry import gossip_topology
 
 __all__ = ["gossip_cost", "GossipCost", "IterationCost", "iteration_messages",
-           "iterations_to_accuracy", "GROUP_MODES"]
+           "hierarchical_messages", "iterations_to_accuracy", "GROUP_MODES"]
 
 #: How a group of more than two ranks communicates (see the module docstring).
 GROUP_MODES = ("allreduce", "neighbor")
@@ -135,6 +135,55 @@ def iteration_messages(topology, k, size=1.0, group_mode="allreduce"):
         steps += [2 * (g - 1)] * g
     return (np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
             np.asarray(nbytes, dtype=np.float64), np.asarray(steps, dtype=np.int64))
+
+
+def hierarchical_messages(machine_topology, local_size, k, size=1.0):
+    """The messages of one hierarchical step (:func:`topocoll.runtime.\
+hierarchical_neighbor_allreduce`) of iteration ``k``: three phases, one after the other, each
+    ``(src_rank, dst_rank, bytes, steps)`` on the ``n = M L`` machine-major ranks.
+
+    1. reduce-scatter inside every machine: every rank sends ``M / L`` bytes (one part) to
+       each of the ``L - 1`` others of its machine;
+    2. between machines: local rank ``l`` of machine ``j`` sends its part to local rank ``l``
+       of every out-neighbour machine of ``W_k``; all ``L`` local ranks at once, so a
+       machine's uplink carries ``L`` parts per neighbour machine, the whole buffer;
+    3. all-gather inside every machine: as phase 1.
+
+    Parameters
+    ----------
+    machine_topology : GossipTopology
+        The machines' topology (``M`` nodes); its messages are priced as a graph topology's.
+    local_size : int
+        Ranks per machine ``L``.
+    k : int
+        The iteration.
+    size : float
+        Buffer bytes per rank.
+
+    Examples
+    --------
+    >>> from topocoll.gossip import gossip_topology
+    >>> a, b, c = hierarchical_messages(gossip_topology("one-peer-exp", 2), 2, 0, 8.0)
+    >>> a[0].tolist(), a[1].tolist(), a[2].tolist()
+    ([0, 1, 2, 3], [1, 0, 3, 2], [4.0, 4.0, 4.0, 4.0])
+    >>> b[0].tolist(), b[1].tolist(), b[2].tolist()
+    ([2, 3, 0, 1], [0, 1, 2, 3], [4.0, 4.0, 4.0, 4.0])
+    """
+    size_l = whole_number(local_size, "local_size")
+    machines = machine_topology.size
+    part = float(size) / size_l
+    ranks = np.arange(machines * size_l, dtype=np.int64)
+    src = np.repeat(ranks, size_l)
+    dst = (src // size_l) * size_l + np.tile(np.arange(size_l, dtype=np.int64), ranks.size)
+    keep = src != dst
+    inside = (src[keep], dst[keep], np.full(int(keep.sum()), part),
+              np.ones(int(keep.sum()), dtype=np.int64))
+    m_src, m_dst, _, m_steps = iteration_messages(machine_topology, k, part, "neighbor")
+    local = np.arange(size_l, dtype=np.int64)
+    between = ((m_src[:, None] * size_l + local).ravel(),
+               (m_dst[:, None] * size_l + local).ravel(),
+               np.full(m_src.size * size_l, part), np.repeat(m_steps, size_l))
+    return [inside, between, inside]
 
 
 def _placement(net, n, placement, ranks_per_node):

@@ -44,6 +44,7 @@ from ..schedule.transforms import merge_pieces
 from ..schedule.verify import verify
 from ..units import whole_number
 from .buffers import buffer_capacity
+from .chunk_memory import chunk_cells, require_chunk_memory
 from .export_blocks import assign_blocks
 from .export_deps import OpBuilder
 from .export_limits import CAPACITY, LIMITS, PROTOCOLS, WIDTHS, next_block_cap
@@ -259,6 +260,11 @@ def export_msccl(schedule, *, proto="Simple", channels=1, chunks=None, min_bytes
     lay = Layout(schedule.collective, n, k * channels, schedule.root)
     # the block pass's own refusals, found in seconds on arrays (docs/interop.md, "Limits")
     precheck(schedule, k, channels, room=CAPACITY[proto] if fuse else None, astra=astra)
+    t = schedule.transfers
+    moved = np.rint((t["hi"] - t["lo"]) * k).astype(np.int64) * channels
+    require_chunk_memory(chunk_cells(n, lay.num_chunks, moved), "export",
+                         f"exporting {schedule.num_transfers:,} transfers in {k} chunk(s) per "
+                         f"shard on {n} ranks")
     builder = translate_schedule(schedule, k, channels, astra)
     name = name or f"topocoll-{schedule.algorithm}-{schedule.topology.name}"[:200]
     program, used = _fitted_program(builder, channels, fuse, proto, name, schedule, step_hints)

@@ -36,6 +36,7 @@ from ..results import Result, Status
 from ..schedule.verify import verify
 from ..units import whole_number
 from .buffers import buffer_capacity
+from .chunk_memory import program_cells, require_chunk_memory
 from .export_limits import CAPACITY
 from .lint_rules import Finding, Findings, lexical_rules, source_text, static_rules
 from .lint_steps import has_hints, runtime_steps, with_steps
@@ -127,6 +128,8 @@ def lint_msccl(program, *, topology=None, max_errors=50, capacity=None):
         text = getattr(program, "text", None) or getattr(program, "raw", None)
         if text is None:
             text = source_text(program)
+    require_chunk_memory(program_cells(program), "lint", f"running the {len(program.gpus)} ranks' "
+                         "program")
     rules = Findings(max_errors)
     if text is not None:
         lexical_rules(text, rules)

@@ -1,7 +1,12 @@
 """Run gossip on torch.distributed: neighbor averaging and decentralized data parallel.
 
 - :func:`neighbor_allreduce` -- ``x_i <- sum_j W_k[i, j] x_j`` with point-to-point messages,
-  static or dynamic topology, blocking or async (:class:`NeighborHandle`).
+  static or dynamic topology, blocking or async (:class:`NeighborHandle`); also in Bluefog's
+  call form (``self_weight=``, ``neighbor_weights=``, ``send_neighbors=``, checked across
+  ranks), with :func:`one_peer_exp_send_recv` for Bluefog's dynamic one-peer schedule.
+- :func:`hierarchical_neighbor_allreduce` -- Bluefog's averaging over machines: inside each
+  machine first (reduce-scatter), then neighbor averaging between machines with an ``M x M``
+  machine topology, then an all-gather (:class:`HierarchicalHandle` when async).
 - :class:`DecentralizedDataParallel` -- wraps an ``nn.Module``: bucketed parameters, gossip
   overlapped with the next forward/backward, ``x^{k+1} = W_k x^k - lr * grad(x^k)``,
   :meth:`~DecentralizedDataParallel.global_avg`, state dicts.
@@ -28,8 +33,10 @@ from ..lazy import lazy_attributes
 
 # Public names -> the submodule that defines them, imported on first use (PEP 562).
 _LAZY = {
+    ".bluefog": ("one_peer_exp_send_recv",),
     ".ddp": ("DecentralizedDataParallel",),
     ".executor": ("ScheduleCollective", "ScheduleHandle", "run_schedule"),
+    ".hierarchical": ("HierarchicalHandle", "hierarchical_neighbor_allreduce"),
     ".launch": ("group_info", "report_iteration", "run_local", "single_process_group"),
     ".mixing": ("Mixing", "MixingPlan", "as_mixing"),
     ".neighbor": ("NeighborHandle", "neighbor_allreduce", "release_buffers"),
@@ -39,7 +46,8 @@ _LAZY = {
 __all__ = ["neighbor_allreduce", "NeighborHandle", "DecentralizedDataParallel", "Mixing",
            "MixingPlan", "as_mixing", "group_info", "run_local", "single_process_group",
            "report_iteration", "release_buffers", "ScheduleCollective", "ScheduleHandle",
-           "run_schedule", "load_runnable"]
+           "run_schedule", "load_runnable", "hierarchical_neighbor_allreduce",
+           "HierarchicalHandle", "one_peer_exp_send_recv"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

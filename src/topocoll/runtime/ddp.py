@@ -39,11 +39,13 @@ import copy
 
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from ..units import real_number, whole_number
+from .hierarchical import hierarchical_neighbor_allreduce, local_size_of, machine_mixing
 from .launch import group_info
 from .mixing import as_mixing
 from .neighbor import check_tensor, post_exchange
 from .neighborhood import neighborhood
 from .program import slice_elements
+from .shm import check_transport
 
 __all__ = ["DecentralizedDataParallel"]
 
@@ -68,17 +70,21 @@ def _check_settings(module, lr, optimizer, bucket_size_mb):
     real_number(bucket_size_mb, "bucket_size_mb", above=0)
 
 
-def _mixing(topology, world_size, topology_options):
-    """The mixing matrices of ``topology`` (a built-in gossip topology's name among them)."""
+def _mixing(topology, world_size, topology_options, local_size=None):
+    """The mixing matrices of ``topology`` (a built-in gossip topology's name among them); with
+    ``local_size``, of the machine topology on ``world_size / local_size`` machines."""
+    machines = world_size // (local_size or 1)
     if isinstance(topology, str):
         try:
             from ..gossip import gossip_topology
         except ImportError:
             raise UnsupportedError("named topologies need topocoll.gossip; pass a matrix or "
                                    "a callable k -> W instead") from None
-        topology = gossip_topology(topology, world_size, **(topology_options or {}))
+        topology = gossip_topology(topology, machines, **(topology_options or {}))
     elif topology_options:
         raise InputTypeError("topology_options only apply to a topology given by name")
+    if local_size is not None:
+        return machine_mixing(topology, machines, world_size, local_size)
     return as_mixing(topology, world_size)
 
 
@@ -166,11 +172,21 @@ class DecentralizedDataParallel:
     timeout : float, optional
         Seconds to wait for a peer's slice (default: no limit through shared memory, the
         process group's own timeout on the network path).
+    hierarchical : bool
+        Gossip between machines: ``topology`` is then the **machine** topology (``M = n /
+        local_size`` nodes; a name is built for ``M``), and every bucket is mixed by
+        :func:`~topocoll.runtime.hierarchical_neighbor_allreduce`, so that ``x^{k+1} = W_eff,k
+        x^k - lr * g`` with ``W_eff,k = W_k kron (1/L) 1 1^T`` on machine-major ranks.
+    local_size : int, optional
+        Ranks per machine ``L`` with ``hierarchical=True`` (default: the launcher's
+        ``LOCAL_WORLD_SIZE``). Not a named topology's ``local_size`` (that goes in
+        ``topology_options``).
 
     Attributes
     ----------
-    module, iteration (``k``: the index of the current iterate ``x^k``), mixing, lr, optimizer
-    (the optimizer built by the factory; None with ``lr``).
+    module, iteration (``k``: the index of the current iterate ``x^k``), mixing (of the
+    machines when hierarchical), local_size (None unless hierarchical), lr, optimizer (the
+    optimizer built by the factory; None with ``lr``).
 
     Notes
     -----
@@ -183,20 +199,27 @@ class DecentralizedDataParallel:
 
     def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
                  group=None, broadcast_parameters=True, topology_options=None, slice_bytes=None,
-                 transport="auto", timeout=None):
+                 transport="auto", timeout=None, hierarchical=False, local_size=None):
         import torch
 
         _check_settings(module, lr, optimizer, bucket_size_mb)
         self.rank, self.world_size = group_info(group)
         self.group = group
-        self.mixing = _mixing(topology, self.world_size, topology_options)
+        if local_size is not None and not hierarchical:
+            raise InputTypeError("local_size (ranks per machine) only applies with "
+                                 "hierarchical=True; a named topology's local_size goes in "
+                                 "topology_options")
+        self.local_size = local_size_of(local_size, self.world_size) if hierarchical else None
+        self.mixing = _mixing(topology, self.world_size, topology_options, self.local_size)
         if slice_bytes is not None:
             slice_elements(slice_bytes, 1)   # checks it
         self.slice_bytes = slice_bytes
         if timeout is not None:
             real_number(timeout, "timeout", above=0)
         self.timeout = timeout
-        self._neighborhood = neighborhood(group, transport, timeout)
+        self.transport = check_transport(transport)
+        # hierarchical gossip finds its own transport, on each sub-group
+        self._neighborhood = None if hierarchical else neighborhood(group, transport, timeout)
         self.module = module
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -271,6 +294,13 @@ class DecentralizedDataParallel:
 
     def _launch(self):
         """Start the gossip of the current iterate x^k with W_k, one message per bucket."""
+        if self.local_size is not None:
+            self._pending = [hierarchical_neighbor_allreduce(
+                b.flat, self.mixing, local_size=self.local_size, iteration=self.iteration,
+                async_op=True, group=self.group, tag=TAG_BASE + tag, out=b.flat,
+                slice_bytes=self.slice_bytes, transport=self.transport, timeout=self.timeout)
+                for tag, b in enumerate(self._buckets)]   # each snapshots its bucket first
+            return
         plan = self.mixing.plan(self.iteration, self.rank)
         handles = []
         for tag, b in enumerate(self._buckets):

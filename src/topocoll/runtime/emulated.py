@@ -18,8 +18,10 @@ import statistics
 import time
 
 from ..emulate.host import HostMonitor, describe_host
-from ..emulate.prediction import gossip_model_time, schedule_model_time, torch_model_time
+from ..emulate.prediction import (gossip_model_time, hierarchical_model_time,
+                                  schedule_model_time, torch_model_time)
 from ..units import parse_size
+from .hierarchical import hierarchical_neighbor_allreduce
 from .launch import run_local
 from .measure import measure_schedule
 from .neighbor import neighbor_allreduce
@@ -96,10 +98,10 @@ def measure_on_network(schedule, network, size="4MiB", *, dtype="float32", iters
 
 
 def _gossip_worker(rank, world_size, topology, numel, iterations, warmup, slice_bytes,
-                   transport):
+                   transport, local_size=None):
     """Alternate one ``all_reduce`` (and the division by n) with one neighbor averaging of
-    iteration k, each after a barrier; seconds of each call on this rank, and the transport
-    the averaging took."""
+    iteration k (hierarchical over machines of ``local_size`` ranks when given), each after a
+    barrier; seconds of each call on this rank, and the transport the averaging took."""
     import torch
     import torch.distributed as dist
 
@@ -113,16 +115,20 @@ def _gossip_worker(rank, world_size, topology, numel, iterations, warmup, slice_
             if which == 0:
                 dist.all_reduce(x)
                 x.div_(world_size)
-            else:
+            elif local_size is None:
                 neighbor_allreduce(x, topology, k, out=x, slice_bytes=slice_bytes,
                                    transport=transport)
+            else:
+                hierarchical_neighbor_allreduce(x, topology, local_size=local_size, iteration=k,
+                                                out=x, slice_bytes=slice_bytes,
+                                                transport=transport)
             (theirs if which == 0 else ours).append(time.perf_counter() - t0)
     took = "network" if neighborhood(None, transport) is None else "shared_memory"
     return ours[warmup:], theirs[warmup:], took
 
 
 def measure_gossip(topology, size="4MiB", *, network=None, iterations=None, warmup=1,
-                   slice_bytes=None, timeout=600.0, transport="auto"):
+                   slice_bytes=None, timeout=600.0, transport="auto", local_size=None):
     """Time one neighbor averaging of ``topology`` (a
     :class:`~topocoll.gossip.GossipTopology`) against ``all_reduce`` on the same ranks, on
     ``network`` (a built :class:`~topocoll.emulate.EmulatedNetwork` with as many ranks) or, if
@@ -133,24 +139,33 @@ def measure_gossip(topology, size="4MiB", *, network=None, iterations=None, warm
     :func:`~topocoll.runtime.neighbor_allreduce`; on an emulated network it is always the
     network); the result's ``transport`` says which it took. Times are medians over iterations of the slowest rank's time. Returns the keys of
     the module text, with ``ratio`` = ``time / baseline_time`` and ``model_ratio``.
+
+    With ``local_size`` L, ``topology`` is the machines' and the averaging is
+    :func:`~topocoll.runtime.hierarchical_neighbor_allreduce` over ``topology.size`` machines
+    of L ranks (machine-major), priced by
+    :func:`~topocoll.emulate.prediction.hierarchical_model_time`; the result's
+    ``hierarchical_local_size`` is L (None without).
     """
-    n = topology.size
+    n = topology.size * (1 if local_size is None else int(local_size))
     nbytes = int(parse_size(size)) // 4 * 4
     iterations = max(4, 2 * topology.period) if iterations is None else int(iterations)
     cal = network.calibration() if network is not None else None
     with HostMonitor() as load:
         per_rank = run_local(_gossip_worker, n,
                              (topology, nbytes // 4, iterations, warmup, slice_bytes,
-                              transport),
+                              transport, local_size),
                              network=network, timeout=timeout, start_method="fork")
     ours = [max(r[0][i] for r in per_rank) for i in range(iterations)]
     theirs = [max(r[1][i] for r in per_rank) for i in range(iterations)]
     out = {"topology": topology.name, "ranks": n, "bytes": nbytes, "iterations": iterations,
            "time": statistics.median(ours), "baseline_time": statistics.median(theirs),
-           "model_time": None, "baseline_model_time": None, "transport": per_rank[0][2]}
+           "model_time": None, "baseline_model_time": None, "transport": per_rank[0][2],
+           "hierarchical_local_size": local_size}
     out["ratio"] = out["time"] / out["baseline_time"]
     if network is not None:
         models = [gossip_model_time(topology, k, network.plan, cal, nbytes)
+                  if local_size is None else
+                  hierarchical_model_time(topology, local_size, k, network.plan, cal, nbytes)
                   for k in range(iterations)]
         out["model_time"] = statistics.median(models)
         out["baseline_model_time"] = torch_model_time("allreduce", network.plan, cal, nbytes)

@@ -18,6 +18,7 @@ import contextlib
 import datetime
 import os
 import queue as _queue
+import re
 import secrets
 import shutil
 import tempfile
@@ -175,8 +176,13 @@ def _worker(rank, world_size, fn, args, *, init_method, backend, timeout, num_th
             dist.barrier()
         try:
             value = fn(rank, world_size, *args)
-        finally:
+        except BaseException:
+            # reported before leaving the group: leaving may wait for a peer that is stopped
+            # or hung, and the parent takes the ranks down once it hears of a failure
+            results.put((rank, False, traceback.format_exc()))
             dist.destroy_process_group()
+            return
+        dist.destroy_process_group()
     except BaseException:  # every failure goes back to the parent, which raises it
         results.put((rank, False, traceback.format_exc()))
     else:
@@ -420,8 +426,9 @@ def _failure_report(failures, dead, stopped=None):
     """The first line names the rank that failed first: one that is stopped (its peers gave
     up waiting for it), else one that died without a word, else one that raised for a reason of
     its own, else the first to report; the rest follow."""
+    waited = _first_wait(failures)
     lines = [f"rank {rank} (process {pid}) is stopped (SIGSTOP or a debugger) and did not "
-             "finish; the ranks waiting for it gave up" for rank, pid in
+             f"finish; the ranks waiting for it gave up{waited}" for rank, pid in
              sorted((stopped or {}).items())]
     for rank, code in sorted(dead.items()):
         lines.append(f"rank {rank} exited (status 0) without returning" if code == 0 else
@@ -432,6 +439,18 @@ def _failure_report(failures, dead, stopped=None):
         tail = " (after losing a peer)" if rank in lost and (dead or own or stopped) else ""
         lines.append(f"rank {rank} raised{tail}:\n{failures[rank].rstrip()}")
     return "\n".join(lines)
+
+
+def _first_wait(failures):
+    """``" (rank R: what it waited for)"``: the exception line of the lowest rank that gave up
+    (the step or iteration it was in), or "" when no rank said why."""
+    for rank in sorted(failures):
+        last = next((line.strip() for line in reversed(failures[rank].splitlines())
+                     if line.strip()), "")
+        said = re.sub(r"^[\w.]+(Error|Exception|Timeout)\w*: ", "", last)
+        if said:
+            return f" (rank {rank}: {said})"
+    return ""
 
 
 def _timeout_report(timeout, world_size, values, progress, stopped=None):

@@ -24,9 +24,10 @@ import warnings
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import ProcessGroupError, UnsupportedError
 from ..units import format_size, parse_size
 from .executor import ScheduleCollective
+from .launch import missing_ranks
 from .sources import load_runnable
 
 __all__ = ["bus_factor", "measure_schedule", "measure_file", "buffer_elements", "rounded_bytes",
@@ -158,18 +159,22 @@ def _cpu_seconds():
     return use.ru_utime + use.ru_stime
 
 
-def _time(fns, base, iters, warmup, device, reuse=True):
+def _time(fns, base, iters, warmup, device, reuse=True, timeout=None):
     """Per function of ``fns``: the median seconds per call and the median CPU seconds per
     call of all ranks together. The calls alternate (``a b b a a b ...``), so that both see
     the same machine, and each time sample is the slowest rank's time of that call (every call
     starts after a barrier).
 
     ``reuse``: every function gets one tensor, refilled from ``base`` (untimed) before each
-    call, as training reuses its gradient buckets; else a fresh copy of ``base`` per call."""
+    call, as training reuses its gradient buckets; else a fresh copy of ``base`` per call.
+    ``timeout``: seconds a barrier waits for every rank (None: no limit)."""
     import torch
     import torch.distributed as dist
 
     kept = [base.clone() for _ in fns] if reuse else None
+    # the barrier before each call: an all_reduce of one value, whose wait a timeout bounds
+    # (gloo's barrier waits on its own and its wait ignores one)
+    token = torch.zeros(1, device=device)
 
     def data(j):
         if not reuse:
@@ -186,7 +191,10 @@ def _time(fns, base, iters, warmup, device, reuse=True):
         order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
         for j in order:
             x = data(j)
-            dist.barrier()
+            missing = missing_ranks(dist.all_reduce(token, async_op=True), timeout)
+            if missing is not None:
+                raise ProcessGroupError(f"timed call {i + 1}: not every rank reached the "
+                                        f"barrier before it{missing}")
             used = _cpu_seconds()
             start = time.perf_counter()
             fns[j](x)
@@ -255,7 +263,7 @@ def measure_schedule(schedule, size="4MiB", *, dtype="float32", iters=20, warmup
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         times, cpu = _time([ours] + ([theirs] if theirs is not None else []), base, iters,
-                           warmup, device, reuse=reuse)
+                           warmup, device, reuse=reuse, timeout=options.get("timeout"))
     t = times[0]
     gib = total_bytes / (1 << 30)
     out.update(bytes=total_bytes, time=t, busbw=total_bytes / t * factor, reuse=bool(reuse),

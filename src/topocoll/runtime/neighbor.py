@@ -22,6 +22,9 @@ order, so it is reproducible bit for bit (and the same bits whatever the slicing
 A static topology is one matrix; a dynamic one is a :class:`topocoll.gossip.GossipTopology`
 (``matrix(k)``) or a callable ``k -> W``; ``iteration`` picks ``W_k``. Every rank of the group
 must call with the same topology, iteration, shape and dtype, in the same order.
+Bluefog's call form (``self_weight=``, ``neighbor_weights=``, ``send_neighbors=``, each rank
+its own part) builds the same per-rank plan, checked across the ranks first
+(:mod:`topocoll.runtime.bluefog`); the exchange and the sum are the ones above.
 
 Receive buffers come from a per-process pool (:data:`BUFFER_POOL`): a call takes buffers of its
 tensor's shape, dtype and device and gives them back when its result is combined, so steady
@@ -38,12 +41,13 @@ next call between the same ranks is not confused by them.
 
 from ..errors import InputTypeError, ProcessGroupError
 from .launch import group_info, report_iteration
-from .mixing import as_mixing, combine
+from .bluefog import call_plan
+from .mixing import combine
 from .neighborhood import neighborhood
 from .program import DEFAULT_SLICE_BYTES, slice_elements
 
 __all__ = ["neighbor_allreduce", "NeighborHandle", "release_buffers", "check_tensor",
-           "post_exchange"]
+           "check_call", "post_exchange"]
 
 
 class BufferPool:
@@ -253,6 +257,22 @@ def slice_bounds(numel, itemsize, slice_bytes):
     return [j * numel // k for j in range(k + 1)]
 
 
+def check_call(tensor, *, out, tag, slice_bytes, timeout):
+    """The checks of a neighbor-averaging call's tensor, ``out``, ``tag``, ``slice_bytes``
+    and ``timeout``, before anything is taken or sent."""
+    check_tensor(tensor)
+    _check_tag(tag)
+    if slice_bytes is not None:
+        slice_elements(slice_bytes, 1)   # checks it before any buffer is taken
+    if out is not None:
+        check_tensor(out, "out")
+        if out.shape != tensor.shape or out.dtype != tensor.dtype:
+            raise InputTypeError(f"out must match tensor: shape {tuple(tensor.shape)}, dtype "
+                                 f"{tensor.dtype}; got {tuple(out.shape)}, {out.dtype}")
+    if timeout is not None and not timeout > 0:
+        raise InputTypeError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
 def _check_tag(tag):
     if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < TAG_LIMIT:
         raise InputTypeError(f"tag must be an integer in [0, {TAG_LIMIT}), got {tag!r}")
@@ -310,21 +330,41 @@ def _average_shared(nb, send, plan, out, *, tag, iteration, slice_bytes, timeout
                          iteration=iteration).wait()
 
 
-def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=None, tag=0,
+def neighbor_allreduce(tensor, topology=None, iteration=0, *, self_weight=None,
+                       neighbor_weights=None, send_neighbors=None, check=None,
+                       enable_topo_check=None, name=None, async_op=False, group=None, tag=0,
                        out=None, slice_bytes=None, transport="auto", timeout=None):
     """Weighted neighbor averaging: rank ``i`` gets ``sum_j W_k[i, j] x_j``.
+
+    The weights come from ``topology`` (every rank reads the same matrices) or, in Bluefog's
+    call form, from this rank's ``self_weight``, ``neighbor_weights`` and ``send_neighbors``
+    (:mod:`topocoll.runtime.bluefog`; give one form or the other).
 
     Parameters
     ----------
     tensor : torch.Tensor
         This rank's ``x_i`` (floating point; same shape and dtype on every rank). An async call
         sends a copy, so the caller may change ``tensor`` before ``wait()``.
-    topology : GossipTopology, callable or array_like
+    topology : GossipTopology, callable or array_like, optional
         A :class:`topocoll.gossip.GossipTopology`, a callable ``k -> W`` or a fixed ``(n, n)``
         matrix, ``n`` = the group's size (else :class:`~topocoll.errors.ProcessGroupError`).
-        Row ``i`` holds the weights rank ``i`` applies. Any real weights are allowed.
+        Row ``i`` holds the weights rank ``i`` applies. Any real weights are allowed. Omitted
+        in Bluefog's form.
     iteration : int
-        ``k``: which ``W_k`` of a dynamic topology (taken mod its period).
+        ``k``: which ``W_k`` of a dynamic topology (taken mod its period); in Bluefog's form
+        only what a timed-out :func:`~topocoll.runtime.run_local` reports.
+    self_weight, neighbor_weights, send_neighbors : optional
+        Bluefog's form (by keyword): this rank's own weight, ``{source rank: weight}`` of the
+        ranks it receives from, and the ranks it sends to (omitted: the ranks whose
+        ``neighbor_weights`` name it, learned by the check). ``self_weight`` and
+        ``neighbor_weights`` go together; see :func:`~topocoll.runtime.bluefog.bluefog_plan`.
+    check, enable_topo_check : bool, optional
+        Bluefog's form only: before exchanging, gather every rank's lists (one ``all_gather``
+        of ``1 + 2 ceil(n/8)`` bytes per rank, blocking even with ``async_op``) and raise on
+        every rank when a send has no matching receive (default on; ``enable_topo_check`` is
+        Bluefog's name for it). Every rank must pass the same.
+    name : str, optional
+        Bluefog's name of the call; labels error messages only.
     async_op : bool
         Return a :class:`NeighborHandle` at once instead of the result; its ``wait()`` returns
         the result. Compute may overlap the transfer in between.
@@ -359,11 +399,15 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     ------
     ProcessGroupError
         No process group, or the topology's size is not the group's size; a peer that did
-        not exchange its slice within ``timeout`` (or exited).
+        not exchange its slice within ``timeout`` (or exited); in Bluefog's form with the
+        check, a send without its receive (naming the pair) or bad arguments on another rank.
     TopologyError
-        ``W_k`` is not square or has a non-finite entry.
+        ``W_k`` is not square or has a non-finite entry; in Bluefog's form, a rank outside
+        the group or this rank in its own lists, a repeated send, a non-finite weight.
     InputTypeError
-        ``tensor`` is not a floating-point torch tensor; ``out`` does not match it.
+        ``tensor`` is not a floating-point torch tensor; ``out`` does not match it; both a
+        topology and Bluefog's keywords, or neither, or Bluefog's keywords without their
+        partners (``neighbor_weights`` without ``self_weight``, ...).
     UnsupportedError
         An unknown ``transport``, or ``shared_memory`` where the ranks cannot share memory
         (the message says why).
@@ -378,19 +422,12 @@ def neighbor_allreduce(tensor, topology, iteration=0, *, async_op=False, group=N
     """
     import torch
 
-    check_tensor(tensor)
-    _check_tag(tag)
-    if slice_bytes is not None:
-        slice_elements(slice_bytes, 1)   # checks it before any buffer is taken
-    if out is not None:
-        check_tensor(out, "out")
-        if out.shape != tensor.shape or out.dtype != tensor.dtype:
-            raise InputTypeError(f"out must match tensor: shape {tuple(tensor.shape)}, dtype "
-                                 f"{tensor.dtype}; got {tuple(out.shape)}, {out.dtype}")
-    if timeout is not None and not timeout > 0:
-        raise InputTypeError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_call(tensor, out=out, tag=tag, slice_bytes=slice_bytes, timeout=timeout)
     rank, size = group_info(group)
-    plan = as_mixing(topology, size).plan(iteration, rank)
+    plan = call_plan(topology, iteration, rank, size, self_weight=self_weight,
+                     neighbor_weights=neighbor_weights, send_neighbors=send_neighbors,
+                     check=check, enable_topo_check=enable_topo_check, name=name, group=group,
+                     timeout=timeout)
     nb = neighborhood(group, transport, timeout)
     with torch.no_grad():
         send = tensor.detach()

@@ -37,7 +37,7 @@ from .launch import gather_integers, group_info
 from .mixing import combine
 from .program import DEFAULT_SLICE_BYTES, DEFAULT_WINDOW, slice_elements
 from .shm import (Channel, Patience, channel_prefix, check_transport, gather_facts,
-                  slot_bytes)
+                  remove_stale_channels, slot_bytes)
 
 __all__ = ["Neighborhood", "neighborhood", "slice_count"]
 
@@ -117,6 +117,7 @@ class Neighborhood:
         self.rank, self.size = group_info(group)
         self.pids = [f["pid"] for f in facts]
         self.prefix = channel_prefix(f"{facts[0]['token']:x}-gossip")
+        remove_stale_channels()        # what ranks of earlier runs were killed before mapping
         self.slice_bytes, self.window = int(slice_bytes), int(window)
         self._slot = slot_bytes(self.slice_bytes, 1)
         self._out, self._in = {}, {}          # peer -> Channel

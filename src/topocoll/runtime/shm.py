@@ -51,14 +51,16 @@ from ..errors import ProcessGroupError, UnsupportedError
 __all__ = ["TRANSPORTS", "SHM_DIR", "SharedMemoryLinks", "host_identity", "shared_memory_refusal",
            "open_channels", "encode_identity", "decode_identity", "check_transport",
            "choose_transport", "gather_facts", "Patience", "Channel", "slot_bytes",
-           "channel_prefix", "remove_run_files", "run_tag", "set_run_tag"]
+           "channel_prefix", "remove_run_files", "remove_stale_channels", "run_tag",
+           "set_run_tag"]
 
 #: ``ScheduleCollective(transport=...)``: ``auto`` (the default: shared memory where every rank
 #: can, else the network), ``network`` (the process group's links) or ``shared_memory`` (this
 #: module; refused where the ranks do not share a host).
 TRANSPORTS = ("auto", "network", "shared_memory")
 SHM_DIR = "/dev/shm"
-_HEADER = 128          # written counter at 0, read counter at 64: apart, on cache lines
+_HEADER = 128          # written counter at 0, read counter at 64: apart, on cache lines;
+_CREATOR = 8           # the creating process's id at 8 (stale files: remove_stale_channels)
 _SLOT_HEADER = 64      # tag and size of the packet in the slot
 _ALIGN = 64
 _PROCESSORS = ("x86_64", "AMD64", "amd64")
@@ -188,6 +190,8 @@ class Channel:
 
         self.written = np.frombuffer(self.map, dtype=np.int64, count=1, offset=0)
         self.read = np.frombuffer(self.map, dtype=np.int64, count=1, offset=64)
+        if create:
+            np.frombuffer(self.map, dtype=np.int64, count=1, offset=_CREATOR)[0] = os.getpid()
         self.heads = [np.frombuffer(self.map, dtype=np.int64, count=2,
                                     offset=_HEADER + k * slot_bytes) for k in range(slots)]
 
@@ -281,12 +285,53 @@ def remove_run_files(tag):
                 pass
 
 
+def remove_stale_channels():
+    """Remove the channel files in :data:`SHM_DIR` whose creating process has exited; returns
+    their names. A rank killed between making a file and its peer mapping it leaves the file;
+    :func:`remove_run_files` removes those of a :func:`~topocoll.runtime.run_local` run, and
+    this (called whenever a rank opens channels) those of any other launcher, torchrun's
+    included. A file whose creator is alive, or that does not yet name one, is kept."""
+    removed = []
+    try:
+        names = [n for n in os.listdir(SHM_DIR) if n.startswith("topocoll-")]
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(SHM_DIR, name)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(_CREATOR + 8)
+        except OSError:
+            continue
+        if len(head) < _CREATOR + 8:
+            continue
+        pid = int.from_bytes(head[_CREATOR:], "little", signed=True)
+        if pid > 0 and not _alive(pid):
+            try:
+                os.unlink(path)
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:      # someone else's process: alive
+        return True
+    return True
+
+
 def open_channels(program, itemsize, node, name, barrier):
     """The channels of this rank's ``program`` of ``itemsize``-byte elements (every rank calls
     it, collectively): ``(outgoing, incoming)``, peer -> channel. ``name`` is the same on every
     rank and on no other program (a session and the tensor's size); ``barrier()`` waits for
     every rank."""
     prefix = channel_prefix(name)
+    remove_stale_channels()
 
     def path(u, v):
         return f"{prefix}-{u}-{v}"

@@ -80,6 +80,12 @@ class Generator:
         per step and pair (a :class:`~topocoll.schedule.traffic.StepTraffic`), summed as the
         rows are made without holding them (:func:`step_traffic`); None: taken from the
         schedule.
+    transfers : callable or None
+        ``transfers(topology, collective, *, root=None, **options)``: the most transfers
+        ``make`` holds in the explicit form, counted without making them; the memory guard of
+        :func:`generate` asks for them (and ``form="auto"`` decides by them). None: the
+        generator holds about :func:`least_transfers` (twice that for an allreduce), or guards
+        its own build (as ``trees``, once it has chosen its chunks).
     """
 
     name: str
@@ -88,6 +94,7 @@ class Generator:
     make: Callable = field(repr=False)
     options: dict = field(default_factory=dict, repr=False)
     summed: Callable = field(default=None, repr=False)
+    transfers: Callable = field(default=None, repr=False)
 
 
 def lp_alltoall_schedule(topology, collective, *, root=None, progress=None, rounds=None,
@@ -262,7 +269,7 @@ def _swing():
                                           "2D parts per shard, rotated and mirrored walks "
                                           "through the dimensions at once (the paper's "
                                           "multiport Swing)")},
-                     summed=swing.swing_traffic)
+                     summed=swing.swing_traffic, transfers=swing.swing_transfers)
 
 
 def _bine():
@@ -296,7 +303,7 @@ def _rd():
                                         "bandwidth (recursive halving + doubling) or latency "
                                         "(recursive doubling of whole vectors, allreduce "
                                         "only)")},
-                     summed=routed.rd_traffic)
+                     summed=routed.rd_traffic, transfers=routed.rd_transfers)
 
 
 def _pat():
@@ -325,7 +332,8 @@ def _torusrings():
                                           "time (false: one part, dimension after dimension)"),
                       "dims": Option(dims_option, None,
                                      "dimension sizes such as 4x6, for a topology that is not "
-                                     "a torus by name (default: from its name)")})
+                                     "a torus by name (default: from its name)")},
+                     transfers=torus_rings.torus_rings_transfers)
 
 
 def _lp():
@@ -384,20 +392,20 @@ def generate(topology, collective, algorithm="bfb", *, root=None, progress=None,
     """
     topo, coll, generator, root, parsed = _request(topology, collective, algorithm, root,
                                                    options)
-    fewest = least_transfers(coll.name, topo.num_nodes)
+    fewest = _expected_transfers(generator, topo, coll, root, parsed)
     hook = symmetric_hook(generator)
     form = _form(form, topo, coll, hook, fewest)
     if form == "compact":
         return _compact(generator, hook, topo, coll, root, progress, parsed)
     if form == "symmetric" and hook is not None:
         require_memory(fewest // topo.num_nodes * BUILD_BYTES_PER_TRANSFER,
-                       f"the symmetric {coll.name} schedule on {topo.num_nodes} nodes (at least "
+                       f"the symmetric {coll.name} schedule on {topo.num_nodes} nodes (about "
                        f"{fewest // topo.num_nodes:,} representatives)")
         ask = {"form": "symmetric"} if hook == "form" else {"symmetric": True}
         made = generator.make(topo, coll, root=root, progress=progress, **ask, **parsed)
         return symmetric_schedule(made)
-    require_memory(fewest * BUILD_BYTES_PER_TRANSFER, f"the {coll.name} schedule on {topo.num_nodes} "
-                   f"nodes (at least {fewest:,} transfers)")
+    require_memory(fewest * BUILD_BYTES_PER_TRANSFER, f"the {algorithm} {coll.name} schedule on "
+                   f"{topo.num_nodes} nodes (about {fewest:,} transfers)")
     ask = {"form": "explicit"} if hook == "form" else {}
     made = generator.make(topo, coll, root=root, progress=progress, **ask, **parsed)
     if form == "symmetric":
@@ -520,6 +528,15 @@ def _compact(generator, hook, topo, coll, root, progress, parsed):
         return generator.make(topo, coll, root=root, progress=progress, form="compact",
                               **parsed)
     return compact_schedule(generator.make(topo, coll, root=root, progress=progress, **parsed))
+
+
+def _expected_transfers(generator, topo, coll, root, parsed):
+    """The transfers the explicit form will hold: the generator's own count where it has
+    one, else the fewest any schedule has (twice that for an allreduce: a reduce-scatter and
+    an allgather)."""
+    if generator.transfers is not None:
+        return int(generator.transfers(topo, coll.name, root=root, **parsed))
+    return least_transfers(coll.name, topo.num_nodes) * (2 if coll.name == "allreduce" else 1)
 
 
 def least_transfers(collective, n):

@@ -58,6 +58,7 @@ __all__ = [
     "rd_peers",
     "rd_schedule",
     "rd_traffic",
+    "rd_transfers",
 ]
 
 RANKRING_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
@@ -288,6 +289,26 @@ def rd_traffic(topology, collective, *, root=None, variant="bandwidth"):
     """
     coll = require_collective(collective, RD_COLLECTIVES, "rd")
     return _summed(_rd_rows, topology, coll, "rd", _rd_variant(variant, coll))
+
+
+def rd_transfers(topology, collective, *, root=None, variant="bandwidth"):
+    """The most rows :func:`rd_schedule` (same arguments) makes, counted without making them
+    (the memory guard's ask): a latency step moves every working rank's whole vector (``q p``
+    rows), a bandwidth phase at most ``p^2``, folding ``2 (p - q) p``.
+
+    >>> from topocoll.topology import topology
+    >>> rd_transfers(topology("torus:4x4"), "allreduce", variant="latency")
+    1024
+    """
+    coll = require_collective(collective, RD_COLLECTIVES, "rd")
+    variant = _rd_variant(variant, coll)
+    p = _nodes(topology, "rd")
+    q = 1 << (p.bit_length() - 1)
+    if variant == "latency":
+        body = (q.bit_length() - 1) * q * p
+    else:
+        body = p * p * (2 if coll.name == "allreduce" else 1)
+    return body + 2 * (p - q) * p
 
 
 def _rd_rows(out, topology, coll, variant):

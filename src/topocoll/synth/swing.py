@@ -61,6 +61,7 @@ __all__ = [
     "swing_rho",
     "swing_schedule",
     "swing_traffic",
+    "swing_transfers",
 ]
 
 SWING_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
@@ -293,8 +294,36 @@ def swing_traffic(topology, collective, *, root=None, variant=None, size=None, d
     return out.traffic(topology, coll, algorithm="swing", meta=meta)
 
 
-def _swing_rows(out, topology, coll, variant, dims, multiport):
-    """Add the rows of the Swing schedule to the sink ``out``; returns the schedule's meta."""
+def swing_transfers(topology, collective, *, root=None, variant=None, size=None, dims=None,
+                    multiport=False):
+    """The most rows :func:`swing_schedule` (same arguments) makes, counted without making
+    them: what the memory guard of :func:`~topocoll.synth.generate` asks for.
+
+    A latency step moves every working rank's whole vector (``q p`` rows), a bandwidth phase
+    at most ``p^2``; multiport repeats it for each of its ``2D`` parts; folding adds ``2 (p - q)
+    p``.
+
+    >>> from topocoll.topology import topology
+    >>> swing_transfers(topology("torus:8x8"), "allreduce", variant="latency")
+    24576
+    >>> swing_transfers(topology("torus:8x8"), "allreduce", variant="bandwidth")
+    8192
+    """
+    coll = require_collective(collective, SWING_COLLECTIVES, "swing")
+    variant = _choose_variant(variant, coll, size)
+    p = topology.num_nodes
+    shape, q = _working_shape(topology, dims)
+    ways = 2 * len(shape) if multiport else 1
+    if variant == "latency":
+        body = (q.bit_length() - 1) * q * p
+    else:
+        body = p * p * (2 if coll.name == "allreduce" else 1)
+    return ways * body + 2 * (p - q) * p
+
+
+def _working_shape(topology, dims):
+    """``(dimensions Swing runs on, q)``: ``q`` the largest power of two ``<= p``; one
+    dimension of ``q`` where anything must be folded."""
     p = topology.num_nodes
     if p < 2:
         raise UnsupportedError(f"swing needs at least 2 nodes; {topology.name} has {p}")
@@ -302,7 +331,13 @@ def _swing_rows(out, topology, coll, variant, dims, multiport):
     q = 1 << (p.bit_length() - 1)
     if q != p or any(k & (k - 1) for k in shape):
         shape = (q,)        # fold: the q working ranks as one dimension
-    shape = tuple(k for k in shape if k > 1) or (q,)
+    return tuple(k for k in shape if k > 1) or (q,), q
+
+
+def _swing_rows(out, topology, coll, variant, dims, multiport):
+    """Add the rows of the Swing schedule to the sink ``out``; returns the schedule's meta."""
+    p = topology.num_nodes
+    shape, q = _working_shape(topology, dims)
     extra = np.arange(q, p)
     step = 1
     if extra.size:         # fold in: rank r >= q hands its data to r - q

@@ -29,7 +29,7 @@ from ..schedule.model import transfer_array
 from .classic import from_allgather
 from .options import require_collective, require_links
 
-__all__ = ["torus_rings_schedule", "TORUS_RINGS_COLLECTIVES"]
+__all__ = ["torus_rings_schedule", "torus_rings_transfers", "TORUS_RINGS_COLLECTIVES"]
 
 TORUS_RINGS_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
 
@@ -101,6 +101,23 @@ def torus_rings_columns(dims, *, multiport=True):
             base = base - c * stride
             block = (block[:, None] + np.arange(k)[None, :] * stride).ravel()
     return np.concatenate(out)
+
+
+def torus_rings_transfers(topology, collective, *, multiport=True, dims=None, root=None):
+    """The rows :func:`torus_rings_schedule` (same arguments) makes, at most, counted without
+    making them (the memory guard's ask): every shard reaches every other node once per part
+    and ring direction (``2 D`` parts with ``multiport``, else 2), twice for an allreduce.
+
+    >>> from topocoll.topology import topology
+    >>> torus_rings_transfers(topology("torus:4x4x4"), "allgather")
+    24192
+    """
+    coll = require_collective(collective, TORUS_RINGS_COLLECTIVES, "torusrings")
+    dims = _torus_dims(topology, None if dims is None else tuple(int(k) for k in dims),
+                       "torusrings")
+    p = topology.num_nodes
+    parts = 2 * (len(dims) if multiport else 1)
+    return parts * p * (p - 1) * (2 if coll.name == "allreduce" else 1)
 
 
 def torus_rings_schedule(topology, collective, *, multiport=True, dims=None, root=None,

@@ -27,8 +27,8 @@ The families, as ``topocoll topologies`` lists them:
 * all-to-all expanders (:mod:`~topocoll.topology.families.alltoall`):
   ``jellyfish:N,D[,SEED]``, ``xpander:N,D[,SEED]``, ``slimfly:Q``, ``polarfly:Q``,
   ``moddebruijn:N,D``;
-* switched clusters: ``switch:N[,G]`` (N endpoints on one switch, or on G leaf switches under
-  a spine; the switches forward and hold no rank);
+* switched clusters: ``switch:N[,G[,S]]`` (N endpoints on one switch, or on G leaf switches under
+  a spine, its uplinks S times slower; the switches forward and hold no rank);
 * explicit digraphs: ``rewired:N,D:CODE`` (the heads of every node, encoded; the bases the
   finder's optimizer rewires, see :func:`~topocoll.topology.composite.rewired_spec`).
 
@@ -200,9 +200,9 @@ def _seeded(fields):
 
 def _n_groups(fields):
     parts = _ints(fields[0], ",")
-    if len(parts) not in (1, 2):
-        raise _ArgError(f"expected N or N,G, got {fields[0].strip()!r}")
-    return {"n": parts[0], **({"groups": parts[1]} if len(parts) == 2 else {})}
+    if len(parts) not in (1, 2, 3):
+        raise _ArgError(f"expected N, N,G or N,G,S, got {fields[0].strip()!r}")
+    return dict(zip(("n", "groups", "slowdown"), parts))
 
 
 def _rewired(fields):
@@ -358,9 +358,10 @@ FAMILIES = _families(
            "modified de Bruijn digraph: i -> D*i+j mod N, self-loops redirected among the loop "
            "nodes so every in- and out-degree is D", "moddebruijn:16,2",
            _gen("modified_de_bruijn_graph", "alltoall"), _pair("n", "d")),
-    Family("switch", "N[,G]",
+    Family("switch", "N[,G[,S]]",
            "switched cluster: N endpoints on one switch (a forwarding-only node), or on G "
-           "leaf switches of N/G endpoints joined by a spine switch; a cable per attachment",
+           "leaf switches of N/G endpoints joined by a spine switch whose uplinks are S times "
+           "slower (default 1); a cable per attachment",
            "switch:16", _gen("switch_graph", "switched"), _n_groups),
     Family("rewired", "N,D:CODE",
            "explicit digraph: node i links to the D heads in row i of CODE (URL-safe base64 of "
