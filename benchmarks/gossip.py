@@ -38,6 +38,16 @@ median over the runs, the model (the mean over the same iterations) and their ra
 and than all_reduce where the model says so, each within 1.10x of its model.
 
     sudo python benchmarks/gossip.py --no-timing --no-rho --two-level
+
+Part 4 (``--edges``, or ``--edges-only`` for this part alone) times decent_dp's way of gossiping
+against topocoll's: one-peer-exp on ``--edges-worlds`` local processes, each iteration as
+point-to-point neighbor averaging (``neighbor_allreduce``, through shared memory as by default
+here, and through the gloo sockets with ``transport="network"``) and as one ``all_reduce`` per
+edge (``edge_allreduce``), alternating call by call after a barrier in the same run. A run gives
+the median over its iterations of the slowest rank's time; the table shows the median over
+``--edges-runs`` runs, and each case against the shared-memory point-to-point one.
+
+    python benchmarks/gossip.py --edges-only --edges-worlds 4 8 --edges-sizes 262144 4194304
 """
 
 import argparse
@@ -127,6 +137,72 @@ def timing(worlds, sizes, iters, warmup, slice_bytes=None, transport="auto"):
                     goal = f"{TARGET[2]:.2f}" + ("<" if ratio > TARGET[2] else "")
                 print(f"{format_size(nbytes):>9} {label:<22} {d:>6} {format_time(med[label]):>10} "
                       f"{ratio:>13.2f} {model:>7.2f} {ratio / model:>14.2f} {goal:>7}")
+
+
+EDGE_CASES = ("point-to-point (shared memory)", "point-to-point (network)",
+              "edge all_reduce")
+
+
+def _edges_worker(rank, n, sizes, iters, warmup):
+    """Seconds of each call on this rank, by (size, case) (see Part 4)."""
+    import torch
+    import torch.distributed as dist
+
+    from topocoll.gossip import gossip_topology
+    from topocoll.runtime import edge_allreduce, neighbor_allreduce
+
+    topo = gossip_topology("one-peer-exp", n)
+    out = {}
+    for nbytes in sizes:
+        x = torch.randn(nbytes // 4, generator=torch.Generator().manual_seed(rank))
+        calls = [lambda k: neighbor_allreduce(x, topo, k, out=x),
+                 lambda k: neighbor_allreduce(x, topo, k, out=x, transport="network"),
+                 lambda k: edge_allreduce(x, topo, k, out=x)]
+        times = [[] for _ in calls]
+        order = list(range(len(calls)))
+        for i in range(warmup + iters):
+            for c in (order if i % 2 == 0 else order[::-1]):
+                dist.barrier()
+                t0 = time.perf_counter()
+                calls[c](i)
+                times[c].append(time.perf_counter() - t0)
+        for label, samples in zip(EDGE_CASES, times):
+            out[(nbytes, label)] = samples[warmup:]
+    return out
+
+
+def edges_part(worlds, sizes, iters, runs, warmup=3):
+    """Part 4: the table of the module text; returns {(n, size, case): median seconds}."""
+    import os
+    import platform
+
+    from topocoll.runtime import run_local
+    from topocoll.units import format_size, format_time
+
+    print(f"\nPart 4: one-peer-exp, point-to-point neighbor averaging vs one all_reduce per edge "
+          f"(decent_dp); median over {runs} runs of the median over {iters} iterations of the "
+          f"slowest rank ({platform.machine()}, {os.cpu_count()} cores)")
+    head = f"{'ranks':>5} {'size':>9} {'case':<30} {'time':>10} {'runs':>30} {'vs p2p shm':>10}"
+    print(head)
+    print("-" * len(head))
+    table = {}
+    for n in worlds:
+        per_run = {}
+        for _ in range(runs):
+            results = run_local(_edges_worker, n, (sizes, iters, warmup), start_method="fork",
+                                timeout=1800)
+            for key in results[0]:
+                slowest = [max(r[key][i] for r in results) for i in range(iters)]
+                per_run.setdefault(key, []).append(statistics.median(slowest))
+        for nbytes in sizes:
+            base = statistics.median(per_run[(nbytes, EDGE_CASES[0])])
+            for label in EDGE_CASES:
+                samples = per_run[(nbytes, label)]
+                med = table[(n, nbytes, label)] = statistics.median(samples)
+                text = " ".join(format_time(t) for t in samples)
+                print(f"{n:>5} {format_size(nbytes):>9} {label:<30} {format_time(med):>10} "
+                      f"{text:>30} {med / base:>10.2f}")
+    return table
 
 
 def closed_form(name, n):
@@ -272,7 +348,18 @@ def main():
     parser.add_argument("--two-level-iterations", type=int, default=8,
                         help="timed iterations per run, a multiple of 4")
     parser.add_argument("--two-level-runs", type=int, default=3)
+    parser.add_argument("--edges", action="store_true",
+                        help="Part 4: point-to-point gossip vs one all_reduce per edge")
+    parser.add_argument("--edges-only", action="store_true", help="Part 4 and nothing else")
+    parser.add_argument("--edges-worlds", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--edges-sizes", type=int, nargs="+", default=[262144, 4194304],
+                        help="tensor sizes in bytes (float32)")
+    parser.add_argument("--edges-iters", type=int, default=20)
+    parser.add_argument("--edges-runs", type=int, default=3)
     args = parser.parse_args()
+    if args.edges_only:
+        edges_part(args.edges_worlds, args.edges_sizes, args.edges_iters, args.edges_runs)
+        return
     if args.two_level:
         from topocoll.emulate import prepare_process
 
@@ -284,6 +371,8 @@ def main():
     if args.two_level:
         two_level(args.two_level_rate, args.two_level_slowdown, args.two_level_size,
                   args.two_level_iterations, args.two_level_runs)
+    if args.edges:
+        edges_part(args.edges_worlds, args.edges_sizes, args.edges_iters, args.edges_runs)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@
 - :class:`DecentralizedDataParallel` -- wraps an ``nn.Module``: bucketed parameters, gossip
   overlapped with the next forward/backward, ``x^{k+1} = W_k x^k - lr * grad(x^k)``,
   :meth:`~DecentralizedDataParallel.global_avg`, state dicts.
+- :func:`edge_allreduce` -- the same averaging as decent_dp runs it, one ``all_reduce`` per
+  edge (:func:`mixing_edges` reads ``W_k`` as its :class:`Edge` groups; :class:`EdgeHandle`).
 - :func:`as_mixing` / :class:`Mixing` -- the topology forms accepted (a
   :class:`topocoll.gossip.GossipTopology`, a callable ``k -> W``, a fixed matrix).
 - :func:`run_schedule` / :class:`ScheduleCollective` -- run any topocoll schedule or MSCCL
@@ -35,6 +37,7 @@ from ..lazy import lazy_attributes
 _LAZY = {
     ".bluefog": ("one_peer_exp_send_recv",),
     ".ddp": ("DecentralizedDataParallel",),
+    ".edges": ("Edge", "EdgeHandle", "edge_allreduce", "mixing_edges"),
     ".executor": ("ScheduleCollective", "ScheduleHandle", "run_schedule"),
     ".hierarchical": ("HierarchicalHandle", "hierarchical_neighbor_allreduce"),
     ".launch": ("group_info", "report_iteration", "run_local", "single_process_group"),
@@ -47,7 +50,8 @@ __all__ = ["neighbor_allreduce", "NeighborHandle", "DecentralizedDataParallel", 
            "MixingPlan", "as_mixing", "group_info", "run_local", "single_process_group",
            "report_iteration", "release_buffers", "ScheduleCollective", "ScheduleHandle",
            "run_schedule", "load_runnable", "hierarchical_neighbor_allreduce",
-           "HierarchicalHandle", "one_peer_exp_send_recv"]
+           "HierarchicalHandle", "one_peer_exp_send_recv", "edge_allreduce", "EdgeHandle",
+           "Edge", "mixing_edges"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

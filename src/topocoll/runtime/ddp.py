@@ -19,7 +19,9 @@ Parameters that got no gradient in an iteration are only mixed.
 Parameters are flattened into buckets of about ``bucket_size_mb`` (per dtype); each parameter
 becomes a view into its bucket, so one message per bucket and neighbor carries it. The mixing
 of a bucket is :func:`~topocoll.runtime.neighbor_allreduce` (point-to-point, exact order;
-through shared memory where the ranks share a host, else the process group).
+through shared memory where the ranks share a host, else the process group), or with
+``gossip="allreduce"`` :func:`~topocoll.runtime.edge_allreduce` (decent_dp's way: one
+``all_reduce`` per edge of ``W_k``, for topologies whose every ``W_k`` is such edges).
 
 >>> import torch
 >>> from topocoll.runtime import single_process_group
@@ -40,6 +42,7 @@ import copy
 from ..errors import InputTypeError, ProcessGroupError, UnsupportedError
 from ..units import real_number, whole_number
 from .hierarchical import hierarchical_neighbor_allreduce, local_size_of, machine_mixing
+from .edges import edge_group, mixing_edges, post_edge
 from .launch import group_info
 from .mixing import as_mixing
 from .neighbor import check_tensor, post_exchange
@@ -181,6 +184,12 @@ class DecentralizedDataParallel:
         Ranks per machine ``L`` with ``hierarchical=True`` (default: the launcher's
         ``LOCAL_WORLD_SIZE``). Not a named topology's ``local_size`` (that goes in
         ``topology_options``).
+    gossip : {"point-to-point", "allreduce"}
+        How a bucket is mixed: point-to-point messages (the default,
+        :func:`~topocoll.runtime.neighbor_allreduce`), or one ``all_reduce`` per edge of
+        ``W_k`` (:func:`~topocoll.runtime.edge_allreduce`; every ``W_k`` must be edges, else
+        :class:`~topocoll.errors.TopologyError`; ``transport`` and ``slice_bytes`` do not
+        apply; not with ``hierarchical``).
 
     Attributes
     ----------
@@ -199,10 +208,17 @@ class DecentralizedDataParallel:
 
     def __init__(self, module, topology, *, lr=None, optimizer=None, bucket_size_mb=25.0,
                  group=None, broadcast_parameters=True, topology_options=None, slice_bytes=None,
-                 transport="auto", timeout=None, hierarchical=False, local_size=None):
+                 transport="auto", timeout=None, hierarchical=False, local_size=None,
+                 gossip="point-to-point"):
         import torch
 
         _check_settings(module, lr, optimizer, bucket_size_mb)
+        if gossip not in ("point-to-point", "allreduce"):
+            raise InputTypeError(f"gossip must be 'point-to-point' or 'allreduce', got "
+                                 f"{gossip!r}")
+        if gossip == "allreduce" and hierarchical:
+            raise UnsupportedError("gossip='allreduce' does not combine with hierarchical=True")
+        self.gossip = gossip
         self.rank, self.world_size = group_info(group)
         self.group = group
         if local_size is not None and not hierarchical:
@@ -219,7 +235,11 @@ class DecentralizedDataParallel:
         self.timeout = timeout
         self.transport = check_transport(transport)
         # hierarchical gossip finds its own transport, on each sub-group
-        self._neighborhood = None if hierarchical else neighborhood(group, transport, timeout)
+        self._neighborhood = None
+        if gossip == "allreduce":
+            mixing_edges(self.mixing, 0)     # not edges: say so before anything is made
+        elif not hierarchical:
+            self._neighborhood = neighborhood(group, transport, timeout)
         self.module = module
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -301,6 +321,9 @@ class DecentralizedDataParallel:
                 slice_bytes=self.slice_bytes, transport=self.transport, timeout=self.timeout)
                 for tag, b in enumerate(self._buckets)]   # each snapshots its bucket first
             return
+        if self.gossip == "allreduce":
+            self._launch_edges()
+            return
         plan = self.mixing.plan(self.iteration, self.rank)
         handles = []
         for tag, b in enumerate(self._buckets):
@@ -310,6 +333,18 @@ class DecentralizedDataParallel:
                                          out=b.flat, iteration=self.iteration,
                                          slice_bytes=self.slice_bytes,
                                          neighborhood=self._neighborhood, timeout=self.timeout))
+        self._pending = handles
+
+    def _launch_edges(self):
+        """Start the gossip of x^k as one all_reduce per bucket on this rank's edge of W_k."""
+        edges = mixing_edges(self.mixing, self.iteration)
+        edge = next(e for e in edges if self.rank in e.ranks)
+        sub = edge_group(edges, self.rank, self.world_size, self.group)
+        handles = []
+        for b in self._buckets:
+            b.send.copy_(b.flat)  # summed in place; the parameters (x_i^k) stay as they are
+            handles.append(post_edge(b.send, b.flat, edge, sub, b.flat,
+                                     iteration=self.iteration, timeout=self.timeout))
         self._pending = handles
 
     def _drain(self):

@@ -42,6 +42,7 @@ from ..schedule.transforms import (concatenate, concatenate_symmetric, reverse,
 from ..topology.metrics import require_strongly_connected
 from ..topology.symmetry import translation_group
 from ..units import parse_size
+from .allreduce_forms import VIAS, alltoall_allreduce, reduce_broadcast_allreduce
 from .bfb_candidates import in_positions, sorted_candidates
 from .bfb_lp import link_costs, solve_free_groups
 from .bfb_rounding import piece_maker
@@ -338,11 +339,24 @@ _MAKERS = {"allgather": bfb_allgather, "reduce_scatter": bfb_reduce_scatter,
 
 
 def bfb_schedule(topology, collective, *, root=None, progress=None, symmetry=True, workers=None,
-                 size=None, chunks=None, symmetric=False):
+                 size=None, chunks=None, symmetric=False, via="reduce_scatter"):
     """BFB schedule for ``collective`` (one of :data:`BFB_COLLECTIVES`); options as in
     :func:`bfb_allgather` (``symmetric=True`` for allgather, reduce-scatter and allreduce
-    only: the hook of ``generate(..., form="symmetric")``)."""
+    only: the hook of ``generate(..., form="symmetric")``).
+
+    ``via`` (allreduce only; one of :data:`~topocoll.synth.allreduce_forms.VIAS`) builds the
+    allreduce as reduce-scatter + allgather (the default), as a reduce to ``root``
+    (default 0) + broadcast, or as one all-to-all of buffers
+    (:mod:`topocoll.synth.allreduce_forms`).
+
+    >>> from topocoll.topology import topology
+    >>> bfb_schedule(topology("ring:5"), "allreduce", via="reduce_broadcast", root=1).num_steps
+    4
+    """
     name = collective if isinstance(collective, str) else collective.name
+    if via not in (None, "reduce_scatter"):
+        return _allreduce_via(topology, name, via, root=root, progress=progress, size=size,
+                              chunks=chunks, symmetric=symmetric)
     options = {"progress": progress, "symmetry": symmetry, "workers": workers, "size": size,
                "chunks": chunks, "symmetric": _check_symmetric(symmetric)}
     if name in _MAKERS:
@@ -356,3 +370,25 @@ def bfb_schedule(topology, collective, *, root=None, progress=None, symmetry=Tru
         return bfb_reduce(topology, root, **rooted)
     raise UnsupportedError(f"algorithm bfb makes {', '.join(BFB_COLLECTIVES)}; "
                            f"not {name}")
+
+
+def _allreduce_via(topology, name, via, *, root, symmetric, **options):
+    """The allreduce of :func:`bfb_schedule` made ``via`` reduce + broadcast or all-to-all."""
+    if via not in VIAS:
+        raise UnsupportedError(f"algorithm bfb: option via must be one of {', '.join(VIAS)}, "
+                               f"got {via!r}")
+    if name != "allreduce":
+        raise UnsupportedError(f"algorithm bfb: option via={via} builds an allreduce, not {name}")
+    if symmetric:
+        raise UnsupportedError(f"BFB allreduce via {via} has no symmetric form")
+    if via == "reduce_broadcast":
+        root = 0 if root is None else root
+        require_strongly_connected(topology, "BFB allreduce via reduce + broadcast")
+        if not 0 <= int(root) < topology.num_nodes:
+            raise UnsupportedError(f"root must be a node 0..{topology.num_nodes - 1}, got {root}")
+        return reduce_broadcast_allreduce(bfb_reduce(topology, int(root), **options),
+                                          bfb_broadcast(topology, int(root), **options))
+    if any(value is not None for key, value in options.items() if key != "progress"):
+        raise UnsupportedError("BFB allreduce via alltoall takes no size or chunks: it sends "
+                               "whole buffers in one step")
+    return alltoall_allreduce(topology)

@@ -191,7 +191,12 @@ def _bfb():
                                      "(default: bandwidth only)"),
                       "chunks": Option(int_option(1), None,
                                        "cut every shard into this many equal chunks "
-                                       "(default: exact fractions)")})
+                                       "(default: exact fractions)"),
+                      "via": Option(_module("options").choice_option(
+                          *_module("allreduce_forms").VIAS), "reduce_scatter",
+                          "allreduce as reduce_scatter + allgather, reduce_broadcast (reduce "
+                          "to --root, default 0, then broadcast) or alltoall (whole buffers "
+                          "along shortest routes, one step)")})
 
 
 def _ring():
@@ -428,9 +433,10 @@ def _request(topology, collective, algorithm, root, options):
         root = 0 if root is None else root
         if not 0 <= int(root) < topo.num_nodes:
             raise UnsupportedError(f"root must be a node 0..{topo.num_nodes - 1}, got {root}")
-    elif root is not None:
+    parsed = take_options(algorithm, options, generator.options)
+    if not coll.rooted and root is not None and parsed.get("via") != "reduce_broadcast":
         raise UnsupportedError(f"{coll.name} takes no root")
-    return topo, coll, generator, root, take_options(algorithm, options, generator.options)
+    return topo, coll, generator, root, parsed
 
 
 def step_traffic(topology, collective, algorithm="bfb", *, root=None, **options):
