@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputTypeError, ProcessGroupError, TopologyError, UnsupportedError
+from .grouptable import GroupTable
 from .launch import group_info, missing_ranks, report_iteration
 from .mixing import Mixing, as_mixing
 from .neighbor import check_call
@@ -46,8 +47,8 @@ __all__ = ["Edge", "EdgeHandle", "mixing_edges", "edge_allreduce", "post_edge"]
 #: Weights closer than this (relative to 1) are the same weight.
 TOLERANCE = 1e-12
 
-# id of a parent process group -> (a weak reference to it, {edge ranks: its process group}).
-_MADE = {}
+# per parent process group: {edge ranks: its process group}, kept while the group lives
+_MADE = GroupTable()
 # id of a checked matrix -> (a weak reference to it, its edges): Mixing keeps its matrices.
 _READ = {}
 
@@ -163,13 +164,6 @@ and 1 weigh each other, in static(3) W_0: the groups overlap, not one all_reduce
     return edges
 
 
-def _forget(ref):
-    """The group of ``ref`` is gone: its entry goes, and with it its edge groups."""
-    for key, known in list(_MADE.items()):
-        if known[0] is ref:
-            del _MADE[key]
-
-
 def edge_group(edges, rank, size, group=None):
     """The process group of ``rank``'s edge among ``edges`` (None alone; the group itself for an
     edge of every rank), made on first use: every edge's group at once (collective)."""
@@ -185,11 +179,7 @@ def edge_group(edges, rank, size, group=None):
     if len(mine.ranks) == size:
         return group
     pg = group if group is not None else dist.group.WORLD
-    known = _MADE.get(id(pg))
-    if known is None or known[0]() is not pg:
-        known = (weakref.ref(pg, _forget), {})
-        _MADE[id(pg)] = known
-    made = known[1]
+    made = _MADE.get(pg, dict)
     # every process makes every edge's group, in order, even one alone (torch's rule)
     for e in edges:
         if 1 < len(e.ranks) < size and e.ranks not in made:
@@ -200,7 +190,7 @@ def edge_group(edges, rank, size, group=None):
 
 def kept_edge_groups():
     """How many edge process groups this process keeps (of groups still alive)."""
-    return sum(len(made) for ref, made in _MADE.values() if ref() is not None)
+    return sum(len(made) for made in _MADE.values())
 
 
 class EdgeHandle:

@@ -55,6 +55,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import InputTypeError, ProcessGroupError
 from ..units import whole_number
+from .grouptable import GroupTable
 from .launch import group_info, report_iteration
 from .mixing import as_mixing
 from .neighbor import check_call, neighbor_allreduce
@@ -63,22 +64,14 @@ from .shm import check_transport
 __all__ = ["hierarchical_neighbor_allreduce", "HierarchicalHandle", "local_size_of",
            "machine_mixing", "kept_subgroups"]
 
-# id of a parent process group -> (a weak reference to it, {local_size: _Machines}). Weak, so
-# that a destroyed group is not kept alive, nor its sub-groups (see the module).
-_MADE = {}
-
-
-def _forget(ref):
-    """The group of ``ref`` is gone: its entry goes, and with it its sub-groups."""
-    for key, known in list(_MADE.items()):
-        if known[0] is ref:
-            del _MADE[key]
+# per parent process group: {local_size: _Machines}, kept while the group lives (see the module)
+_MADE = GroupTable()
 
 
 def kept_subgroups():
     """How many process groups of this process have sub-groups kept here (each for the
     ``local_size`` values it was called with); a destroyed group's go with it."""
-    return sum(1 for ref, _ in _MADE.values() if ref() is not None)
+    return len(_MADE)
 
 
 def local_size_of(local_size, size):
@@ -180,13 +173,10 @@ def _machines(group, local_size, size, rank):
     import torch.distributed as dist
 
     pg = group if group is not None else dist.group.WORLD
-    known = _MADE.get(id(pg))
-    if known is None or known[0]() is not pg:
-        known = (weakref.ref(pg, _forget), {})
-        _MADE[id(pg)] = known
-    if local_size not in known[1]:
-        known[1][local_size] = _make_subgroups(group, pg, local_size, size, rank)
-    return known[1][local_size]
+    made = _MADE.get(pg, dict)
+    if local_size not in made:
+        made[local_size] = _make_subgroups(group, pg, local_size, size, rank)
+    return made[local_size]
 
 
 class HierarchicalHandle:

@@ -36,23 +36,15 @@ from ..errors import ProcessGroupError, UnsupportedError
 from .launch import gather_integers, group_info
 from .mixing import combine
 from .program import DEFAULT_SLICE_BYTES, DEFAULT_WINDOW, slice_elements
+from .grouptable import GroupTable
 from .shm import (Channel, Patience, channel_prefix, check_transport, gather_facts,
                   remove_stale_channels, slot_bytes)
 
 __all__ = ["Neighborhood", "neighborhood", "slice_count"]
 
-# id of a process group -> (a weak reference to the group, its Neighborhood or None for the
-# network, why not shared memory); see the module. Weak: a strong one kept every group made in
-# the process alive after it was destroyed, gloo's threads and sockets with it.
-_CHOSEN = {}
-
-
-def _forget(ref):
-    """The group of ``ref`` is gone: its entry goes, and with the entry its Neighborhood
-    (whose finalizer stops its thread)."""
-    for key, known in list(_CHOSEN.items()):
-        if known[0] is ref:
-            del _CHOSEN[key]
+# the transport of each process group: (its Neighborhood or None for the network, why not
+# shared memory); see the module
+_CHOSEN = GroupTable()
 
 
 def neighborhood(group=None, transport="auto", timeout=None):
@@ -66,19 +58,20 @@ def neighborhood(group=None, transport="auto", timeout=None):
         return None
     group_info(group)     # a process group, and this process in it
     pg = group if group is not None else dist.group.WORLD
-    known = _CHOSEN.get(id(pg))
-    if known is None or known[0]() is not pg:
-        facts, refusal = gather_facts(lambda values: gather_integers(
-            values, group, timeout,
-            lambda missing: "the ranks did not agree on the transport of neighbor averaging: "
-                            f"not every rank of the group made its first call{missing}; call "
-                            "it on every rank, or give transport='network'"))
-        known = (weakref.ref(pg, _forget), None if refusal else Neighborhood(group, facts),
-                 refusal)
-        _CHOSEN[id(pg)] = known
-    if known[2] is not None and transport == "shared_memory":
-        raise UnsupportedError(f"transport shared_memory: {known[2]}")
-    return known[1]
+    chosen, refusal = _CHOSEN.get(pg, lambda: _choose(group, timeout))
+    if refusal is not None and transport == "shared_memory":
+        raise UnsupportedError(f"transport shared_memory: {refusal}")
+    return chosen
+
+
+def _choose(group, timeout):
+    """``(Neighborhood or None, why not shared memory)`` of ``group``: its ranks agree."""
+    facts, refusal = gather_facts(lambda values: gather_integers(
+        values, group, timeout,
+        lambda missing: "the ranks did not agree on the transport of neighbor averaging: "
+                        f"not every rank of the group made its first call{missing}; call "
+                        "it on every rank, or give transport='network'"))
+    return (None if refusal else Neighborhood(group, facts)), refusal
 
 
 def slice_count(numel, per):
