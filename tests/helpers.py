@@ -85,3 +85,25 @@ def mix_in_order(w, xs):
             acc = acc + wj * xj
         out.append(acc)
     return np.stack(out)
+
+
+def seed_table_rows(text):
+    """The rows ``[item, paper, ours, ratio, note]`` of the tables a benchmarks/seeds/ script
+    prints (``| item | paper | ours | ours/paper | note |``; header and rule left out)."""
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("| ") or line.startswith(("| item ", "|---")):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(cells) == 5:
+            out.append(cells)
+    return out
+
+
+def number_or_none(cell):
+    """A table cell as a float, or None where it holds no number."""
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+

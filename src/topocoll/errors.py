@@ -23,6 +23,8 @@ __all__ = [
     "TorchUnavailableError",
     "EmulationUnavailableError",
     "EmulationError",
+    "FitError",
+    "NotIdentifiableError",
 ]
 
 
@@ -105,3 +107,11 @@ class EmulationUnavailableError(UnsupportedError):
 class EmulationError(TopocollError, RuntimeError):
     """The kernel refused an operation while an emulated network was built, used or taken
     down (the message names the node and the operation); nothing of the network is left."""
+
+
+class FitError(TopocollError, ValueError):
+    """Measured runs that a fit of the cost model cannot use (a value out of range)."""
+
+
+class NotIdentifiableError(FitError):
+    """The runs do not determine one of the fitted constants (the message names the rule)."""

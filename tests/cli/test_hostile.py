@@ -107,6 +107,10 @@ BASES = {
     "simulate": ["simulate", "@S"],
     "alltoall": ["alltoall", "ring:4"],
     "rewire": ["rewire", "ring:6", "--max-swaps", "2"],
+    "alltoall-steps": ["alltoall-steps", "ring:4"],
+    "alltoall-design": ["alltoall-design", "-n", "4", "-d", "2"],
+    "fabric": ["fabric", "--jobs", "8,8", "-d", "2", "--no-cache"],
+    "fit-model": ["fit-model", "@R"],
     "gossip info": ["gossip", "info", "ring", "-n", "8"],
     "gossip cost": ["gossip", "cost", "ring", "--topology", "ring:8"],
     "gossip list": ["gossip", "list"],
@@ -437,6 +441,11 @@ def _env_cases():
 def _explicit_cases():
     c = _case
     return [
+        c("fit-model/garbage", ["fit-model", "@GARBAGE"], (2,), ("json", "runs")),
+        c("fit-model/empty", ["fit-model", "@EMPTY", "--json"], (2,), ("json", "runs")),
+        c("fit-model/missing", ["fit-model", "@MISSING"], (2,), ("missing", "read", "exist")),
+        c("fit-model/deep", ["fit-model", "@DEEP3000"], (2,), ("deep", "nest", "runs", "list")),
+        c("fit-model/one-step-count", ["fit-model", "@R_ONESTEP"], (2,), ("steps", "alpha")),
         c("info/ring:5000digits", ["info", f"ring:{D5000}"], (2,), ("ring", "node", "large",
                                                                      "limit", "digit")),
         c("verify/nodes=1000000000", ["verify", "@NODES1E9"], (2,), FILE_NEEDLES["NODES1E9"]),
@@ -811,6 +820,11 @@ def make_inputs(where):
     files["X"] = XML_GOOD
     files["MISSING"] = where / "missing.json"
     put("EMPTY", b"")
+    put("R", json.dumps([{"steps": s, "bw_bytes": b, "reduced_bytes": 0.0,
+                          "seconds": 1e-5 + 2e-6 * s + 1e-9 * b}
+                         for s in (2, 4, 8) for b in (1e3, 1e6)]))
+    put("R_ONESTEP", json.dumps([{"steps": 4, "bw_bytes": b, "seconds": 1e-3 + b * 1e-9}
+                                 for b in (1e3, 1e4, 1e5, 1e6)]))
     put("GARBAGE", bytes(range(256)) * 16)
     put("TRUNCATED", text[: len(text) // 2])
     doc = _schedule_doc()

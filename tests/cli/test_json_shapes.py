@@ -55,7 +55,9 @@ def _cases():
         "topologies": ([[]], {"families": list}, True),
         "info": ([["ring:4"], ["uniring:5"]], {"name": str, "nodes": int}, True),
         "schedule": ([["ring:4", f("schedule", "collective"), "allgather"],
-                      ["ring:4", f("schedule", "collective"), "alltoall"]],
+                      ["ring:4", f("schedule", "collective"), "alltoall"],
+                      ["line(kautz:2,2)", f("schedule", "collective"), "allreduce",
+                       f("schedule", "algorithm"), "expand"]],
                      {"collective": str, "algorithm": str, "steps": int, "transfers": int,
                       "verified": bool, "meta": dict}, False),
         "verify": ([["s.json"], ["bad.json"]],
@@ -75,8 +77,17 @@ def _cases():
         "find": ([[f("find", "nodes"), "4", f("find", "degree"), "2", f("find", "no_cache"),
                    f("find", "sizes"), "1MiB"],
                   [f("find", "nodes"), "4", f("find", "degree"), "2", f("find", "no_cache"),
-                   f("find", "sizes"), "1MiB", f("find", "sizes"), "4MiB"]],
-                 {"frontier": list, "workload": dict}, True),
+                   f("find", "sizes"), "1MiB", f("find", "sizes"), "4MiB"],
+                  [f("find", "nodes"), "6", f("find", "degree"), "3", f("find", "no_cache"),
+                   f("find", "bidirectional")]],
+                 {"frontier": list, "workload": dict, "bidirectional": bool}, True),
+        "fabric": ([[f("fabric", "jobs"), "4,4", f("fabric", "degree"), "2",
+                     f("fabric", "no_cache")],
+                    [f("fabric", "jobs"), "6,4,2", f("fabric", "degree"), "3",
+                     f("fabric", "fabric_nodes"), "16", f("fabric", "no_cache"),
+                     f("fabric", "sizes"), "1MiB", f("fabric", "sizes"), "4MiB"]],
+                   {"fabric_nodes": int, "degree": int, "jobs": list, "checks": dict,
+                    "topology": dict, "files": dict}, True),
         "synth": ([["ring:4", f("synth", "collectives"), "allgather"],
                    ["ring:4", f("synth", "collectives"), "allgather", f("synth", "collectives"),
                     "broadcast:1"]],
@@ -85,6 +96,14 @@ def _cases():
         "simulate": ([["s.json"], ["s.json", "s.json"]],
                      {"model": str, "size": float, "time": float, "schedules": list}, True),
         "alltoall": ([["ring:4"], ["uniring:5"]], {"lambda": float, "time": float}, True),
+        "alltoall-steps": ([["ring:4"], ["uniring:5", f("alltoall-steps", "steps"), "5"]],
+                           {"lambda": float, "time": float, "step_times": list,
+                            "flows": list}, True),
+        "alltoall-design": ([[f("alltoall-design", "nodes"), "4", f("alltoall-design", "degree"),
+                              "2"],
+                             [f("alltoall-design", "nodes"), "5", f("alltoall-design", "degree"),
+                              "2", f("alltoall-design", "method"), "iterative"]],
+                            {"lambda": float, "edges": list, "nodes": int}, True),
         "sweep": ([[f("sweep", "nodes"), "16..18", f("sweep", "degree"), "2,3",
                     f("sweep", "no_evaluate"), f("sweep", "workers"), "1"]],
                   {"cells": list, "computed": int, "reused": int, "failed": int,
@@ -112,6 +131,9 @@ def _cases():
                       {"iteration_time": float, "baselines": dict}, True),
         # without root or a user namespace emulate refuses; --clean answers anywhere
         "emulate": ([[f("emulate", "clean")]], {"removed": list}, True),
+        "fit-model": ([["runs.json"], ["runs.json", f("fit-model", "fit_gamma")]],
+                      {"alpha": float, "inverse_beta": float, "runs": int,
+                       "mean_relative_error": float, "fitted": list}, True),
         # run and gossip run start torch processes: they run as their own processes
         "gossip run": ([["exponential-graph", f("gossip run", "nodes"), "4",
                          f("gossip run", "size"), "64KiB", f("gossip run", "iterations"), "1"],
@@ -134,6 +156,9 @@ def folder(tmp_path_factory):
     doc = json.loads((where / "s.json").read_text())
     doc["transfers"] = doc["transfers"][:-1]         # one transfer short: incomplete
     (where / "bad.json").write_text(json.dumps(doc))
+    (where / "runs.json").write_text(json.dumps(   # rows of the cost model, for fit-model
+        [[s, b, b / (1 + s % 3), 1e-5 + 1e-6 * s + 1e-9 * b]
+         for s in (1, 2, 3) for b in (1e3, 1e6)]))
     res = CliRunner().invoke(cli, ["export", str(where / "s.json"), "-o", str(where / "s.xml")])
     assert res.exit_code == 0, res.output
     return where

@@ -57,7 +57,8 @@ def test_model_both_matches_the_library(run, ring4, tmp_path):
     e = evaluate(s, 5e6)
     r = simulate(s, 5e6)
     assert doc["model"] == "both"
-    assert doc["step_model"] == {"time": e.time, "T_L": e.T_L, "T_B": e.T_B, "steps": e.steps}
+    assert doc["step_model"] == {"time": e.time, "T_L": e.T_L, "T_B": e.T_B,
+                                 "T_gamma": e.T_gamma, "steps": e.steps}
     assert doc["time"] == doc["link_model_time"] == r.time
     assert doc["critical_path"] == r.to_dict(detail=True)["critical_path"]
     table = run("simulate", "bfb.json", "--size", "5MB", "--model", "both")
@@ -73,7 +74,7 @@ def test_model_step_prices_without_the_link_model(run, ring4):
     doc = top["schedules"][0]
     # 3 steps of 1 us + 1 GB at 1 GB/s
     assert doc["step_model"] == pytest.approx({"time": 3.000003, "T_L": 3e-6, "T_B": 3.0,
-                                               "steps": 3}, abs=1e-12)
+                                               "T_gamma": 0.0, "steps": 3}, abs=1e-12)
     assert doc["time"] == doc["step_model_time"]
     assert "critical_path" not in doc and "link_busy" not in doc
 

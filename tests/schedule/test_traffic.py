@@ -44,14 +44,15 @@ CASES = [
         ("bine", ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce"), ({},)),
         ("rankring", ("allreduce", "allgather", "reduce_scatter"), ({},)),
         ("rd", ("allreduce", "allgather", "reduce_scatter"), ({}, {"variant": "latency"})),
-        ("pat", ("allgather", "reduce_scatter"), ({},)))
+        ("pat", ("allgather", "reduce_scatter"), ({},)),
+        ("direct", ("allreduce", "allgather", "reduce_scatter"), ({},)))
     for coll in colls for opts in variants
     if not (opts.get("variant") == "latency" and coll != "allreduce")
 ]
 
 
 def test_every_summing_generator_is_covered():
-    assert sorted(SUMMED) == ["bine", "pat", "rankring", "rd", "swing"]
+    assert sorted(SUMMED) == ["bine", "direct", "pat", "rankring", "rd", "swing"]
     assert {alg for _, _, alg, _ in CASES} == set(SUMMED)
     assert len(CASES) >= 20 * len(SUMMED)
 

@@ -289,7 +289,7 @@ def test_registered():
         assert g.name == name and g.collectives == collectives
         assert "rank order" in g.summary and "through routes" in g.summary
     assert list(ALGORITHMS["rd"].options) == ["variant"]
-    assert not ALGORITHMS["rankring"].options and not ALGORITHMS["pat"].options
+    assert list(ALGORITHMS["rankring"].options) == ["routing"] and not ALGORITHMS["pat"].options
 
 
 def test_generate():

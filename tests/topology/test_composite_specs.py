@@ -79,7 +79,7 @@ def test_the_schedule_find_builds_runs_on_the_topology_of_its_name(small_finds):
 
 
 @pytest.mark.parametrize("degree,nodes,operator", [
-    (5, 10, "degree("), (6, 8, "degree("), (6, 50, "line(degree("), (5, 18, "product("),
+    (6, 8, "degree("), (6, 54, "line(degree("), (6, 72, "line(degree("), (5, 18, "product("),
     (5, 21, "product("), (6, 90, "line(product("), (6, 100, "product("), (6, 36, "twistedtorus:")])
 def test_larger_finds_with_products_and_degree_expansions(degree, nodes, operator):
     found = Search(degree, Cache(enabled=False)).target(nodes)

@@ -76,7 +76,8 @@ BAD = [
     ("circulant:10:3,7", r"offsets 3 and 7 are the same links"),
     ("circulant:16", r"circulant is missing its arguments; use circulant:N:A1,A2"),
     ("circulant:16:1,x", r"'x' is not a whole number"),
-    ("foo:3", r"unknown topology family 'foo'.*known families: bipartite, circulant, complete"),
+    ("foo:3", r"unknown topology family 'foo'.*known families: bipartite, borelcayley, "
+     r"bundlefly, circulant, complete"),
     ("torus:", r"torus is missing its arguments; use torus:D1xD2x\.\.\..*e\.g\. torus:4x6x3"),
     ("torus", r"torus is missing its arguments"),
     ("torus:4x", r"'' is not a whole number"),

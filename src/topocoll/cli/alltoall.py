@@ -51,9 +51,15 @@ __all__ = ["alltoall"]
               "whole chunks) here ('-' for stdout).")
 @click.option("--chunks", type=click.IntRange(1), help="Chunks per commodity for -o [default: "
               "the optimum's common denominator, at most 64].")
+@click.option("--routing", type=click.Choice(["optimal", "shortest", "valiant"]),
+              default="optimal", show_default=True, help="Also the throughput of an oblivious "
+              "routing, against the LP optimum: shortest (every pair split evenly over its "
+              "shortest paths) or valiant (via a uniformly random intermediate, two shortest-"
+              "path phases).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def alltoall(*, topo, max_hops, method, tolerance, size, link_bandwidth, node_bandwidth, alpha,
-             solver, time_limit, frontier, output, chunks, as_json):
+def alltoall(*, topo, max_hops, method, tolerance, size, link_bandwidth, node_bandwidth,
+             alpha, solver, time_limit, frontier, output, chunks, routing,
+             as_json):
     """Uniform all-to-all throughput of TOPO: lambda, its time, a certificate and the bounds.
 
     lambda is the rate in bytes/s of every ordered pair, the time of an all-to-all of M bytes
@@ -81,6 +87,8 @@ def alltoall(*, topo, max_hops, method, tolerance, size, link_bandwidth, node_ba
         raise Fail(f"{t.name}: {res.message}")
     doc = res.to_dict(size)
     doc["links"] = t.num_links
+    if routing != "optimal":
+        doc["routing"] = _routed(t, routing, res.lam, size)
     points = None
     if frontier:
         points = pareto_frontier(t, solver=solver, size=size)
@@ -106,6 +114,16 @@ def alltoall(*, topo, max_hops, method, tolerance, size, link_bandwidth, node_ba
         print_json(doc, err=to_stdout)
         return
     _print_text(res, doc, size, points, err=to_stdout)
+
+
+def _routed(t, routing, optimum, size):
+    """The ``routing`` entry of the JSON document: an oblivious routing's throughput."""
+    from ..throughput.valiant import valiant_throughput   # deferred: only with --routing
+
+    v = valiant_throughput(t)
+    lam = v.lam if routing == "valiant" else v.lam_shortest
+    return {"name": routing, "lambda": lam, "time": size / v.num_nodes / lam,
+            "fraction_of_optimum": lam / optimum if optimum > 0 else None}
 
 
 def _rate(value):
@@ -137,6 +155,11 @@ def _print_text(res, doc, size, points, err):
                       f"{res.lam / b:.4f}")
     if not err:
         out_console.print(table)
+    if "routing" in doc:
+        r = doc["routing"]
+        echo(f"{r['name']} routing: lambda {_rate(r['lambda'])} per ordered pair, "
+             f"{r['fraction_of_optimum']:.4f} of the optimum; all-to-all of {format_size(size)} "
+             f"per node: {format_time(r['time'])}")
     echo(f"link utilization: max {doc['utilization_max']:.4f}, mean "
          f"{doc['utilization_mean']:.4f}" + (f"; {doc['paths']} paths, longest "
                                              f"{doc['longest_path']} links"

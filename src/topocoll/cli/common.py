@@ -311,6 +311,18 @@ _TOPO_OPTIONS = [
 ]
 
 
+def _gamma(value, *, what):
+    from ..schedule.reduction import parse_gamma   # deferred: the CLI's start-up time
+    return parse_gamma(value, what=what)
+
+
+#: ``--gamma``: the reduction cost of the commands that price schedules (docs/math.md).
+gamma_option = click.option(
+    "--gamma", callback=unit_callback(_gamma, "--gamma"), metavar="RATE",
+    help="Reduction cost: each node's reduction throughput, e.g. 100GB/s (a bare number is "
+         "seconds per byte) [default: 0, reductions are free].")
+
+
 def topo_options(func):
     """The link options; ``--link-bandwidth`` and ``--node-bandwidth`` exclude each other."""
     @functools.wraps(func)

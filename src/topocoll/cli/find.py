@@ -70,10 +70,15 @@ __all__ = ["find"]
 @click.option("-a", "--algorithm", "algorithms", multiple=True, type=click.Choice(list(_FINDER_ALGORITHMS)),
               help="Schedule algorithm for the chosen candidate (repeatable: the fastest "
               "verified one is kept; trees: spanning-tree packing) [default: bfb].")
+@click.option("--bidirectional", is_flag=True,
+              help="Only bidirectional topologies (every link with its reverse: bidirectional "
+                   "bases, their degree expansions, powers and products, and unions bidir(G) "
+                   "of reverse-symmetric digraphs with their transpose); the choice's topology "
+                   "is checked. Not with --optimize.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_file,
          workload_model, bucket_size, outdir, compress, no_evaluate, no_cache, optimize, budget,
-         max_evaluations, seed, workers, scheduler, algorithms, as_json):
+         max_evaluations, seed, workers, scheduler, algorithms, bidirectional, as_json):
     """The best topology and allreduce schedule for N nodes of degree d and a workload.
 
     Searches base topologies, expansions and generative families, keeps the Pareto frontier of
@@ -83,6 +88,8 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
     reduce-scatter followed by an allgather (every schedule find builds) beats.
     """
     one_bandwidth(link_bandwidth, node_bandwidth)
+    if bidirectional and optimize:
+        raise Fail("--optimize searches directed bases; it cannot go with --bidirectional")
     _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size,
                         outdir=outdir, compress=compress, budget=budget,
                         max_evaluations=max_evaluations, optimize=optimize,
@@ -99,7 +106,7 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
                            keep_schedule=bool(outdir), cache=not no_cache, progress=update,
                            optimize=optimize, budget=budget, max_evaluations=max_evaluations,
                            seed=seed, algorithms=algorithms or ("bfb",), workers=workers,
-                           scheduler=scheduler)
+                           scheduler=scheduler, bidirectional=bidirectional)
     except BaseException:
         # Ctrl-C or an error before anything was written: take back the folder made for it
         if created:
@@ -225,7 +232,8 @@ def _print_find(result, files):
     if result.link_bandwidth is not None:
         settings += f" (B = {units.format_bandwidth(result.node_bandwidth)} per node)"
     settings += f"; {result.workload.description}"
-    table = Table(title=f"Pareto frontier for {result.nodes} nodes of degree {result.degree} "
+    only = " (bidirectional topologies only)" if result.bidirectional else ""
+    table = Table(title=f"Pareto frontier for {result.nodes} nodes of degree {result.degree}{only} "
                         f"({settings}); steps and T_B per phase, allreduce = 2 phases; "
                         "* the choice")
     for col in ("#", "topology", "N", "d", "steps", "T_B (M/B)", "kind", "predicted time",
@@ -250,6 +258,8 @@ def _print_find(result, files):
         line += (f", evaluated {format_time(result.evaluated_time)} (allreduce of "
                  f"{ev['steps']} steps, {how}"
                  f"{', from the cache' if ev['source'] == 'cache' else ''})")
+    if result.bidirectional_checked:
+        line += "; checked bidirectional"
     line += f"; two-phase bound {format_time(result.lower_bound)}"
     ratio = result.ratio if result.ratio is not None else result.predicted_ratio
     line += f": {ratio:.3f}x"

@@ -37,6 +37,8 @@ COMMANDS = {
                "bounds and the ring allreduce."),
     "find": ("find", "find", "The best topology and allreduce schedule for N nodes of degree d "
              "and a workload."),
+    "fabric": ("fabric", "fabric", "Cut one fabric of degree d into per-job subclusters and "
+               "pick each job's topology."),
     "sweep": ("sweep", "sweep", "The finder for every N and d of a grid: pick, bound ratio and "
               "runner-up per cell."),
     "synth": ("synth", "synth", "Synthesize a schedule on TOPO through the time-expanded "
@@ -47,6 +49,10 @@ COMMANDS = {
                  "time, a certificate and the bounds."),
     "rewire": ("rewire", "rewire", "Rewire TOPO by degree-preserving edge swaps, keeping a swap "
                "when the objective drops."),
+    "alltoall-steps": ("alltoall_steps", "alltoall_steps", "The step-indexed all-to-all LP of "
+                       "TOPO: a schedule of S steps and its time."),
+    "alltoall-design": ("design", "alltoall_design", "The d-regular topology on N nodes with the "
+                        "highest all-to-all throughput (ILP)."),
     "gossip": ("gossip", "gossip", "Decentralized (gossip) averaging: topologies, convergence "
                "and cost."),
     "export": ("interop", "export", "Export schedule FILE as an MSCCL XML program for the GPU "
@@ -59,6 +65,8 @@ COMMANDS = {
                   "overlapped with collectives."),
     "run": ("run", "run", "Run a schedule FILE on torch.distributed; time it against torch's "
             "own collective."),
+    "fit-model": ("fitmodel", "fit_model", "Fit alpha, 1/beta (and gamma) to measured runs by "
+                  "least squares."),
     "emulate": ("emulate", "emulate", "Build TOPOLOGY as an emulated network (namespaces, "
                 "shaped links, routes); take it down."),
 }
@@ -97,6 +105,7 @@ def cli():
     topocoll survey --nodes 64                            BFB on the main topologies of N nodes
     topocoll compare torus:8x8 ring:64 s.json             schedules side by side, same network
     topocoll find --nodes 1024 --degree 4 -o out         best topology + schedule for a cluster
+    topocoll fabric --jobs 64,32,32 -d 4                  one fabric, a topology per job
     topocoll train-sim --model resnet50 --nodes 64        a training iteration, compute + allreduce
     topocoll synth TOPO -c allgather -o s.json            TEN (TACOS) synthesis, any network
     topocoll simulate s.json --size 1GiB                  link-model (TACOS) timing
@@ -106,6 +115,7 @@ def cli():
     topocoll run s.json --nproc 4 --check                 run it on torch.distributed
     topocoll emulate torus:4x4 --check                    the topology as a real network
     topocoll run s.json --emulate --check                 run it on that network, vs the model
+    topocoll fit-model runs.json                          alpha, beta (gamma) fitted to runs
     topocoll export s.json -o s.xml                       MSCCL XML for the GPU runtimes
     topocoll lint s.xml                                   will the runtime accept it? correct?
     topocoll import s.xml -o s.json                       any MSCCL program as a schedule

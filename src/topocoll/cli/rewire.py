@@ -5,7 +5,7 @@ from rich.table import Table
 
 from .. import defaults, units
 from ..topology import save_topology
-from ..throughput.rewire import OBJECTIVES, rewire as rewire_topology
+from ..throughput.rewire import OBJECTIVES, STRATEGIES, rewire as rewire_topology
 from ..units import format_time
 from .common import (check_output_option, duration_callback, err_console, load_topology_arg,
                      on_stdout, out_console, print_json, progress_bar, renamed_option,
@@ -28,6 +28,10 @@ def _value(objective, value):
                 metavar="DURATION", callback=duration_callback("--time-limit"),
                 help="Wall-clock limit, e.g. 10s, 500ms or 2min; 0 for none (runs to a local "
                      "minimum or --max-swaps).")
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="first",
+              show_default=True, help="first: keep the first improving swap; best: scan every "
+              "swap and keep the best (steepest descent); anneal: simulated annealing over "
+              "--max-swaps random candidates (default 500), seeded by --seed.")
 @click.option("--max-swaps", type=click.IntRange(min=0),
               help="Stop after trying this many candidate swaps.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -44,8 +48,8 @@ def _value(objective, value):
 @click.option("-o", "--output", help="Write the rewired topology (.json or .graphml, optionally "
               "+ .gz; '-' for JSON on stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def rewire(*, topo, link_bandwidth, node_bandwidth, alpha, objective, budget, max_swaps, seed,
-           size, prescreen, warmup, output, as_json):
+def rewire(*, topo, link_bandwidth, node_bandwidth, alpha, objective, strategy, budget,
+           max_swaps, seed, size, prescreen, warmup, output, as_json):
     """Rewire TOPO by degree-preserving edge swaps, keeping a swap when the objective drops.
 
     Bidirectional topologies swap cables (a-b, c-d -> a-c, b-d), directed ones swap arc heads
@@ -59,7 +63,8 @@ def rewire(*, topo, link_bandwidth, node_bandwidth, alpha, objective, budget, ma
     callback, bar = progress_bar("rewiring")
     with bar:
         result = rewire_topology(t, objective=fn, budget=budget or None, max_swaps=max_swaps, seed=seed,
-                         progress=callback, prescreen=prescreen, warmup=warmup)
+                         progress=callback, prescreen=prescreen, warmup=warmup,
+                         strategy=strategy)
     if output:
         save_topology(result.topology, output)
     bounds = _time_bounds(t, result.topology, size) if objective == "alltoall" else None
@@ -74,7 +79,7 @@ def rewire(*, topo, link_bandwidth, node_bandwidth, alpha, objective, budget, ma
         doc["output"] = output
         print_json(doc, err=to_stdout)
         return
-    table = Table(title=f"rewire {t.name} ({objective}, seed {seed})")
+    table = Table(title=f"rewire {t.name} ({objective}, {strategy}, seed {seed})")
     table.add_column("")
     table.add_column("value", justify="right")
     rows = [("initial", _value(objective, result.initial)),

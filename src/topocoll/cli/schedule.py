@@ -13,7 +13,7 @@ from ..units import format_size, format_time
 from ..results import Status, document
 from .common import (EXIT_INVALID, check_output_option, Fail, LazyChoice, load_topology_arg,
                      on_stdout, out_console, print_json, progress_bar, topo_options, unit_callback,
-                     workers_callback)
+                     workers_callback, gamma_option)
 
 __all__ = ["schedule", "verify", "evaluate", "FORMS"]
 
@@ -210,9 +210,10 @@ def _format_invalid(message, as_json):
               callback=unit_callback(units.parse_size, "--size"),
               help="Buffer size M (repeatable).")
 @topo_options
+@gamma_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, with one entry "
               "per size in its list sizes.")
-def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
+def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, gamma, as_json):
     """Price a schedule file: T_L, T_B, time, lower bounds and optimality flags.
 
     T_L, T_B and time are the step model's (alpha-beta: each step costs its largest link
@@ -220,6 +221,8 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     schedule in the link model, where a link carries one transfer at a time for its latency +
     bytes / bandwidth and starts as soon as the data is there, with no step barriers: a
     shortcut to ``topocoll simulate FILE --comm-model both``, the command for the link model.
+    --gamma prices reductions in both (T_gamma: each step adds gamma x the most bytes a node
+    reduces in it; time = T_L + T_B + T_gamma).
 
     --json prints one object whatever the number of sizes: the status keys (success, status,
     status_name, message), file, the schedule's size-free facts (collective, algorithm,
@@ -239,10 +242,11 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
         if node_bandwidth is not None:
             s = s.replace(topology=s.topology.with_node_bandwidth(node_bandwidth))
         update(f"verifying and pricing {s.num_transfers} transfers", 0, None)
-        results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth) for m in sizes]
+        results = [_evaluate(s, m, alpha=alpha, link_bandwidth=link_bandwidth, gamma=gamma)
+                   for m in sizes]
         update("timing in the link model", 0, None)
-        link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth).time
-                      for m in sizes]
+        link_times = [_link_model(s, m, alpha=alpha, link_bandwidth=link_bandwidth,
+                                  gamma=gamma).time for m in sizes]
     e0 = results[0]
     bandwidth = _priced_bandwidth(s.topology, link_bandwidth, node_bandwidth)
     if as_json:   # one object for any number of sizes; each size's prices in "sizes"
@@ -260,11 +264,12 @@ def evaluate(file, sizes, link_bandwidth, node_bandwidth, alpha, as_json):
     from rich.table import Table  # only for the table (start-up time of --json)
 
     table = Table()
-    for col in ("size", "T_B", "time", "T_B bound", "T_B / bound", "bw-optimal",
-                "link-model time"):
+    for col in ("size", "T_B") + (("T_gamma",) if gamma else ()) + (
+            "time", "T_B bound", "T_B / bound", "bw-optimal", "link-model time"):
         table.add_column(col, justify="right")
     for e, lt in zip(results, link_times):
-        table.add_row(format_size(e.size), format_time(e.T_B), format_time(e.time),
+        table.add_row(format_size(e.size), format_time(e.T_B),
+                      *((format_time(e.T_gamma),) if gamma else ()), format_time(e.time),
                       format_time(e.bw_lower_bound), f"{e.bw_ratio:.4f}",
                       "yes" if e.bw_optimal else "no", format_time(lt))
     out_console.print(table)

@@ -17,7 +17,7 @@ from ..results import Status, document
 from .common import (EXIT_INVALID, check_output_option, check_output_folder, check_plot,
                      duration_callback, Fail, load_topology_arg, on_stdout, out_console,
                      print_json, progress_bar, renamed_option, topo_options, unit_callback,
-                     workers_callback)
+                     workers_callback, gamma_option)
 
 __all__ = ["synth", "simulate"]
 
@@ -69,7 +69,7 @@ def _check(schedule, no_verify):
                    "transfer in narrow columns (8 bytes each instead of 37; written as the "
                    "explicit file); auto makes symmetric, else compact, where the explicit "
                    "form would exceed 2**25 transfers.")
-@click.option("--unwind-degree", default=_default("unwind_degree"), type=click.IntRange(1),
+@click.option("--unwind-degree", default=_default("unwind_degree"), metavar="K|LEVEL:K,...",
               help=_help("unwind_degree"))
 @click.option("--fail-links", default=_default("fail_links"), help=_help("fail_links"))
 @click.option("--fail-nodes", default=_default("fail_nodes"), help=_help("fail_nodes"))
@@ -308,8 +308,9 @@ def _tenants(t, collectives, common, output, no_verify, as_json):
               help="Write the link-model timeline (a Gantt chart of the links, critical path "
                    "outlined; one panel per file) to this file (.png, .svg, .pdf; needs "
                    "matplotlib).")
+@gamma_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json):
+def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, gamma, as_json):
     """Time schedule FILES in the link model (TACOS); several files share one network.
 
     This command is the door to the link model; the link-model time column of ``topocoll
@@ -319,7 +320,8 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
     status_name, message), model, alpha_per (the link model's alpha convention; the step
     model charges alpha per step), size, time (the latest finish), plot and schedules, one
     entry per file (file, collective, algorithm, time, the per-link busy times and critical
-    path in the link model, step_model for the step model).
+    path in the link model, step_model for the step model), gamma (seconds per byte).
+    --gamma prices reductions in both models (docs/math.md, the reduction cost gamma).
     """
     from ..schedule.cost import evaluate as _step_model
     from ..schedule.timeline import plot_timeline
@@ -335,10 +337,10 @@ def simulate(files, size, alpha, link_bandwidth, model, alpha_per, plot, as_json
         if model != "step":
             update("timing in the link model", 0, None)
             results = simulate_many(schedules, size, alpha=alpha, link_bandwidth=link_bandwidth,
-                                    alpha_per=alpha_per)
+                                    alpha_per=alpha_per, gamma=gamma)
         # the step model beside it (each schedule alone on the network)
         update("verifying and pricing in the step model", 0, None)
-        steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth)
+        steps = [_step_model(s, size, alpha=alpha, link_bandwidth=link_bandwidth, gamma=gamma)
                  for s in schedules]
         if plot:
             update(f"drawing {plot}", 0, None)
@@ -365,7 +367,7 @@ def _print_simulate_json(files, schedules, results, steps, *, model, alpha_per, 
                          f" at {format_size(size)} {where}: done after "
                          f"{format_time(finish)}", model=model,
                          alpha_per="step" if model == "step" else alpha_per, size=float(size),
-                         time=finish, plot=plot, schedules=rows))
+                         time=finish, plot=plot, gamma=steps[0].gamma, schedules=rows))
 
 
 def _simulate_table(files, schedules, results, steps, *, model, alpha_per, size):
@@ -419,7 +421,7 @@ def _simulate_row(file, schedule, result, evaluation, model, plot):
     doc = {"file": file, "collective": schedule.collective.name,
            "algorithm": schedule.algorithm, "model": model}
     step = {"time": evaluation.time, "T_L": evaluation.T_L, "T_B": evaluation.T_B,
-            "steps": evaluation.steps}
+            "T_gamma": evaluation.T_gamma, "steps": evaluation.steps}
     if model == "step":
         doc.update(size=float(evaluation.size), time=evaluation.time, alpha_per="step",
                    transfers=schedule.num_transfers, step_model=step)

@@ -7,6 +7,8 @@ al., "Efficient Direct-Connect Topologies for Collective Communications", NSDI 2
   returns a :class:`FindResult` (``success``, ``status``, ``message``, ``frontier``, ``best``,
   ``predicted_time``, ``evaluated_time``, ``lower_bound``, ``ratio``, ``schedule``).
 * :func:`find_range`: Pareto frontiers for many N (predictions only).
+* :func:`partition_fabric`, :class:`FabricResult`: one fabric cut into per-job subclusters,
+  each with the finder's pick for its size, and their union topology.
 * :func:`optimize`, :class:`OptimizeResult`: better bases for the best candidates' expansion
   recipes (Cayley digraphs, degree-preserving rewiring), confirmed by verified schedules.
 * :class:`Search`, :class:`Candidate`, :func:`pareto_frontier`, :func:`predict`: the search.
@@ -35,6 +37,7 @@ _LAZY = {
     ".build": ("build_allreduce", "priced"),
     ".cache": ("ALGORITHM_VERSION", "Cache", "cache_dir"),
     ".core": ("FindResult", "as_workload", "find", "find_range", "frontier"),
+    ".fabric": ("FabricJob", "FabricResult", "partition_fabric"),
     ".plot": ("plot_frontier", "plot_sweep_ratio", "plot_sweep_families"),
     "..synth.expansions": ("predict",),
     ".search": ("Candidate", "Search", "pareto_frontier"),
@@ -46,7 +49,8 @@ __all__ = ["find", "find_range", "frontier", "FindResult", "as_workload", "Searc
            "load_workload", "BaseDatabase", "BaseEntry", "catalogue", "compute_base", "Cache",
            "cache_dir", "ALGORITHM_VERSION", "build_allreduce", "priced", "plot_frontier",
            "bfb_cost", "genkautz_cost", "optimize", "OptimizeResult", "sweep", "SweepResult",
-           "plot_sweep_ratio", "plot_sweep_families"]
+           "plot_sweep_ratio", "plot_sweep_families", "partition_fabric", "FabricResult",
+           "FabricJob"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

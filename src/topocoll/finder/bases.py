@@ -28,15 +28,33 @@ the other shipped rows; a candidate built on one has its schedule built from the
 allreduce and verified when it is evaluated, and the tests rebuild every row and require the
 verified measurement to equal it (:func:`measure_base` with source ``"bfb"``).
 
-Every other entry is a BFB schedule built and verified once. The Diamond and the small modified
-de Bruijn variants of Table 9 (its Figures 16 and 17) are not in the catalogue.
+Every other entry is a BFB schedule built and verified once. The rest of Table 9:
+
+* the Diamond ``diamond:8`` (its Figure 16; :mod:`~topocoll.topology.families.diamond`): the
+  8-node degree-2 digraph of largest all-to-all throughput, BFB 3 steps and T_B 1.0 per
+  phase (``dcirculant:8:1,3`` has 3 steps and the optimal 7/8, so it never wins a search);
+* the other small modified de Bruijn digraphs (its Figure 17, the "DBJMod" variants):
+  ``moddebruijn:N,D`` for every N from D+2 to :data:`MODDEBRUIJN_MAX` that is not a power of D,
+  costs from the exact evaluator like those of N = D^k (the redirection of the self-loops
+  keeps every node at degree D for any N; these often have fewer steps than any circulant of
+  their size: ``moddebruijn:10,2`` 3 steps against 4);
+* de Bruijn digraphs with their self-loops, ``debruijn:D,K`` (D^K nodes up to
+  :data:`MAX_BASE_NODES`): the topology drops the D loops, but the D constant strings keep the
+  port of theirs, idle, so every link gets 1/D of its node's bandwidth, not 1/(D-1) (see
+  :func:`compute_base`). The loop nodes have one usable in-link less, so T_B approaches 2 for
+  D = 2 (``debruijn:2,3``: 1.75, i.e. 2(N-1)/N), and the modified de Bruijn digraph of the
+  same size, which uses the idle ports, matches it (D >= 3) or beats it (D = 2) in steps and
+  T_B, so it is never the search's choice. The search never expands these
+  (:data:`LOOPED_FAMILIES`): the expansions assume a topology without self-loops.
 
 >>> [e.spec for e in catalogue(2) if e.nodes == 6]
-['uniring:6', 'ring:6', 'kautz:2,2', 'dcirculant:6:1,2', 'genkautz:6,2']
+['uniring:6', 'ring:6', 'kautz:2,2', 'dcirculant:6:1,2', 'genkautz:6,2', 'moddebruijn:6,2']
 """
 
 import math
 from dataclasses import asdict, dataclass
+
+import numpy as np
 
 from ..errors import InvalidScheduleError
 from ..results import as_progress
@@ -47,7 +65,7 @@ from . import tables
 from .bfbcost import bfb_cost
 
 __all__ = ["BaseEntry", "BaseDatabase", "CatalogueItem", "catalogue", "compute_base",
-           "measure_base", "MAX_BASE_NODES"]
+           "measure_base", "MAX_BASE_NODES", "MODDEBRUIJN_MAX", "LOOPED_FAMILIES"]
 
 #: Largest base computed with BFB (bigger members of the families use closed forms).
 MAX_BASE_NODES = 256
@@ -55,6 +73,10 @@ _RING_MAX = 32
 _UNIRING_MAX = 16
 _CIRCULANT_MAX = 32
 _TORUS_MAX = 64
+#: Largest modified de Bruijn digraph of a size that is not a power of its degree in the catalogue.
+MODDEBRUIJN_MAX = 64
+#: Families whose catalogue entries keep (idle) self-loop ports: never expanded by the search.
+LOOPED_FAMILIES = frozenset({"debruijn"})
 
 
 @dataclass(frozen=True)
@@ -147,13 +169,28 @@ def catalogue(max_degree, max_nodes=MAX_BASE_NODES, *, optimized=True):
         k = 2
         while d**k <= max_nodes:
             add(f"moddebruijn:{d**k},{d}", "moddebruijn", d**k, d, "cost")
+            add(f"debruijn:{d},{k}", "debruijn", d**k, d)
             k += 1
+    _seed_bases(add, max_degree)
     if optimized:
 
         for row in tables.optimized_bases().values():
             add(row["spec"], "optimized", row["nodes"], row["degree"], "table")
     items.sort(key=lambda it: (it.nodes, it.degree))
     return items
+
+
+def _seed_bases(add, max_degree):
+    """The Diamond (a verified BFB schedule) and the modified de Bruijn digraphs of sizes that
+    are not powers of their degree (the exact cost evaluator, like those of sizes D^k: a
+    verified schedule each would double a cold sweep's time; the tests compare every one with
+    its verified BFB allreduce)."""
+    add("diamond:8", "diamond", 8, 2)
+    for d in range(2, max_degree + 1):
+        powers = {d**k for k in range(1, MODDEBRUIJN_MAX.bit_length() + 1)}
+        for n in range(d + 2, MODDEBRUIJN_MAX + 1):
+            if n not in powers:
+                add(f"moddebruijn:{n},{d}", "moddebruijn", n, d, "cost")
 
 
 def _small_tori(max_degree):
@@ -181,13 +218,10 @@ def compute_base(spec, family=None):
     from ..schedule.cost import step_costs
     from ..schedule.verify import verify
     from ..synth.bfb import bfb_allreduce
-    from ..topology.metrics import degree_summary, diameter
+    from ..topology.metrics import diameter
     from ..topology.specs import topology
 
-    topo = topology(spec).with_node_bandwidth(1.0)
-    deg = degree_summary(topo)
-    if not deg["regular"]:
-        raise InvalidScheduleError(f"base {spec} is not regular")
+    topo, degree = _unit_priced(topology(spec), spec)
     schedule = bfb_allreduce(topo)
     report = verify(schedule)
     if not report.valid:
@@ -200,9 +234,36 @@ def compute_base(spec, family=None):
     n = topo.num_nodes
     bound = (n - 1) / n
     return BaseEntry(spec=spec, family=family or spec.split(":")[0], nodes=n,
-                     degree=deg["out_max"], steps=d, t_b_rs=rs, t_b_ag=ag,
+                     degree=degree, steps=d, t_b_rs=rs, t_b_ag=ag,
                      bw_optimal=bool(max(rs, ag) <= bound * (1 + 1e-9)),
                      transfers=schedule.num_transfers)
+
+
+def _unit_priced(topo, spec):
+    """``(topology, degree)``: every node's egress bandwidth 1 split evenly over its ports.
+
+    A regular topology has one port per link. A shift-register digraph whose self-loops were
+    dropped (``meta["dropped_self_loops"]``, e.g. ``debruijn:D,K``) keeps the port of each loop,
+    idle (a loop carries nothing): every node has D ports and every link gets 1/D, also at the
+    loop nodes, whose one link less is then priced as it is in hardware. Anything else that is
+    not regular is refused (:class:`~topocoll.errors.InvalidScheduleError`).
+    """
+    loops = int(topo.meta.get("dropped_self_loops") or 0)
+    if loops:
+        d = int(topo.meta["d"])
+        out_deg, in_deg = topo.out_degree(multi=True), topo.in_degree(multi=True)
+        short = np.count_nonzero(out_deg == d - 1)
+        if (out_deg.min() < d - 1 or out_deg.max() > d or in_deg.min() < d - 1
+                or in_deg.max() > d or short != loops):
+            raise InvalidScheduleError(f"base {spec}: not {d} ports per node with its "
+                                       f"{loops} self-loops counted")
+        return topo.with_links(bandwidth=1.0 / d), d
+    from ..topology.metrics import degree_summary   # deferred like compute_base's imports
+
+    deg = degree_summary(topo)
+    if not deg["regular"]:
+        raise InvalidScheduleError(f"base {spec} is not regular")
+    return topo.with_node_bandwidth(1.0), deg["out_max"]
 
 
 def _entry_from_costs(spec, family, n, degree, steps, ag, rs):

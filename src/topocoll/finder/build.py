@@ -27,11 +27,11 @@ numbering, same links in the same order; :func:`recipe_topology` builds it witho
 import numpy as np
 
 from ..errors import UnsupportedError
-from .recipes import (ArcsRecipe, DegreeRecipe, LineRecipe, PowerRecipe, ProductRecipe,
-                      SpecRecipe, as_recipe)
+from .recipes import (ArcsRecipe, BidirRecipe, DegreeRecipe, LineRecipe, PowerRecipe,
+                      ProductRecipe, SpecRecipe, as_recipe)
 
 __all__ = ["build_allreduce", "priced", "leaf_topology", "recipe_topology", "recipe_spec",
-           "ALGORITHMS"]
+           "recipe_isomorphism", "ALGORITHMS"]
 
 
 def _bfb(topology, **options):
@@ -100,6 +100,8 @@ def recipe_spec(recipe):
             return f"degree({recipe_spec(base)},m={m})"
         case PowerRecipe(base=base, n=n):
             return f"power({recipe_spec(base)},n={n})"
+        case BidirRecipe(base=base):
+            return f"bidir({recipe_spec(base)})"
 
 
 def recipe_topology(recipe):
@@ -110,7 +112,8 @@ def recipe_topology(recipe):
     >>> recipe_topology(LineRecipe(SpecRecipe("uniring:3"))).dst.tolist()
     [1, 2, 0]
     """
-    from ..topology.transforms import cartesian_power, degree_expansion, line_graph
+    from ..topology.transforms import (bidirectional_union, cartesian_power, degree_expansion,
+                                       line_graph)
 
     match as_recipe(recipe):
         case LineRecipe(base=base):
@@ -119,8 +122,62 @@ def recipe_topology(recipe):
             return degree_expansion(recipe_topology(base), m)
         case PowerRecipe(base=base, n=n):
             return cartesian_power(recipe_topology(base), n)
+        case BidirRecipe(base=base):
+            return bidirectional_union(recipe_topology(base))
         case leaf:
             return leaf_topology(leaf)
+
+
+def recipe_isomorphism(recipe):
+    """An isomorphism from the recipe's topology G to its transpose (``u -> v`` in G iff
+    ``phi(u) -> phi(v)`` in G^T), composed through the expansions from the leaves' (found by
+    :func:`~topocoll.synth.expansions.reverse_isomorphism`, leaves of at most 500 nodes), so
+    that an expanded digraph of any size gets one: a line graph maps its node ``u -> v`` to
+    ``phi(v) -> phi(u)``, a degree expansion ``v_i`` to ``phi(v)_i``, powers and products map
+    each coordinate. Raises :class:`~topocoll.errors.UnsupportedError` where a leaf is not
+    reverse-symmetric (or a line graph's base has parallel links).
+
+    >>> recipe_isomorphism(LineRecipe(SpecRecipe("kautz:2,2"))).shape
+    (12,)
+    """
+    from ..synth.expansions import reverse_isomorphism
+
+    match as_recipe(recipe):
+        case LineRecipe(base=base):
+            return _line_isomorphism(recipe_topology(base), recipe_isomorphism(base))
+        case DegreeRecipe(base=base, m=m):
+            phi = recipe_isomorphism(base)
+            return (phi[:, None] * m + np.arange(m)[None, :]).ravel()
+        case PowerRecipe(base=base, n=n):
+            return _coordinatewise([recipe_isomorphism(base)] * n)
+        case ProductRecipe(factors=factors):
+            return _coordinatewise([recipe_isomorphism(f) for f in factors])
+        case BidirRecipe(base=base):
+            return np.arange(recipe_topology(base).num_nodes, dtype=np.int64)
+        case leaf:
+            return reverse_isomorphism(leaf_topology(leaf))
+
+
+def _line_isomorphism(g, phi):
+    """The isomorphism L(G) -> L(G)^T from one of G: link ``u -> v`` (an L-node) goes to the
+    link ``phi(v) -> phi(u)``."""
+    n = g.num_nodes
+    keys = g.src * n + g.dst
+    order = np.argsort(keys, kind="stable")
+    if np.any(np.diff(keys[order]) == 0):
+        raise UnsupportedError(f"{g.name} has parallel links: no isomorphism of its line graph")
+    want = phi[g.dst] * n + phi[g.src]
+    pos = np.searchsorted(keys[order], want)
+    return order[np.minimum(pos, order.size - 1)]
+
+
+def _coordinatewise(phis):
+    """The isomorphism of a product (mixed radix, first factor most significant) that maps
+    each coordinate by its factor's."""
+    out = np.zeros(1, dtype=np.int64)
+    for phi in phis:
+        out = (out[:, None] * phi.size + phi[None, :]).ravel()
+    return out
 
 
 def _algorithm(name):
@@ -140,6 +197,9 @@ def _build(recipe, options, algorithm):
             return expansions.degree_expansion_schedule(_build(base, options, algorithm), m)
         case PowerRecipe(base=base, n=n):
             return expansions.cartesian_power_expansion(_build(base, options, algorithm), n)
+        case BidirRecipe(base=base):
+            return expansions.bidirectional_expansion(_build(base, options, algorithm),
+                                                      recipe_isomorphism(base))
         case leaf:
             return _algorithm(algorithm)(leaf_topology(leaf), **options)
 

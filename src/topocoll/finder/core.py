@@ -29,6 +29,7 @@ from ..errors import TopocollError, UnsupportedError
 from ..limits import require_memory
 from ..results import Result, Status, as_progress
 from ..units import format_time
+from .build import recipe_topology
 from .cache import Cache
 # re-exported: their documented home was this module (find_range, frontier and the helpers
 # optimize shares with find now live in evaluation.py, below both)
@@ -92,6 +93,10 @@ class FindResult(Result):
     schedule : Schedule or None
         The verified allreduce (at the cluster's latency and bandwidth) when it was built in
         this call (a cached evaluation rebuilds nothing unless ``keep_schedule``).
+    bidirectional, bidirectional_checked : bool
+        Whether the search was restricted to bidirectional topologies and, when it was, the
+        check of the chosen topology (built from its recipe) by
+        :meth:`~topocoll.topology.model.Topology.is_bidirectional` (None when not asked).
     """
 
     nodes: int
@@ -114,6 +119,8 @@ class FindResult(Result):
     from_cache: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
     link_bandwidth: float | None = None
+    bidirectional: bool = False
+    bidirectional_checked: bool | None = None
 
     @property
     def bandwidth(self):
@@ -144,7 +151,9 @@ class FindResult(Result):
                 "bandwidth": self.bandwidth, "workload": self.workload.to_dict(),
                 "frontier": [self.entry(c, t) for c, t in zip(self.frontier, self.times)],
                 "best": best, "optimization": self.optimization, "warnings": list(self.warnings),
-                "from_cache": dict(self.from_cache), "seconds": dict(self.seconds)}
+                "from_cache": dict(self.from_cache), "seconds": dict(self.seconds),
+                "bidirectional": self.bidirectional,
+                "bidirectional_checked": self.bidirectional_checked}
 
 
 def _optimize_into(result, store, products, progress, algorithms, search):
@@ -198,7 +207,7 @@ def allreduce_bytes(nodes):
 def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
          link_bandwidth=None, evaluate=True, keep_schedule=False, cache=True, products=True,
          progress=None, algorithms=("bfb",), optimize=False, budget=None, max_evaluations=None,
-         seed=0, method="auto", workers=None, scheduler=None):
+         seed=0, method="auto", workers=None, scheduler=None, bidirectional=False):
     """The best topology and allreduce schedule for a cluster and a workload.
 
     Parameters
@@ -256,6 +265,13 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
         ``"method"`` and ``"exact"`` say which. Far less time and memory at thousands of nodes.
         ``"auto"`` (default): explicit up to :data:`EXPLICIT_NODES` nodes or with
         ``keep_schedule``, else by construction (:func:`resolve_method`).
+    bidirectional : bool
+        Only bidirectional topologies, every link with its reverse (Zhao et al. (NSDI 2025),
+        appendix F: bases that are bidirectional, degree expansions, Cartesian powers and
+        products of them, and unions ``bidir(G)`` of reverse-symmetric digraphs G of degree
+        d/2 with their transpose, at G's steps and T_B). The choice's topology is checked
+        (``bidirectional_checked``). Not with ``optimize`` (its bases are digraphs). Its
+        predicted time is never below the unrestricted choice's: it picks from a subset.
 
     Returns
     -------
@@ -271,12 +287,22 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
     method = resolve_method(method, nodes, keep_schedule)
     if nodes > MAX_NODES:
         raise UnsupportedError(f"find handles at most {MAX_NODES} nodes, got {nodes}")
+    if bidirectional and optimize:
+        raise UnsupportedError("optimize searches directed bases; it cannot go with "
+                               "bidirectional")
     if (evaluate or keep_schedule) and (method == "explicit" or keep_schedule):
         _require_allreduce_memory(nodes)   # fail before the search, not after it
     store = open_cache(cache)
     try:
         candidates, cached = frontier(nodes, degree, cache=store, products=products,
-                                      progress=progress)
+                                      progress=progress, bidirectional=bidirectional)
+        if not candidates:
+            kind = "bidirectional topology" if bidirectional else "topology"
+            raise UnsupportedError(f"the search has no {kind} of {nodes} nodes and degree "
+                                   f"{degree}" + (" (every link with its reverse: odd degree "
+                                                  "needs an even number of nodes)"
+                                                  if bidirectional and nodes * degree % 2
+                                                  else ""))
         searched = time.perf_counter()
         times, order = rank_by_time(candidates, workload, alpha, bandwidth)
         lower = workload.lower_bound(nodes, degree, alpha=alpha, bandwidth=bandwidth)
@@ -284,16 +310,19 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
                             node_bandwidth=bandwidth, workload=workload, frontier=candidates,
                             times=times, best=candidates[order[0]],
                             predicted_time=times[order[0]], lower_bound=lower,
-                            predicted_ratio=times[order[0]] / lower, link_bandwidth=link)
+                            predicted_ratio=times[order[0]] / lower, link_bandwidth=link,
+                            bidirectional=bool(bidirectional))
         result.from_cache["frontier"] = cached
         result.seconds["search"] = searched - started
         if not evaluate:
             result.message = (f"chose {result.best.name}: predicted {format_time(times[order[0]])}"
                               f", {result.predicted_ratio:.3f}x the lower bound (not evaluated)")
+            _check_bidirectional(result)
             return result
         _evaluate_in_order(result, candidates, times, order, (workload, alpha, bandwidth),
                            algorithms=algorithms, store=store, keep_schedule=keep_schedule,
                            progress=progress, method=method)
+        _check_bidirectional(result)
         if optimize and result.status != Status.FAILED:
             _optimize_into(result, store, products, progress, algorithms,
                            dict(budget=budget, max_evaluations=max_evaluations, seed=seed,
@@ -305,6 +334,20 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
             result.seconds["total"] = time.perf_counter() - started
         if not isinstance(cache, Cache):
             store.close()
+
+
+def _check_bidirectional(result):
+    """Under ``bidirectional``: build the choice's topology (from its kept schedule, else its
+    recipe) and check that every link has its reverse; a choice that fails is a search bug,
+    reported as ``FAILED`` rather than handed out."""
+    if not result.bidirectional or result.best is None:
+        return
+    topo = (result.schedule.topology if result.schedule is not None
+            else recipe_topology(result.best.recipe))
+    result.bidirectional_checked = topo.is_bidirectional()
+    if not result.bidirectional_checked:
+        result.status = Status.FAILED
+        result.message = f"{result.best.name} is not bidirectional: a search bug"
 
 
 def _require_allreduce_memory(nodes):

@@ -63,22 +63,27 @@ def open_cache(cache):
     raise InputTypeError(f"cache must be True, False, a path or a Cache, not {cache!r}")
 
 
-def _frontier_key(nodes, degree, products):
-    return f"nodes={nodes};degree={degree};products={int(bool(products))}"
+def _frontier_key(nodes, degree, products, bidirectional=False):
+    # the restricted search has its own entries; the unrestricted keys are as they were
+    return (f"nodes={nodes};degree={degree};products={int(bool(products))}"
+            + (";bidirectional=1" if bidirectional else ""))
 
 
 # ---------------------------------------------------------------------- frontiers
-def frontier(nodes, degree, *, cache=False, products=True, progress=None, search=None):
+def frontier(nodes, degree, *, cache=False, products=True, progress=None, search=None,
+             bidirectional=False):
     """The Pareto frontier at ``nodes`` nodes of degree at most ``degree`` (predictions only),
-    from the cache when it is there. Returns ``(candidates, from_cache)``."""
+    from the cache when it is there. Returns ``(candidates, from_cache)``. ``bidirectional``:
+    over bidirectional topologies only (:class:`~topocoll.finder.search.Search`)."""
     nodes = whole_number(nodes, "nodes", 2)
     degree = whole_number(degree, "degree", 1)
     store = open_cache(cache)
-    key = _frontier_key(nodes, degree, products)
+    key = _frontier_key(nodes, degree, products, bidirectional)
     doc = store.get("frontier", key)
     if doc is not None:
         return [Candidate.from_dict(c) for c in doc], True
-    search = search or Search(degree, store, products=products, progress=progress)
+    search = search or Search(degree, store, products=products, progress=progress,
+                              bidirectional=bidirectional)
     with store.batch():                 # the bases it measures: one commit, not one each
         found = search.target(nodes)
     store.put("frontier", key, [c.to_dict() for c in found])

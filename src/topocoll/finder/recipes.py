@@ -7,10 +7,11 @@ A recipe is a small tree of immutable records, one class per kind:
   (``heads[u]``: the out-neighbours of node ``u``; ``name`` is a ``rewired:`` spec of it);
 * :class:`ProductRecipe` ``(factors)``: the Cartesian product of spec recipes;
 * :class:`LineRecipe` ``(base)``, :class:`DegreeRecipe` ``(base, m)``, :class:`PowerRecipe`
-  ``(base, n)``: an expansion of the recipe ``base`` (:mod:`topocoll.synth.expansions`).
+  ``(base, n)``, :class:`BidirRecipe` ``(base)``: an expansion of the recipe ``base``
+  (:mod:`topocoll.synth.expansions`).
 
 Each record is a tuple whose first item, ``kind``, names its kind (``"spec"``, ``"arcs"``,
-``"product"``, ``"line"``, ``"degree"``, ``"power"``), followed by its fields: records hash,
+``"product"``, ``"line"``, ``"degree"``, ``"power"``, ``"bidir"``), followed by its fields: records hash,
 compare, sort and pickle as the tagged tuples they replace, and equal them. Read them by field
 name (or ``match``). :func:`recipe_to_json` and :func:`recipe_from_json` are their JSON form
 (results cache entries); :func:`as_recipe` takes a record or its JSON or tuple form.
@@ -34,7 +35,7 @@ from typing import NamedTuple
 from ..errors import UnsupportedError
 
 __all__ = ["SpecRecipe", "ArcsRecipe", "ProductRecipe", "LineRecipe", "DegreeRecipe",
-           "PowerRecipe", "Recipe", "LEAVES", "EXPANSIONS", "expansion", "as_recipe",
+           "PowerRecipe", "BidirRecipe", "Recipe", "LEAVES", "EXPANSIONS", "expansion", "as_recipe",
            "recipe_to_json", "recipe_from_json"]
 
 
@@ -88,6 +89,11 @@ class _PowerFields(NamedTuple):
     kind: str
     base: "Recipe"
     n: int
+
+
+class _BidirFields(NamedTuple):
+    kind: str
+    base: "Recipe"
 
 
 class SpecRecipe(_Tagged, _SpecFields):
@@ -158,11 +164,27 @@ class PowerRecipe(_Tagged, _PowerFields):
         return {"n": self.n}
 
 
+class BidirRecipe(_Tagged, _BidirFields):
+    """The bidirectional union G + G^T of the recipe ``base`` (reverse-symmetric; Zhao et al.
+    (NSDI 2025), appendix F): same nodes, twice the degree, the same steps and T_B."""
+
+    __slots__ = ()
+    __match_args__ = ("base",)
+    KIND = "bidir"
+
+    @property
+    def params(self):
+        """The expansion's parameters, as :func:`topocoll.synth.expansions.predict` takes
+        them."""
+        return {}
+
+
 #: Any recipe.
-Recipe = SpecRecipe | ArcsRecipe | ProductRecipe | LineRecipe | DegreeRecipe | PowerRecipe
+Recipe = (SpecRecipe | ArcsRecipe | ProductRecipe | LineRecipe | DegreeRecipe | PowerRecipe
+          | BidirRecipe)
 #: The recipes a leaf algorithm schedules, and the expansions of another recipe.
 LEAVES = (SpecRecipe, ArcsRecipe, ProductRecipe)
-EXPANSIONS = (LineRecipe, DegreeRecipe, PowerRecipe)
+EXPANSIONS = (LineRecipe, DegreeRecipe, PowerRecipe, BidirRecipe)
 _BY_KIND = {cls.KIND: cls for cls in LEAVES + EXPANSIONS}
 
 
@@ -190,6 +212,8 @@ def recipe_to_json(recipe):
             return ["degree", recipe_to_json(base), m]
         case PowerRecipe(base=base, n=n):
             return ["power", recipe_to_json(base), n]
+        case BidirRecipe(base=base):
+            return ["bidir", recipe_to_json(base)]
     raise UnsupportedError(f"not a recipe: {recipe!r}")
 
 
@@ -202,7 +226,7 @@ def recipe_from_json(doc):
         return SpecRecipe(doc[1])
     if kind == "arcs":
         return ArcsRecipe(doc[1], doc[2], tuple(tuple(row) for row in doc[3]))
-    if kind in ("line", "degree", "power"):
+    if kind in ("line", "degree", "power", "bidir"):
         return _BY_KIND[kind](recipe_from_json(doc[1]), *doc[2:])
     raise UnsupportedError(f"unknown recipe {kind!r}")
 

@@ -22,6 +22,7 @@ schedule, described by a *recipe* (:mod:`~topocoll.finder.recipes`):
   line    d*N       d      s + 1         t + 1/N (an upper bound)
   degree  m*N       m*d    s + 1         t + (m-1)/(m*N)
   power   N^n       n*d    n*s           t * N/(N-1) * (N^n-1)/N^n
+  bidir   N         2*d    s             t  (``BidirRecipe``: bidirectional searches only)
   ======  ========  =====  ============  =====================================
 
 * ``ProductRecipe((R1, R2, ...))``: the Cartesian product of bandwidth-optimal BFB atoms with BFB
@@ -56,16 +57,16 @@ from ..errors import UnsupportedError
 from ..results import as_progress
 from ..synth.expansions import predict
 from ..topology.families import DISTANCE_REGULAR_GRAPHS
-from .bases import MAX_BASE_NODES, BaseDatabase
+from .bases import LOOPED_FAMILIES, MAX_BASE_NODES, BaseDatabase
 from .bfbcost import MAX_IN_DEGREE, genkautz_cost
 from .genkautz_table import lookup as lookup_genkautz
 from .cache import Cache
-from .recipes import (ProductRecipe, Recipe, SpecRecipe, as_recipe, expansion,
+from .recipes import (BidirRecipe, ProductRecipe, Recipe, SpecRecipe, as_recipe, expansion,
                       recipe_from_json, recipe_to_json)
 
 __all__ = ["Candidate", "Search", "pareto_frontier", "optcirculant_diameter",
            "twisted_torus_diameter", "twisted_torus_3d", "circulant_rule", "TOL",
-           "GENKAUTZ_LIVE_MAX", "expand_candidate"]
+           "GENKAUTZ_LIVE_MAX", "expand_candidate", "bidir_candidate"]
 
 #: Relative tolerance of T_B comparisons inside the search (equal within it: a tie).
 TOL = 1e-9
@@ -316,11 +317,23 @@ class Search:
     optimized_bases : bool
         Offer the optimizer's shipped bases (:mod:`~topocoll.finder.optimized_bases`; default). The
         optimizer's table is regenerated without them.
+    bidirectional : bool
+        Only bidirectional topologies (every link ``u -> v`` has its reverse ``v -> u``; Zhao
+        et al. (NSDI 2025), appendix F): atoms whose built topology passes
+        :meth:`~topocoll.topology.model.Topology.is_bidirectional`, and the expansions that
+        keep the property (degree expansion, Cartesian powers and products); line graphs are
+        left out (the line graph of a bidirectional graph is not bidirectional: ``(u,v) ->
+        (v,w)`` has no reverse unless ``w = u``) except inside the unions ``bidir(G)`` of
+        :meth:`unions`. Default: every topology.
     """
 
     def __init__(self, degree, cache=None, *, products=True, progress=None,
-                 optimized_bases=True):
+                 optimized_bases=True, bidirectional=False):
         self.degree = int(degree)
+        self.bidirectional = bool(bidirectional)
+        self._two_way = {}
+        self._reverse = {}
+        self._directed = None
         if self.degree < 1:
             raise UnsupportedError(f"the degree must be >= 1, got {self.degree}")
         self.cache = cache if cache is not None else Cache(enabled=False)
@@ -340,13 +353,13 @@ class Search:
             return self._atoms[key]
         out = []
         specs = set()
-        for e in self.bases.entries(n, d):
+        for e in self._entries(n, d):
             out.append(Candidate(e.spec, n, d, e.steps, e.t_b, SpecRecipe(e.spec), "base", True,
                                  e.bw_optimal))
             specs.add(e.spec)
 
         def family(spec, steps, exact=True):
-            if spec not in specs:
+            if spec not in specs and self.allowed(spec):
                 specs.add(spec)
                 out.append(family_candidate(spec, n, d, steps, exact=exact))
 
@@ -375,6 +388,23 @@ class Search:
                     family(f"drg:{name}", facts["diameter"])
         self._atoms[key] = out
         return out
+
+    def allowed(self, spec):
+        """Whether the topology of ``spec`` may be a candidate: always, or under
+        ``bidirectional`` only when its built topology is bidirectional (memoized)."""
+        if not self.bidirectional:
+            return True
+        if spec not in self._two_way:
+            from ..topology.specs import topology
+
+            self._two_way[spec] = topology(spec).is_bidirectional()
+        return self._two_way[spec]
+
+    def _entries(self, n, d):
+        """The measured bases at ``(n, d)`` this search may use (under ``bidirectional``
+        only the bidirectional ones, checked before anything is measured)."""
+        db = self.bases
+        return [db.entry(item) for item in db.items(n, d) if self.allowed(item.spec)]
 
     # ------------------------------------------------------------------ products
     def bw_best(self, n, d):
@@ -414,25 +444,29 @@ class Search:
         found = list(self.atoms(n, d))
         if self.products:
             p = self.bw_best(n, d)
-            if p is not None and isinstance(p.recipe, ProductRecipe):
+            # kind, not recipe: a product of rings is named (and built) as a torus spec
+            if p is not None and p.kind == "product":
                 found.append(p)
-        if d >= 2 and n % d == 0 and n // d >= 2:
-            for c in self.cell(n // d, d):
+        if d >= 2 and n % d == 0 and n // d >= 2 and not self.bidirectional:
+            for c in self._expandable(n // d, d):
                 found.append(expand_candidate(c, "line"))
         for m in _divisors(d):
             if m >= 2 and n % m == 0 and n // m >= 2:
-                for c in self.cell(n // m, d // m):
+                for c in self._expandable(n // m, d // m):
                     found.append(expand_candidate(c, "degree", m=m))
         for p in _divisors(d):
             if p >= 2:
                 r = _integer_root(n, p)
                 if r is not None:
-                    for c in self.cell(r, d // p):
+                    for c in self._expandable(r, d // p):
                         found.append(expand_candidate(c, "power", n=p))
-        frontier = pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL,
-                                   keep_ties=False)
+        frontier = _cell_frontier(found)
         self._cells[key] = frontier
         return frontier
+
+    def _expandable(self, n, d):
+        """The frontier of ``(n, d)`` less the looped bases (never expanded)."""
+        return [c for c in self.cell(n, d) if not _looped(c)]
 
     # ------------------------------------------------------------------ targets
     def generative(self, n):
@@ -441,7 +475,8 @@ class Search:
         d = self.degree
         out = []
         cost = None
-        if 2 <= d and min(d, n - 1) <= MAX_IN_DEGREE:       # 2^d subsets per receiver
+        if 2 <= d and min(d, n - 1) <= MAX_IN_DEGREE \
+                and self.allowed(f"genkautz:{n},{d}"):       # 2^d subsets per receiver
             cost = self.genkautz(n, d)
         if cost is not None:
             t_b = 0.5 * (cost["t_b_ag"] + cost["t_b_rs"])
@@ -449,11 +484,11 @@ class Search:
                                  SpecRecipe(f"genkautz:{n},{d}"), "computed", cost["exact"],
                                  t_b <= _bound(n) * (1 + TOL)))
         rule = circulant_rule(n, d)
-        if rule is not None:
+        if rule is not None and self.allowed(rule[0]):
             out.append(family_candidate(rule[0], n, d, rule[1], exact=False))
         if d == 6:
             twisted = twisted_torus_3d(n)
-            if twisted is not None:
+            if twisted is not None and self.allowed(twisted[0]):
                 out.append(family_candidate(twisted[0], n, d, twisted[1]))
         return out
 
@@ -481,7 +516,61 @@ class Search:
         found = list(self.generative(n))
         for d in range(self.degree, 0, -1):
             found.extend(self.cell(n, d))
+        found.extend(self.unions(n))
         return pareto_frontier(found, key=lambda c: (c.steps, c.t_b), tol=TOL, keep_ties=False)
+
+    def unions(self, n):
+        """Under ``bidirectional``: ``bidir(G)`` for every candidate G of the unrestricted
+        cells at ``n`` nodes and degree at most d/2 whose leaves are reverse-symmetric and
+        which is not bidirectional already (Zhao et al. (NSDI 2025), appendix F: G + G^T keeps
+        G's steps and T_B at twice its degree). Otherwise nothing. Only cells, not the
+        generative candidates of degree d/2: every G is then a candidate of the unrestricted
+        search at degree d too, so the restricted choice is never predicted faster."""
+        if not self.bidirectional or self.degree < 2:
+            return []
+        if self._directed is None:
+            self._directed = Search(self.degree // 2, self.cache, products=self.products,
+                                    progress=self.progress)
+        found = [c for d in range(self.degree // 2, 0, -1) for c in self._directed.cell(n, d)]
+        return [bidir_candidate(c) for c in pareto_frontier(found, key=lambda c: (c.steps, c.t_b),
+                                                            tol=TOL, keep_ties=False)
+                if self._reversible(c.recipe) and not _stays_bidirectional(c.recipe, self)]
+
+    def _reversible(self, recipe):
+        """Whether every leaf of ``recipe`` is reverse-symmetric (memoized; leaves of more
+        than 500 nodes are not searched); expansions and products keep the property."""
+        if isinstance(recipe, ProductRecipe):
+            return all(self._reversible(f) for f in recipe.factors)
+        if not isinstance(recipe, SpecRecipe):
+            return hasattr(recipe, "base") and self._reversible(recipe.base)
+        if recipe.spec not in self._reverse:
+            from ..synth.expansions import reverse_isomorphism   # networkx: only here
+            from .build import leaf_topology   # build imports the synth layer: only here
+
+            try:
+                reverse_isomorphism(leaf_topology(recipe))
+                self._reverse[recipe.spec] = True
+            except UnsupportedError:
+                self._reverse[recipe.spec] = False
+        return self._reverse[recipe.spec]
+
+
+def _looped(c):
+    """A base whose topology keeps idle self-loop ports (``debruijn:D,K``, see
+    :data:`~topocoll.finder.bases.LOOPED_FAMILIES`): a candidate at its own size only, never
+    expanded (the expansions' rules assume no self-loops)."""
+    return isinstance(c.recipe, SpecRecipe) and c.name.split(":")[0] in LOOPED_FAMILIES
+
+
+def _cell_frontier(found):
+    """The Pareto frontier of the expandable candidates, and each looped base that none of
+    them matches or beats: a looped base never hides an expandable point from the cells above."""
+    key = lambda c: (c.steps, c.t_b)  # noqa: E731
+    front = pareto_frontier([c for c in found if not _looped(c)], key=key, tol=TOL,
+                            keep_ties=False)
+    extra = [c for c in found if _looped(c) and not any(
+        f.steps <= c.steps and f.t_b <= c.t_b * (1 + TOL) for f in front)]
+    return sorted(front + extra, key=key) if extra else front
 
 
 def expand_candidate(c, kind, **params):
@@ -500,6 +589,25 @@ def expand_candidate(c, kind, **params):
     optimal = c.bw_optimal and kind != "line"
     return Candidate(name, nodes, degree, steps, _bound(nodes) if optimal else t_b,
                      expansion(kind, c.recipe, **params), "expanded", exact, optimal)
+
+
+def bidir_candidate(c):
+    """``bidir(c)``: the union of candidate ``c`` with its transpose, twice its degree, the
+    same steps and T_B (:func:`~topocoll.synth.expansions.predict` of kind
+    ``"bidirectional"``)."""
+    steps, t_b = predict("bidirectional", c.steps, c.t_b, c.nodes)
+    return Candidate(f"bidir({c.name})", c.nodes, 2 * c.degree, steps, t_b, BidirRecipe(c.recipe),
+                     "expanded", c.exact, c.bw_optimal)
+
+
+def _stays_bidirectional(recipe, search):
+    """Whether a recipe's topology is bidirectional already (bidirectional leaves, no line
+    graph): its union with the transpose would only double its links."""
+    if isinstance(recipe, ProductRecipe):
+        return all(_stays_bidirectional(f, search) for f in recipe.factors)
+    if isinstance(recipe, SpecRecipe):
+        return search.allowed(recipe.spec)
+    return recipe.kind not in ("line", "arcs") and _stays_bidirectional(recipe.base, search)
 
 
 def _factors(c):

@@ -16,6 +16,8 @@ _LAZY = {
             "schedule_from_dict"),
     ".linkmodel": ("LinkModelResult", "simulate", "simulate_many"),
     ".model": ("TRANSFER_DTYPE", "Schedule", "transfer_array", "transfer_problems"),
+    ".reduction": ("allreduce_gamma_time", "parse_gamma", "reduction_step_loads",
+                   "reduction_time"),
     ".symmetric": ("EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "SymmetricSchedule",
                    "normalize", "symmetric_schedule"),
     ".traffic": ("RowSink", "StepTraffic", "TrafficSink", "traffic_of"),
@@ -30,7 +32,8 @@ __all__ = ["Schedule", "TRANSFER_DTYPE", "transfer_array", "transfer_problems", 
            "simulate", "simulate_many", "LinkModelResult", "SymmetricSchedule",
            "symmetric_schedule", "normalize", "reverse_symmetric", "concatenate_symmetric",
            "EXPLICIT_TRANSFER_LIMIT", "SYMMETRIC_COLLECTIVES", "CompactSchedule",
-           "compact_schedule", "StepTraffic", "traffic_of", "RowSink", "TrafficSink"]
+           "compact_schedule", "StepTraffic", "traffic_of", "RowSink", "TrafficSink",
+           "allreduce_gamma_time", "parse_gamma", "reduction_step_loads", "reduction_time"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

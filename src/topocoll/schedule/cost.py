@@ -22,6 +22,7 @@ from ..topology.metrics import diameter as _diameter
 from ..units import parse_bandwidth, parse_size, parse_time
 from .bounds import bandwidth_lower_bound, moore_steps_lower_bound, steps_lower_bound
 from .io import as_schedule
+from .reduction import parse_gamma, reduction_time
 from .routing import transfer_hops
 from .symmetric import SymmetricSchedule
 from .traffic import StepTraffic
@@ -315,15 +316,21 @@ class Evaluation:
     diameter_optimal: bool
     moore_steps: int
     moore_optimal: bool
+    gamma: float = 0.0
+    T_gamma: float = 0.0
 
     def to_dict(self):
         return asdict(self)
 
 
-def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
+def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, gamma=None, check=True):
     """Price a schedule for a buffer of ``size`` bytes (``"1MiB"`` or a number).
 
     ``alpha`` and ``link_bandwidth``, when given, replace every link's latency and bandwidth.
+    ``gamma`` (seconds per byte, or a reduction throughput such as ``"100GB/s"``; default 0)
+    prices reductions: ``T_gamma`` is gamma times the sum over steps of the most bytes a node
+    reduces in the step, and ``time = T_L + T_B + T_gamma``
+    (:mod:`topocoll.schedule.reduction`).
     With ``check`` (the default) the schedule is verified first and an invalid one raises
     :class:`~topocoll.errors.InvalidScheduleError`: a price for a wrong schedule is no answer.
     ``schedule`` is a :class:`Schedule`, a symmetric schedule (priced from its
@@ -343,6 +350,8 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     steps, alpha_t, beta_t = step_costs(schedule)
     t_l = float(alpha_t.sum())
     t_b = float(beta_t.sum()) * size
+    gamma = parse_gamma(gamma)
+    t_g = reduction_time(schedule, size, gamma)
     bound = float(bandwidth_lower_bound(coll, topo, schedule.root)) * size
     degree = int(topo.out_degree().max()) if topo.num_links else 0
     if schedule.routing is None:
@@ -354,9 +363,9 @@ def evaluate(schedule, size, *, alpha=None, link_bandwidth=None, check=True):
     return Evaluation(
         collective=coll.name, algorithm=schedule.algorithm, topology=topo.name,
         nodes=topo.num_nodes, degree=degree, size=size, steps=int(steps.size), T_L=t_l, T_B=t_b,
-        time=t_l + t_b, bw_lower_bound=bound,
+        time=t_l + t_b + t_g, bw_lower_bound=bound,
         bw_optimal=bool(t_b <= bound * (1 + _REL_TOL)),
         bw_ratio=t_b / bound if bound > 0 else float("nan"),
         diameter=diam, steps_lower_bound=lower_steps,
         diameter_optimal=bool(steps.size <= lower_steps),
-        moore_steps=moore, moore_optimal=bool(steps.size <= moore))
+        moore_steps=moore, moore_optimal=bool(steps.size <= moore), gamma=gamma, T_gamma=t_g)

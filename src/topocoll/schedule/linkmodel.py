@@ -27,6 +27,10 @@ Which transfers pay the latency alpha is a convention, ``alpha_per`` (docs/math.
 
 With alpha = 0 the three agree.
 
+``gamma`` (seconds per byte, default 0) prices reductions: a node reduces the chunks it receives
+one at a time in arrival order, ``gamma x bytes`` each, before the partial sum can be sent on;
+``time`` includes the last reduction (:func:`~topocoll.schedule.reduction.reduce_finish`).
+
 >>> from topocoll.topology import topology
 >>> from topocoll.synth import generate
 >>> ring = topology("uniring:4", bandwidth=1e9, latency=1e-6)
@@ -43,6 +47,7 @@ from ..collectives import REDUCE
 from ..errors import InputTypeError, InvalidScheduleError, TopologyError, UnsupportedError
 from ..units import parse_bandwidth, parse_size, parse_time
 from .io import as_schedule
+from .reduction import parse_gamma, reduce_finish
 from .routing import TransferHops, hop_pairs, serve_further_hops
 from .symmetric import SymmetricSchedule
 
@@ -293,11 +298,15 @@ def _spread(values, counts):
 class _Tenant:
     """Per-schedule data state: when each (node, atom) is ready to be sent on."""
 
-    def __init__(self, schedule, size):
+    def __init__(self, schedule, size, gamma=0.0, one_queue=False):
         t = schedule.transfers
         n = schedule.num_nodes
         coll = schedule.collective
         self.schedule = schedule
+        # reductions: per node when its last one ends (a symmetric history's nodes stand for
+        # one node each, which receives every translate: one queue)
+        self.gamma, self.one_queue, self.reduced_until = gamma, one_queue, 0.0
+        self.reduce_free = np.zeros(1 if one_queue else n)
         self.combining = coll.combining
         # atoms: elementary intervals of every shard between the lo/hi that transfers use;
         # one row per (transfer, atom) it moves, the rows of a transfer consecutive
@@ -382,6 +391,14 @@ class _Tenant:
 
     def deliver(self, idx, end):
         t = self.schedule.transfers
+        red = t["op"][idx] == REDUCE
+        if self.gamma > 0 and red.any():   # a partial sum is ready once reduced
+            end = end.copy()
+            node = np.zeros(int(red.sum()), dtype=np.int64) if self.one_queue else \
+                t["dst"][idx[red]].astype(np.int64)
+            end[red] = reduce_finish(node, end[red], self.nbytes(idx[red]), self.reduce_free,
+                                     self.gamma)
+            self.reduced_until = max(self.reduced_until, float(end[red].max()))
         rows, counts = self._rows(idx)
         k = self.recv_idx[rows]
         e = _spread(end, counts)
@@ -401,12 +418,14 @@ class _Tenant:
             self.red_from[kr[won]] = who[is_reduce][won]
 
 
-def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per=None):
+def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per=None,
+                  gamma=None):
     """Time several schedules that share one network's links (multi-tenant).
 
     All schedules must live on topologies with the same links (same ``src, dst`` columns); their
     steps share one clock, so a link serves the transfers of step 1 of every schedule before
-    those of step 2 (schedules in the order given within a step). ``alpha_per`` is the alpha
+    those of step 2 (schedules in the order given within a step). ``gamma``: the reduction
+    cost (module docstring; a schedule's nodes reduce its own chunks). ``alpha_per`` is the alpha
     convention (module docstring); a message or a step's charge is per schedule: another
     schedule's transfer on the link always pays. A symmetric schedule alone is timed from its
     representatives; beside others, expanded (under the memory guard).
@@ -430,7 +449,8 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
                 or not np.array_equal(other.dst, topo.dst):
             raise TopologyError("simulate_many: the schedules live on different networks")
     step_of, bounds, glob, offsets = _step_order(schedules)   # first: before the big arrays
-    tenants = [_Tenant(s.timed_rows(), size) for s in schedules]
+    gamma = parse_gamma(gamma)
+    tenants = [_Tenant(s.timed_rows(), size, gamma, s.group is not None) for s in schedules]
     net = _Network(topo, lat, bw, alpha_per)
     hops = [TransferHops(net, s) for s in schedules]
     out = _Outcome(schedules, topo.num_links)
@@ -455,7 +475,10 @@ def simulate_many(schedules, size, *, alpha=None, link_bandwidth=None, alpha_per
                 tenant.deliver(idx[m], final[m])
     mirrors = [_mirror_links(topo, s.group, net.upair, net.pair_of_link, net.table)
                if s.group is not None else None for s in schedules]
-    return out.results(schedules, mirrors, size, alpha_per)
+    results = out.results(schedules, mirrors, size, alpha_per)
+    for r, tenant in zip(results, tenants):
+        r.time = max(r.time, tenant.reduced_until)
+    return results
 
 
 def _step_order(schedules):
@@ -637,7 +660,7 @@ def _mirror_links(topo, group, upair, pair_of_link, table):
     return mirror
 
 
-def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None):
+def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None, gamma=None):
     """Time one schedule in the link model (see the module docstring).
 
     Parameters
@@ -653,10 +676,13 @@ def simulate(schedule, size, *, alpha=None, link_bandwidth=None, alpha_per=None)
     alpha_per : str, optional
         Which transfers pay a link's latency: ``"message"`` (default), ``"step"`` or
         ``"transfer"`` (TACOS's per-chunk charge); ``"per-message"`` etc. are accepted too.
+    gamma : float or str, optional
+        Seconds per byte a node takes to reduce what it receives, or a reduction throughput
+        (``"100GB/s"``); 0 by default.
 
     Returns
     -------
     LinkModelResult
     """
     return simulate_many([as_schedule(schedule, accept=(SymmetricSchedule,))], size, alpha=alpha,
-                         link_bandwidth=link_bandwidth, alpha_per=alpha_per)[0]
+                         link_bandwidth=link_bandwidth, alpha_per=alpha_per, gamma=gamma)[0]

@@ -10,7 +10,7 @@ import numpy as np
 from ..collectives import COPY, OP_NAMES, REDUCE, collective as _collective
 from ..errors import InputTypeError, ScheduleFormatError, UnsupportedError
 from ..topology.model import Topology
-from ..topology.routes import ROUTINGS
+from ..topology.routes import ROUTINGS, lattice_dims
 
 __all__ = ["Schedule", "TransferRows", "TRANSFER_DTYPE", "transfer_array", "transfer_problems",
            "BUILD_BYTES_PER_TRANSFER", "coerce_transfers"]
@@ -227,7 +227,8 @@ class Schedule(TransferRows):
         Free-form facts (solver statistics, notes).
     routing : str, optional
         None (the default): every transfer crosses one link, ``src -> dst``. A policy of
-        :data:`~topocoll.topology.routes.ROUTINGS` (``"shortest"``): a transfer may go to any
+        :data:`~topocoll.topology.routes.ROUTINGS` (``"shortest"``, or ``"xy"``: dimension
+        order, on a mesh, torus or ring only): a transfer may go to any
         node, and the network forwards it along that policy's route (docs/format.md, "Routed
         transfers"); the step and link models charge every link of the route.
 
@@ -270,6 +271,9 @@ class Schedule(TransferRows):
         if routing is not None and routing not in ROUTINGS:
             raise UnsupportedError(f"routing must be one of {', '.join(ROUTINGS)} (or none: "
                                    f"every transfer on a link), got {routing!r}")
+        if routing == "xy" and lattice_dims(topology) is None:
+            raise UnsupportedError(f"routing xy (dimension order) needs a mesh, torus or ring; "
+                                   f"{topology.name} is none")
         self.routing = routing
 
     @property

@@ -26,6 +26,7 @@ _LAZY = {
     ".layer_timing": ("TORCH_MODELS", "measure_model", "measure_module"),
     ".models": ("MODELS", "model_profile", "model_workload"),
     ".profiles": ("load_profile", "parse_astra"),
+    ".regression": ("CostModelFit", "fit_cost_model", "schedule_row", "run_rows", "load_runs"),
     ".resolve": ("resolve_profile", "resolve_workload"),
     ".survey": ("default_specs",),
     ".multitenant": ("run_tenants", "TenantsRun"),

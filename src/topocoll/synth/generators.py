@@ -45,8 +45,8 @@ from ..schedule.symmetric import (EXPLICIT_TRANSFER_LIMIT, SYMMETRIC_COLLECTIVES
 from ..topology.symmetry import translation_group
 from ..topology import topology as _topology
 from ..units import format_size
-from .options import (Option, bool_option, dims_option, fraction_option, int_option,
-                      size_option, take_options)
+from .options import (Option, any_option, bool_option, dims_option, fraction_option,
+                      int_option, size_option, take_options)
 
 __all__ = ["Generator", "ALGORITHMS", "generate", "step_traffic", "show_options",
            "lp_alltoall_schedule", "FORMS"]
@@ -293,8 +293,24 @@ def _rankring():
     routed = _module("routed_baselines")
     return Generator("rankring", routed.RANKRING_COLLECTIVES,
                      "the ring in rank order (r -> r+1 mod N) on any topology, through routes "
-                     "(what NCCL/gloo run on a torus)", routed.rankring_schedule,
+                     "(what NCCL/gloo run on a torus; TACOS's Ring baseline; option routing)",
+                     routed.rankring_schedule, {"routing": _routing_option()},
                      summed=routed.rankring_traffic)
+
+
+def _routing_option():
+    return Option(_module("options").choice_option("shortest", "xy"), "shortest",
+                  "routes of the pairs that share no link: shortest, or xy (dimension order; "
+                  "mesh, torus or ring)")
+
+
+def _direct():
+    direct = _module("direct")
+    return Generator("direct", direct.DIRECT_COLLECTIVES,
+                     "TACOS's Direct baseline: every node sends each shard straight to every "
+                     "other at once, through routes (option routing)", direct.direct_schedule,
+                     {"routing": _routing_option()}, summed=direct.direct_traffic,
+                     transfers=direct.direct_transfers)
 
 
 def _rd():
@@ -327,6 +343,17 @@ def _ten():
                      _module("ten.synthesis").synthesize, _module("ten.options").TEN_OPTIONS)
 
 
+def _tacclike():
+    ten = _module("ten.options").TEN_OPTIONS
+    return Generator("tacclike", tuple(COLLECTIVES),
+                     "TACOS's TACCL-like baseline: TEN synthesis ignoring link contention "
+                     "(every chunk on its earliest-arrival tree), priced with congestion "
+                     "(options chunks, size, time_step, unwind_degree)",
+                     _module("ten.nocongestion").uncongested_synthesize,
+                     {name: ten[name] for name in ("chunks", "size", "time_step",
+                                                   "unwind_degree")})
+
+
 def _torusrings():
     torus_rings = _module("torus_rings")
     return Generator("torusrings", torus_rings.TORUS_RINGS_COLLECTIVES,
@@ -339,6 +366,19 @@ def _torusrings():
                                      "dimension sizes such as 4x6, for a topology that is not "
                                      "a torus by name (default: from its name)")},
                      transfers=torus_rings.torus_rings_transfers)
+
+
+def _expand():
+    expanded = _module("expanded")
+    return Generator("expand", expanded.EXPAND_COLLECTIVES,
+                     "a composite spec (line(...), degree(...,m=M), power(...,n=P), "
+                     "bidir(...), product(...)): its leaf's schedule taken through the "
+                     "expansions, as the finder builds (options leaf, spec)",
+                     expanded.expand_schedule_of,
+                     {"leaf": Option(any_option, "bfb", "the generator of the innermost specs' "
+                                     "schedules (products: always bfb)"),
+                      "spec": Option(any_option, None, "the composite spec (default: the "
+                                     "topology's name)")})
 
 
 def _lp():
@@ -357,9 +397,10 @@ def _lp():
 ALGORITHMS = _Table({"bfb": _bfb, "ring": _ring, "biring": _biring, "shiftedring": _shiftedring,
                      "shiftedbfbring": _shiftedbfbring, "dbt": _dbt, "trees": _trees,
                      "rhd": _rhd, "swing": _swing, "ten": _ten, "torusrings": _torusrings,
-                     "rankring": _rankring, "rd": _rd, "pat": _pat,
+                     "rankring": _rankring, "rd": _rd, "pat": _pat, "direct": _direct,
+                     "tacclike": _tacclike,
                      "bine": _bine,
-                     "lp": _lp})
+                     "lp": _lp, "expand": _expand})
 
 
 def generate(topology, collective, algorithm="bfb", *, root=None, progress=None, form="auto",

@@ -42,6 +42,7 @@ from ..schedule.routing import routing_needed, unlinked
 from ..schedule.traffic import RowSink, TrafficSink
 from ..topology.model import Topology
 from ..topology.routes import routes_of
+from .direct import check_routing
 from .options import require_collective
 from .swing import responsibility
 
@@ -80,11 +81,11 @@ def _nodes(topology, algorithm):
     return n
 
 
-def _routed(topology, coll, transfers, algorithm, meta=None):
-    """The schedule of ``transfers``: routed (``"shortest"``) only where some transfer does not
-    cross a single link; every routed pair must have a path."""
+def _routed(topology, coll, transfers, algorithm, meta=None, policy="shortest"):
+    """The schedule of ``transfers``: routed (by ``policy``, ``"shortest"`` or ``"xy"``) only
+    where some transfer does not cross a single link; every routed pair must have a path."""
     src, dst = transfers["src"], transfers["dst"]
-    routing = routing_needed(topology, transfers)
+    routing = routing_needed(topology, transfers) and policy
     if routing is not None:
         far = unlinked(topology, src, dst)
         hops = routes_of(topology, routing).hops[src[far], dst[far]]
@@ -119,7 +120,7 @@ def _ring_pass(out, n, first, op, shift):
         out.add(step + first - 1, src, (src + 1) % n, shard, op=op)
 
 
-def rankring_traffic(topology, collective, *, root=None):
+def rankring_traffic(topology, collective, *, root=None, routing="shortest"):
     """What :func:`rankring_schedule` sends per step and pair, summed as its rows are made
     (the step model's price of a ring too large to hold as rows).
 
@@ -128,6 +129,8 @@ def rankring_traffic(topology, collective, *, root=None):
     8064
     """
     coll = require_collective(collective, RANKRING_COLLECTIVES, "rankring")
+    if check_routing(routing, "rankring") == "xy":
+        routes_of(topology, "xy")       # refused at once off a mesh, torus or ring
     return _summed(_rankring_rows, topology, coll, "rankring")
 
 
@@ -141,9 +144,11 @@ def _rankring_rows(out, topology, coll):
     return {}
 
 
-def rankring_schedule(topology, collective, *, root=None, progress=None):
+def rankring_schedule(topology, collective, *, root=None, progress=None, routing="shortest"):
     """The ring in rank order: rank ``r`` sends to rank ``r + 1 mod N`` whatever the topology,
-    the network forwarding each message along its route.
+    the network forwarding each message along its route. It is the Ring baseline of Won et al.
+    (TACOS, MICRO 2024: a logical ring over all NPUs, routed over the physical network; beside
+    it their Direct baseline is :func:`~topocoll.synth.direct.direct_schedule`).
 
     Parameters
     ----------
@@ -152,6 +157,9 @@ def rankring_schedule(topology, collective, *, root=None, progress=None):
     collective : str
         ``allgather`` (shard x goes round from x), ``reduce_scatter`` (shard x is reduced round
         from x+1 to x) or ``allreduce`` (the two in sequence).
+    routing : {"shortest", "xy"}
+        The routes of the pairs that share no link (``"xy"``: dimension order, on a mesh,
+        torus or ring only).
 
     Returns
     -------
@@ -168,9 +176,10 @@ def rankring_schedule(topology, collective, *, root=None, progress=None):
     (5, 'shortest', 30)
     """
     coll = require_collective(collective, RANKRING_COLLECTIVES, "rankring")
+    policy = check_routing(routing, "rankring")
     out = RowSink()
     _rankring_rows(out, topology, coll)
-    return _routed(topology, coll, out.transfers(), "rankring")
+    return _routed(topology, coll, out.transfers(), "rankring", policy=policy)
 
 
 # ---------------------------------------------------------------------------- rd

@@ -88,4 +88,20 @@ def generator_summary(schedule, topology=None, *, size=None):
         notes.append(f"{meta['trees']} trees of depth <= {meta['max_depth']}, "
                      f"{meta['chunks']} chunks: T_B {meta['ratio']:.4f} x {best} (the lower "
                      f"bound is {node:.4f} x T*)")
+    if "expand" in meta and "predicted" in meta:
+        facts = _expand_facts(schedule, meta)
+        notes.append(f"{facts['measured']['steps']} steps and T_B {facts['measured']['T_B']:.6g}"
+                     f" M/B against the closed forms' {facts['predicted']['steps']} and "
+                     f"{facts['predicted']['T_B']:.6g}")
     return GeneratorSummary(tuple(notes), facts, meta.get("ilp_status", Status.SUCCESS))
+
+
+def _expand_facts(schedule, meta):
+    """The ``expand`` generator's JSON fields: its spec and leaf, the closed forms' steps and
+    T_B (units of M/B) and the schedule's own."""
+    from .expansions import measure  # only expand's schedules need the expansions
+
+    steps, t_b = measure(schedule)
+    return {"spec": meta["expand"]["spec"], "leaf": meta["expand"]["leaf"],
+            "predicted": {"steps": meta["predicted"]["steps"], "T_B": meta["predicted"]["t_b"]},
+            "measured": {"steps": steps, "T_B": t_b}}

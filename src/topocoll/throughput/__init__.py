@@ -35,7 +35,10 @@ _LAZY = {
     ".result": ("AlltoallResult", "PathSet"),
     ".schedule": ("Quantized", "alltoall_schedule", "quantize_paths", "rational_chunks"),
     ".solve": ("METHODS", "alltoall_routes", "throughput"),
+    ".steplp": ("step_lp", "StepLpResult"),
+    ".topology_ilp": ("DesignResult", "design_topology", "iterative_design"),
     ".symmetric": ("symmetric_certificate", "symmetric_throughput"),
+    ".valiant": ("ValiantResult", "shortest_path_loads", "valiant_throughput"),
 }
 
 __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_throughput",
@@ -45,7 +48,9 @@ __all__ = ["throughput", "alltoall_routes", "AlltoallResult", "PathSet", "link_t
            "hop_frontier", "link_lp", "hop_limits", "alltoall_schedule", "quantize_paths",
            "Quantized", "rational_chunks", "certificate", "pair_distances",
            "hop_shortest_paths", "METHODS", "rewire", "RewireResult", "RewireStep",
-           "distance_objective", "alltoall_objective", "OBJECTIVES"]
+           "distance_objective", "alltoall_objective", "OBJECTIVES", "step_lp", "StepLpResult",
+           "design_topology", "iterative_design", "DesignResult",
+           "valiant_throughput", "shortest_path_loads", "ValiantResult"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

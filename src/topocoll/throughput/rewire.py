@@ -24,6 +24,7 @@ keeps its bandwidth and latency when its far end moves.
 
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -36,7 +37,7 @@ from ..topology.metrics import require_strongly_connected
 from ..topology.model import Topology
 
 __all__ = ["rewire", "RewireResult", "RewireStep", "distance_objective", "alltoall_objective",
-           "OBJECTIVES"]
+           "OBJECTIVES", "STRATEGIES"]
 
 #: Passes over all link pairs are shuffled in memory up to this many pairs; beyond it,
 #: candidates are drawn at random with replacement and no local minimum is claimed.
@@ -210,6 +211,8 @@ class RewireResult(Result):
         True if arcs were swapped as directed (head swaps), False for cable swaps.
     warmup_swaps : int
         Swaps of the distance warm-up stage that were kept (included in ``accepted``).
+    strategy : str
+        ``"first"``, ``"best"`` or ``"anneal"`` (see :func:`rewire`).
     """
 
     topology: Topology
@@ -225,6 +228,7 @@ class RewireResult(Result):
     stopped: str = "converged"
     directed: bool = False
     warmup_swaps: int = 0
+    strategy: str = "first"
 
     @property
     def improvement(self):
@@ -239,7 +243,7 @@ class RewireResult(Result):
                 "improvement": self.improvement, "accepted": self.accepted, "tried": self.tried,
                 "evaluated": self.evaluated, "pruned": self.pruned, "seconds": self.seconds,
                 "converged": self.converged, "stopped": self.stopped, "directed": self.directed,
-                "warmup_swaps": self.warmup_swaps,
+                "warmup_swaps": self.warmup_swaps, "strategy": self.strategy,
                 "history": [{"tried": s.tried, "seconds": s.seconds, "value": s.value,
                              "removed": [list(e) for e in s.removed],
                              "added": [list(e) for e in s.added]} for s in self.history]}
@@ -439,8 +443,12 @@ def _finish(result, topology, best_topology, fn, seed, current, start):
 
 
 # ---------------------------------------------------------------------- rewire
+#: Search strategies of :func:`rewire` (``topocoll rewire --strategy``).
+STRATEGIES = ("first", "best", "anneal")
+
+
 def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, progress=None,
-           directed=None, prescreen=False, warmup=None):
+           directed=None, prescreen=False, warmup=None, strategy="first", temperature=None):
     """Greedy degree-preserving rewiring of ``topology`` to lower ``objective``.
 
     Candidate swaps of two links (see the module text) come in seeded shuffled passes; a legal
@@ -480,6 +488,16 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
         objective. ``None``: half the budget for the all-to-all objective (its time sits
         close to the distance bound, and an LP solve costs as much as thousands of distance
         evaluations), else 0.
+    strategy : {"first", "best", "anneal"}
+        ``"first"`` (default): keep the first improving swap of the shuffled passes.
+        ``"best"``: each step scans every swap and keeps the best (steepest descent; needs
+        every pair of links scannable). ``"anneal"``: simulated annealing over ``max_swaps``
+        random candidates (default 500) with the temperature schedule ``temperature``; the
+        best topology seen is returned (:mod:`topocoll.throughput.rewire_search`).
+        ``prescreen`` applies to ``"first"`` only.
+    temperature : (float, float), optional
+        Annealing schedule ``(start, end)`` in relative change of the objective (default
+        ``(0.02, 1e-4)``), geometric over the candidates.
 
     Returns
     -------
@@ -508,6 +526,10 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
     """
     directed, passes_ok = _check_rewire_args(topology, seed, budget, max_swaps, directed)
     fn = _objective(objective)
+    if strategy != "first":
+        return _other_strategy(strategy, topology, fn, directed, passes_ok, budget=budget,
+                               max_swaps=max_swaps, seed=seed, progress=progress,
+                               warmup=warmup, temperature=temperature)
     start = time.monotonic()
     result, current, best_topology = _warmup_stage(
         topology, fn, warmup, start=start, budget=budget, max_swaps=max_swaps, seed=seed,
@@ -540,6 +562,22 @@ def rewire(topology, *, objective=None, budget=10.0, max_swaps=None, seed=0, pro
             progress(result.tried, max_swaps)
     _finish(result, topology, walk.best, fn, seed, walk.current, start)
     return result
+
+
+def _other_strategy(strategy, topology, fn, directed, passes_ok, *, temperature, **common):
+    """Run the ``"best"`` or ``"anneal"`` search of :func:`rewire` with this module's helpers."""
+    from .rewire_search import anneal_search, best_swap_search  # deferred: only these need it
+
+    kit = SimpleNamespace(Links=_Links, Step=RewireStep, distance_sum=_distance_sum,
+                          candidate_value=_candidate_value, finish=_finish,
+                          stop_reason=_stop_reason, warmup_stage=_warmup_stage)
+    if strategy == "best":
+        return best_swap_search(kit, topology, fn, directed=directed, passes_ok=passes_ok,
+                                **common)
+    if strategy == "anneal":
+        return anneal_search(kit, topology, fn, directed=directed, temperature=temperature,
+                             **common)
+    raise SpecError(f"unknown rewire strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
 
 def _stop_reason(result, max_swaps, budget, start):

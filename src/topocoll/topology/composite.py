@@ -16,6 +16,7 @@ positions in error messages count characters from 0)::
               | "power"   "(" spec "," "n" "=" INT ")"
               | "product" "(" spec "," spec { "," spec } ")"
               | "bidir"   "(" spec ")"
+              | "zigzag"  "(" spec "," spec ")"
     leaf      = FAMILY ":" ARGS                   (a family spec, e.g. dcirculant:8:1,3)
               | FILE                              (a .json/.graphml topology file)
 
@@ -92,7 +93,8 @@ class Operator:
     example : str
         A spec using it, e.g. ``"degree(complete:4,m=2)"``.
     transform : str
-        The function of :mod:`topocoll.topology.transforms` that builds it.
+        The function of :mod:`topocoll.topology.transforms` that builds it, or
+        ``"module.function"`` of :mod:`topocoll.topology.families` (``zigzag.zigzag_product``).
     keys : tuple of str
         The parameters after the specs, each required (``("m",)``).
     min_specs, max_specs : int
@@ -114,6 +116,11 @@ class Operator:
 
     @property
     def builder(self) -> Callable:
+        if "." in self.transform:   # "module.function" of the families package
+            import importlib        # deferred: the family module is loaded only when used
+
+            module, name = self.transform.rsplit(".", 1)
+            return getattr(importlib.import_module(f"{__package__}.families.{module}"), name)
         return getattr(transforms, self.transform)
 
 
@@ -131,6 +138,9 @@ OPERATORS = {op.name: op for op in (
              "cartesian_product", min_specs=2, max_specs=None),
     Operator("bidir", "SPEC", "bidirectional union G + G^T: every link and its reverse",
              "bidir(uniring:4)", "bidirectional_union"),
+    Operator("zigzag", "SPEC,SPEC", "zig-zag product (Reingold-Vadhan-Wigderson) of a "
+             "D-regular G and a d-regular H on D nodes: N*D nodes of degree d^2",
+             "zigzag(complete:5,ring:4)", "zigzag.zigzag_product", min_specs=2, max_specs=2),
 )}
 
 
@@ -365,6 +375,9 @@ def predicted_size(op, sizes, params):
     if op == "product":
         total = math.prod(s[0] for s in sizes)
         return total, sum(s[1] * (total // s[0]) for s in sizes)
+    if op == "zigzag":
+        nodes = sizes[0][0] * sizes[1][0]
+        return nodes, nodes * (sizes[1][1] // max(sizes[1][0], 1)) ** 2
     return sizes[0][0], 2 * sizes[0][1]                           # bidir
 
 

@@ -20,17 +20,21 @@ it), so that measured and modelled congestion are the same thing.
 (2, [3, 7, 4])
 """
 
+import re
+
 import numpy as np
 
-from ..errors import InputTypeError, NotStronglyConnectedError
+from ..errors import InputTypeError, NotStronglyConnectedError, UnsupportedError
 from ..limits import require_memory
 from .metrics import distance_matrix
 
-__all__ = ["Routes", "shortest_routes", "ROUTINGS", "routes_of"]
+__all__ = ["Routes", "shortest_routes", "dimension_order_routes", "lattice_dims", "ROUTINGS",
+           "routes_of"]
 
 #: The routing policies a schedule may name (docs/format.md, "Routed transfers"): the routes a
-#: transfer between nodes that share no link follows.
-ROUTINGS = ("shortest",)
+#: transfer between nodes that share no link follows. ``"xy"``: dimension-order routing on a
+#: mesh, torus or ring (:func:`dimension_order_routes`).
+ROUTINGS = ("shortest", "xy")
 
 
 class Routes:
@@ -126,7 +130,92 @@ def routes_of(topology, routing):
     """
     if routing not in ROUTINGS:
         raise InputTypeError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
-    return topology._cached(("routes", routing), lambda: shortest_routes(topology))
+    make = dimension_order_routes if routing == "xy" else shortest_routes
+    return topology._cached(("routes", routing), lambda: make(topology))
+
+
+_LATTICE_NAME = re.compile(r"^(mesh|torus|ring):(\d+(?:x\d+)*)(?::double)?$")
+
+
+def lattice_dims(topology):
+    """``(dims, wrap)`` of a mesh, torus or ring by its meta, or by its name when it has no
+    family (read from a file), node ids mixed-radix, first dimension most significant; None
+    for any other topology.
+
+    >>> from topocoll.topology import topology
+    >>> lattice_dims(topology("torus:3x4")), lattice_dims(topology("kautz:2,2"))
+    (([3, 4], True), None)
+    """
+    meta = topology.meta
+    family = meta.get("family")
+    named = _LATTICE_NAME.match(topology.name or "")
+    if family == "ring":
+        dims, wrap = [int(meta.get("n", topology.num_nodes))], True
+    elif family in ("mesh", "torus") and meta.get("dims"):
+        dims, wrap = [int(d) for d in meta["dims"]], family == "torus"
+    elif family is None and named:     # a topology read from a file keeps its name only
+        dims, wrap = [int(d) for d in named.group(2).split("x")], named.group(1) != "mesh"
+    else:
+        return None
+    if int(np.prod(dims)) != topology.num_nodes:
+        return None
+    return dims, wrap
+
+
+def dimension_order_routes(topology):
+    """:class:`Routes` of dimension-order ("xy") routing on a mesh, torus or ring: a message
+    corrects its first coordinate, then the second, and so on, the short way round a torus
+    dimension (up on a tie), on the lowest-numbered link of each hop.
+
+    On these families the lowest-numbered shortest routes are the same
+    (:func:`shortest_routes`; the links are listed dimension by dimension); this policy states
+    it and refuses any other topology.
+
+    Examples
+    --------
+    >>> from topocoll.topology import topology
+    >>> dimension_order_routes(topology("mesh:3x3")).node_path(0, 8)
+    [0, 3, 6, 7, 8]
+    >>> dimension_order_routes(topology("hypercube:3"))
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.UnsupportedError: xy routing needs a mesh, torus or ring (lattice coordinates); hypercube:3 is none
+    """
+    found = lattice_dims(topology)
+    if found is None:
+        raise UnsupportedError(f"xy routing needs a mesh, torus or ring (lattice coordinates); "
+                               f"{topology.name} is none")
+    dims, wrap = found
+    n = topology.num_nodes
+    require_memory(24 * n * n, f"the routing tables of {topology.name} ({n} nodes)")
+    stride = np.cumprod([1] + dims[::-1])[:-1][::-1]
+    ids = np.arange(n, dtype=np.int64)
+    digit = [(ids // st) % d for st, d in zip(stride, dims)]
+    nxt = np.full((n, n), -1, dtype=np.int64)    # next node on the way u -> v
+    hops = np.zeros((n, n), dtype=np.int64)
+    for st, d, c in zip(stride, dims, digit):
+        up = (c[None, :] - c[:, None]) % d if wrap else c[None, :] - c[:, None]
+        if wrap:
+            step = np.where(up == 0, 0, np.where(up <= d - up, 1, -1))
+            hops += np.minimum(up, d - up)
+        else:
+            step = np.sign(up)
+            hops += np.abs(up)
+        todo = (nxt < 0) & (step != 0)
+        w = ids[:, None] + (((c[:, None] + step) % d) - c[:, None]) * st
+        nxt[todo] = w[todo]
+    key = topology.src.astype(np.int64) * n + topology.dst
+    order = np.argsort(key, kind="stable")
+    want = np.arange(n)[:, None] * n + nxt
+    pos = np.clip(np.searchsorted(key[order], want), 0, max(key.size - 1, 0))
+    link = np.where(nxt >= 0, order[pos], -1)
+    if np.any((nxt >= 0) & (key[link] != want)):
+        raise UnsupportedError(f"xy routing: {topology.name} lacks a lattice link (a mesh, "
+                               "torus or ring with links removed has no dimension-order routes)")
+    nxt, hops = link.astype(np.int32), hops.astype(np.int32)
+    for table in (nxt, hops):
+        table.flags.writeable = False
+    return Routes(topology, nxt, hops)
 
 
 def shortest_routes(topology):

@@ -26,9 +26,15 @@ The families, as ``topocoll topologies`` lists them:
   ``paley:Q``, ``odd:K``, ``doubledodd:K``, ``johnson:N,K``;
 * all-to-all expanders (:mod:`~topocoll.topology.families.alltoall`):
   ``jellyfish:N,D[,SEED]``, ``xpander:N,D[,SEED]``, ``slimfly:Q``, ``polarfly:Q``,
-  ``moddebruijn:N,D``;
+  ``moddebruijn:N,D``; Ramanujan and Cayley graphs ``lps:P,Q`` (= ``spectralfly:P,Q``) and
+  ``borelcayley:P,K[:A,B,C,D]``; hierarchical ``bundlefly:Q,R`` and
+  ``dragonfly:A,H[,G[,P]][:consecutive]``;
+* the Diamond ``diamond:8`` (:mod:`~topocoll.topology.families.diamond`), the 8-node
+  degree-2 digraph of largest all-to-all throughput;
 * switched clusters: ``switch:N[,G[,S]]`` (N endpoints on one switch, or on G leaf switches under
   a spine, its uplinks S times slower; the switches forward and hold no rank);
+* TACOS's hierarchical systems (:mod:`~topocoll.topology.families.hierarchical`):
+  ``ringfcswitch:R,F,S[,D2,D3]``, ``switchswitch:A,B[,D]``;
 * explicit digraphs: ``rewired:N,D:CODE`` (the heads of every node, encoded; the bases the
   finder's optimizer rewires, see :func:`~topocoll.topology.composite.rewired_spec`).
 
@@ -50,7 +56,7 @@ Topology('twistedtorus:4x4x8', nodes=128, links=768)
 >>> topology("line(dcirculant:8:1,3)")
 Topology('line(dcirculant:8:1,3)', nodes=16, links=32)
 >>> [op["name"] for op in describe_operators()]
-['line', 'degree', 'power', 'product', 'bidir']
+['line', 'degree', 'power', 'product', 'bidir', 'zigzag']
 """
 
 import os
@@ -203,6 +209,33 @@ def _n_groups(fields):
     if len(parts) not in (1, 2, 3):
         raise _ArgError(f"expected N, N,G or N,G,S, got {fields[0].strip()!r}")
     return dict(zip(("n", "groups", "slowdown"), parts))
+
+
+def _counts(names):
+    """A parser of ``A,B,...`` with the first ``len(names) - optional`` numbers required."""
+    def parse(fields):
+        parts = _ints(fields[0], ",")
+        if not 2 <= len(parts) <= len(names):
+            raise _ArgError(f"expected {','.join(names)} (the last ones optional), got "
+                            f"{fields[0].strip()!r}")
+        return dict(zip(names, parts))
+    return parse
+
+
+def _borel(fields):
+    p, k = _ints(fields[0], ",", 2, "P,K")
+    kwargs = {"p": p, "k": k}
+    if len(fields) > 1:
+        a, b, c, d = _ints(fields[1], ",", 4, "A,B,C,D")
+        kwargs["generators"] = ((a, b), (c, d))
+    return kwargs
+
+
+def _dragonfly(fields):
+    parts = _ints(fields[0], ",")
+    if len(parts) not in (2, 3, 4):
+        raise _ArgError(f"expected A,H or A,H,G or A,H,G,P, got {fields[0].strip()!r}")
+    return dict(zip(("a", "h", "g", "p"), parts))
 
 
 def _rewired(fields):
@@ -358,11 +391,48 @@ FAMILIES = _families(
            "modified de Bruijn digraph: i -> D*i+j mod N, self-loops redirected among the loop "
            "nodes so every in- and out-degree is D", "moddebruijn:16,2",
            _gen("modified_de_bruijn_graph", "alltoall"), _pair("n", "d")),
+    Family("diamond", "[8]",
+           "the Diamond: the 8-node degree-2 digraph of largest all-to-all throughput (Table 9 "
+           "of Zhao et al., NSDI 2025), diameter 3", "diamond:8",
+           _gen("diamond_graph", "diamond"),
+           lambda fields: {"n": _int(fields[0])} if fields else {}, fields=0, optional=1),
+    Family("lps", "P,Q",
+           "LPS Ramanujan graph X^(P,Q), P,Q distinct odd primes: Cayley graph of PSL(2,Q) "
+           "(Q(Q^2-1)/2 nodes) or PGL(2,Q) (Q(Q^2-1), bipartite) by the Legendre symbol (P/Q); "
+           "degree P+1", "lps:3,5", _gen("lps_graph", "lps"), _pair("p", "q")),
+    Family("spectralfly", "P,Q",
+           "SpectralFly: the LPS graph lps:P,Q as a network (same links, own name)",
+           "spectralfly:5,7", _gen("spectralfly_graph", "lps"), _pair("p", "q")),
+    Family("borelcayley", "P,K[:A,B,C,D]",
+           "Borel-Cayley graph: Cayley graph of {t -> x t + y : x^K = 1} over Z_P, P prime, K "
+           "dividing P-1; P*K nodes, degree 4 (generators (A,B), (C,D); default (alpha,1), "
+           "(alpha,0))", "borelcayley:7,3", _gen("borel_cayley_graph", "borel"), _borel,
+           optional=1),
+    Family("bundlefly", "Q,R",
+           "BundleFly: star product of slimfly:Q (structure) and paley:R (supernodes), "
+           "bundles multiply by a non-square; 2Q^2*R nodes, diameter <= 4 (3 measured)",
+           "bundlefly:3,5", _gen("bundlefly_graph", "bundlefly"), _pair("q", "r")),
+    Family("dragonfly", "A,H[,G[,P]][:consecutive]",
+           "DragonFly: G (default A*H+1) groups of A all-to-all routers, H global ports each, one "
+           "global cable per group pair (palmtree, or ':consecutive'); P endpoints per router "
+           "make the routers switches", "dragonfly:4,2", _gen("dragonfly_graph", "dragonfly"),
+           _dragonfly, options=(("consecutive", "arrangement", "consecutive"),
+                                ("palmtree", "arrangement", "palmtree"))),
     Family("switch", "N[,G[,S]]",
            "switched cluster: N endpoints on one switch (a forwarding-only node), or on G "
            "leaf switches of N/G endpoints joined by a spine switch whose uplinks are S times "
            "slower (default 1); a cable per attachment",
            "switch:16", _gen("switch_graph", "switched"), _n_groups),
+    Family("ringfcswitch", "R,F,S[,D2,D3]",
+           "TACOS Ring_FC_Switch: S nodes of R x F NPUs (rings of R, fully connected groups of "
+           "F), the nodes joined by R*F switches; levels D2, D3 times slower than the rings "
+           "(default 2,4: 200/100/50 GB/s)", "ringfcswitch:2,4,4",
+           _gen("ringfcswitch_graph", "hierarchical"),
+           _counts(("ring", "fc", "nodes", "fc_slowdown", "switch_slowdown"))),
+    Family("switchswitch", "A,B[,D]",
+           "TACOS Switch_Switch (DGX-like): B nodes of A NPUs on a switch each, A scale-out "
+           "switches of B NPUs, D times slower (default 12: 300/25 GB/s)", "switchswitch:8,4",
+           _gen("switchswitch_graph", "hierarchical"), _counts(("npus", "nodes", "slowdown"))),
     Family("rewired", "N,D:CODE",
            "explicit digraph: node i links to the D heads in row i of CODE (URL-safe base64 of "
            "the heads, big-endian, as few bytes each as hold N-1); the finder's optimizer "

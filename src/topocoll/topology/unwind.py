@@ -29,10 +29,10 @@ import re
 import numpy as np
 
 from ..errors import InputTypeError, TopologyError
-from ..units import whole_number
 from .model import Topology
 
-__all__ = ["unwind_switches", "fail_links", "fail_nodes", "parse_link_list", "parse_node_list"]
+__all__ = ["unwind_switches", "fail_links", "fail_nodes", "parse_link_list", "parse_node_list",
+           "parse_unwind_degree", "switch_levels"]
 
 _LINK = re.compile(r"^\s*(\d+)\s*([->])\s*(\d+)\s*$")
 
@@ -150,56 +150,150 @@ def fail_nodes(topology, nodes):
                     switches=switches, num_nodes=int(alive.sum()))
 
 
+def parse_unwind_degree(value):
+    """An unwinding degree as :func:`unwind_switches` takes it: ``None`` or ``"max"`` (every
+    attached node to every other), an integer ``k >= 1`` (digit strings too), or a per-level
+    mapping ``{level: k}`` (a dict, a list indexed by level, or a string ``"0:max,1:1"``),
+    each ``k`` an integer ``>= 1`` or ``None``/``"max"``.
+
+    >>> parse_unwind_degree("2"), parse_unwind_degree("max")
+    (2, None)
+    >>> parse_unwind_degree("0:max,1:1")
+    {0: None, 1: 1}
+    >>> parse_unwind_degree([None, 2])
+    {0: None, 1: 2}
+    >>> parse_unwind_degree("0:0")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.TopologyError: unwind degree of level 0 must be an integer >= 1 or max, got 0
+    """
+    if isinstance(value, str) and ":" in value:
+        pairs = [p.strip() for p in value.split(",") if p.strip()]
+        if not all(re.fullmatch(r"\d+\s*:\s*(\d+|max)", p) for p in pairs):
+            raise TopologyError(f"unwind degree {value!r}: expected K, max or LEVEL:K pairs "
+                                "such as 0:max,1:1")
+        value = {int(p.split(":")[0]): p.split(":")[1].strip() for p in pairs}
+    if isinstance(value, (list, tuple)):
+        value = dict(enumerate(value))
+    if isinstance(value, dict):
+        out = {}
+        for level, k in value.items():
+            if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
+                raise TopologyError(f"unwind degree: switch levels are integers >= 0, got "
+                                    f"{level!r}")
+            out[int(level)] = _one_degree(k, f"unwind degree of level {level}")
+        return out
+    return _one_degree(value, "unwind degree")
+
+
+def _one_degree(k, what):
+    """One degree: ``None`` for max, else an int ``>= 1``."""
+    if k is None or (isinstance(k, str) and k.strip().lower() == "max"):
+        return None
+    if isinstance(k, str) and k.strip().isdigit():
+        k = int(k.strip())
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise TopologyError(f"{what} must be an integer >= 1 or max, got {k!r}")
+    return int(k)
+
+
+def switch_levels(topology):
+    """The level of every switch, ``{switch: level}``: ``meta["switch_levels"]`` where the
+    family records it (:mod:`~topocoll.topology.families.hierarchical`, one level per
+    dimension), else the hop distance from the nearest endpoint minus one (leaves 0, a spine 1).
+
+    >>> from topocoll.topology import topology
+    >>> switch_levels(topology("switch:8,2"))
+    {8: 0, 9: 0, 10: 1}
+    """
+    topo = topology
+    given = topo.meta.get("switch_levels")
+    if given is not None:
+        return {int(s): int(given[str(s)] if str(s) in given else given[s])
+                for s in topo.switches}
+    switches = set(int(s) for s in topo.switches)
+    level, frontier, depth = {}, {int(v) for v in topo.src if int(v) not in switches}, 0
+    pairs = list(zip(topo.src.tolist(), topo.dst.tolist()))
+    while frontier:
+        nxt = {b for a, b in pairs if a in frontier and b in switches and b not in level}
+        nxt |= {a for a, b in pairs if b in frontier and a in switches and a not in level}
+        for s in nxt:
+            level[s] = depth
+        frontier, depth = nxt, depth + 1
+    return {int(s): level.get(int(s), depth) for s in topo.switches}
+
+
+def _degree_label(degree):
+    if isinstance(degree, dict):
+        return ",".join(f"{lv}:{'max' if k is None else k}" for lv, k in sorted(degree.items()))
+    return "max" if degree is None else str(degree)
+
+
 def unwind_switches(topology, degree=None):
     """Replace every switch by degree-``degree`` point-to-point links (see the module doc).
 
     ``degree=None`` connects every attached node to every other one (degree-max unwinding).
-    A topology without switches comes back unchanged.
+    ``degree`` may also be a per-level mapping (:func:`parse_unwind_degree`: ``{level: k}``,
+    a list by level, or ``"0:max,1:1"``; levels by :func:`switch_levels`, a level not named
+    unwinds at max degree), as TACOS unwinds scale-up switches at max degree and scale-out
+    switches at degree 1. A topology without switches comes back unchanged.
+
+    >>> from topocoll.topology import topology
+    >>> t = unwind_switches(topology("switch:8,2"), {0: 1, 1: 1})
+    >>> t.name, t.num_nodes, t.meta["unwind_degree"]
+    ('unwind(switch:8,2,k=0:1,1:1)', 8, {'0': 1, '1': 1})
     """
     topo = topology
-    if degree is not None:
-        whole_number(degree, "unwind degree")
+    degree = parse_unwind_degree(degree)
     if not topo.switches:
         return topo
+    levels = switch_levels(topo) if isinstance(degree, dict) else {}
     src, dst = topo.src.copy(), topo.dst.copy()
     bw, lat = topo.bandwidth.copy(), topo.latency.copy()
-    used_k = {}
     for s in topo.switches:
-        into, out = dst == s, src == s
-        attached = np.union1d(src[into], dst[out])
-        attached = attached[attached != s]
-        m = attached.size
-        k = m - 1 if degree is None else min(int(degree), m - 1)
-        used_k[int(s)] = k
-        new = []
-        if m >= 2 and k >= 1:
-            # per attached node: summed port bandwidth and largest latency to / from s
-            up_bw = np.bincount(src[into], weights=bw[into], minlength=topo.num_nodes)
-            dn_bw = np.bincount(dst[out], weights=bw[out], minlength=topo.num_nodes)
-            up_lat = np.zeros(topo.num_nodes)
-            dn_lat = np.zeros(topo.num_nodes)
-            np.maximum.at(up_lat, src[into], lat[into])
-            np.maximum.at(dn_lat, dst[out], lat[out])
-            i = np.repeat(np.arange(m), k)
-            j = (i + np.tile(np.arange(1, k + 1), m)) % m
-            a, b = attached[i], attached[j]
-            ok = (up_bw[a] > 0) & (dn_bw[b] > 0)
-            a, b = a[ok], b[ok]
-            new = (a, b, np.minimum(up_bw[a], dn_bw[b]) / k, up_lat[a] + dn_lat[b])
-        keep = ~(into | out)
-        src, dst, bw, lat = src[keep], dst[keep], bw[keep], lat[keep]
-        if len(new):
-            src, dst = np.r_[src, new[0]], np.r_[dst, new[1]]
-            bw, lat = np.r_[bw, new[2]], np.r_[lat, new[3]]
+        want = degree.get(levels[int(s)]) if isinstance(degree, dict) else degree
+        src, dst, bw, lat = _unwind_one(topo.num_nodes, s, want, src, dst, bw, lat)
     alive = np.ones(topo.num_nodes, dtype=bool)
     alive[list(topo.switches)] = False
     new_id = np.cumsum(alive) - 1
     meta = dict(topo.meta)
+    meta.pop("switch_levels", None)
     original = np.asarray(meta.get("nodes_kept", np.arange(topo.num_nodes)))
     meta["nodes_kept"] = original[alive].tolist()
     meta["unwound_switches"] = original[list(topo.switches)].tolist()
-    meta["unwind_degree"] = "max" if degree is None else int(degree)
-    label = "max" if degree is None else int(degree)
+    meta["unwind_degree"] = ({str(lv): ("max" if k is None else k) for lv, k in degree.items()}
+                             if isinstance(degree, dict) else
+                             "max" if degree is None else int(degree))
     return Topology(int(alive.sum()), new_id[src], new_id[dst], bw, lat,
-                    name=f"unwind({topo.name},k={label})", meta=meta)
+                    name=f"unwind({topo.name},k={_degree_label(degree)})", meta=meta)
 
+
+def _unwind_one(num_nodes, s, degree, src, dst, bw, lat):
+    """The link arrays with switch ``s`` replaced by degree-``degree`` links among the nodes
+    attached to it."""
+    into, out = dst == s, src == s
+    attached = np.union1d(src[into], dst[out])
+    attached = attached[attached != s]
+    m = attached.size
+    k = m - 1 if degree is None else min(int(degree), m - 1)
+    new = []
+    if m >= 2 and k >= 1:
+        # per attached node: summed port bandwidth and largest latency to / from s
+        up_bw = np.bincount(src[into], weights=bw[into], minlength=num_nodes)
+        dn_bw = np.bincount(dst[out], weights=bw[out], minlength=num_nodes)
+        up_lat = np.zeros(num_nodes)
+        dn_lat = np.zeros(num_nodes)
+        np.maximum.at(up_lat, src[into], lat[into])
+        np.maximum.at(dn_lat, dst[out], lat[out])
+        i = np.repeat(np.arange(m), k)
+        j = (i + np.tile(np.arange(1, k + 1), m)) % m
+        a, b = attached[i], attached[j]
+        ok = (up_bw[a] > 0) & (dn_bw[b] > 0)
+        a, b = a[ok], b[ok]
+        new = (a, b, np.minimum(up_bw[a], dn_bw[b]) / k, up_lat[a] + dn_lat[b])
+    keep = ~(into | out)
+    src, dst, bw, lat = src[keep], dst[keep], bw[keep], lat[keep]
+    if len(new):
+        src, dst = np.r_[src, new[0]], np.r_[dst, new[1]]
+        bw, lat = np.r_[bw, new[2]], np.r_[lat, new[3]]
+    return src, dst, bw, lat

@@ -19,12 +19,25 @@ topocoll.errors.UnsupportedError: window applies to method='ilp' only
 """
 
 from ... import defaults
-from ...errors import UnsupportedError
+from ...errors import TopologyError, UnsupportedError
+from ...topology.unwind import parse_unwind_degree
 from ..options import (Option, any_option, bool_option, choice_option, int_option, size_option,
                        take_options, time_option)
 from .problem import METHODS
 
 __all__ = ["TEN_OPTIONS", "ILP_ONLY", "GREEDY_ONLY", "ten_options"]
+
+
+def _unwind_degree_option(algorithm, name, value):
+    """The ``unwind_degree`` option: an integer ``>= 1`` as every count option, or ``max`` /
+    a per-level mapping (:func:`~topocoll.topology.unwind.parse_unwind_degree`)."""
+    if isinstance(value, (dict, list, tuple)) or (
+            isinstance(value, str) and (":" in value or value.strip().lower() == "max")):
+        try:
+            return parse_unwind_degree(value)
+        except TopologyError as err:
+            raise UnsupportedError(f"algorithm {algorithm}: option {name}: {err}") from None
+    return int_option(1)(algorithm, name, value)
 
 
 #: Every option of TEN synthesis: name -> :class:`~topocoll.synth.options.Option`.
@@ -42,8 +55,10 @@ TEN_OPTIONS = {
     "workers": Option(int_option(1), None,
                       "processes for the restarts (default: one per core; one when restarts "
                       "is automatic)"),
-    "unwind_degree": Option(int_option(1), None,
-                            "switch unwinding degree k (default: every endpoint to every other)"),
+    "unwind_degree": Option(_unwind_degree_option, None,
+                            "switch unwinding degree k, max, or per switch level as "
+                            "LEVEL:K pairs such as 0:max,1:1 (default: every endpoint to every "
+                            "other)"),
     "fail_links": Option(any_option, None,
                          "failed cables to remove first, e.g. '0-1,2-3' ('0>1': one direction)"),
     "fail_nodes": Option(any_option, None,
@@ -86,3 +101,4 @@ def ten_options(**given):
         raise UnsupportedError(f"{', '.join(misplaced)} {verb} to method="
                                f"'{'greedy' if method == 'ilp' else 'ilp'}' only")
     return parsed
+

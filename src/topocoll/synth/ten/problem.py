@@ -371,7 +371,8 @@ def prepare_topology(topology, unwind_degree=None, fail_links=None, fail_nodes=N
     if topo.switches:
         topo = unwind_switches(topo, unwind_degree)
     elif unwind_degree is not None:
-        _check_degree(unwind_degree)
+        if not isinstance(unwind_degree, dict):
+            _check_degree(unwind_degree)
         raise UnsupportedError(f"unwind degree {unwind_degree} given, but {topo.name} has no "
                                "switches to unwind")
     topo.require_nodes(2, "a collective schedule")

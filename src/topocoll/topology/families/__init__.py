@@ -24,14 +24,21 @@ from ...lazy import lazy_attributes
 _LAZY = {
     ".classic": ("circulant_graph", "complete_bipartite_graph", "complete_graph", "default_shift",
                  "hamming_graph", "shifted_ring_graph"),
+    ".borel": ("borel_cayley_graph",),
+    ".bundlefly": ("bundlefly_graph",),
+    ".diamond": ("DIAMOND_HEADS", "diamond_graph"),
+    ".dragonfly": ("dragonfly_graph",),
     ".drg": ("DISTANCE_REGULAR_GRAPHS", "distance_regular_graph", "doubled_odd_graph",
              "johnson_graph", "odd_graph", "paley_graph"),
     ".generative": ("optimal_circulant_graph", "random_regular_digraph", "random_regular_graph"),
+    ".hierarchical": ("ringfcswitch_graph", "switchswitch_graph"),
     ".kautz": ("de_bruijn_graph", "generalized_kautz_graph", "kautz_graph"),
+    ".lps": ("lps_graph", "spectralfly_graph"),
     ".lattice": ("hypercube_graph", "mesh_graph", "ring_graph", "torus_graph", "uniring_graph"),
     ".switched": ("switch_graph",),
     ".trees": ("dbt_graph",),
     ".twisted": ("twisted_hypercube_graph", "twisted_torus_graph"),
+    ".zigzag": ("zigzag_product",),
 }
 
 __all__ = [
@@ -42,7 +49,9 @@ __all__ = [
     "random_regular_graph", "random_regular_digraph",
     "distance_regular_graph", "paley_graph", "odd_graph", "doubled_odd_graph", "johnson_graph",
     "DISTANCE_REGULAR_GRAPHS", "shifted_ring_graph", "default_shift", "dbt_graph",
-    "switch_graph",
+    "switch_graph", "ringfcswitch_graph", "switchswitch_graph",
+    "lps_graph", "spectralfly_graph", "borel_cayley_graph", "bundlefly_graph", "dragonfly_graph",
+    "zigzag_product", "diamond_graph", "DIAMOND_HEADS",
 ]
 
 
