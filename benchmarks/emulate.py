@@ -72,9 +72,10 @@ def finder_pick():
     return find(16, 4, evaluate=False, cache=False).best.name
 
 
-def _worker(rank, n, cases, nbytes, repeats, warmup):
+def _worker(rank, n, cases, nbytes, repeats, warmup, slice_bytes=None):
     """Time every case on reused tensors: ``cases`` is ``[(label, collective, schedule or
-    None), ...]`` (None: torch's own). Seconds per call on this rank, by label."""
+    None), ...]`` (None: torch's own); ``slice_bytes`` the runtime's packet size (default:
+    its own). Seconds per call on this rank, by label."""
     import time as clock
     import warnings
 
@@ -93,14 +94,14 @@ def _worker(rank, n, cases, nbytes, repeats, warmup):
                 out = torch.empty(x.numel() * n)
                 calls.append((label, lambda x=x, out=out: dist.all_gather_into_tensor(out, x)))
             else:
-                run = ScheduleCollective(schedule)
+                run = ScheduleCollective(schedule, slice_bytes=slice_bytes)
                 calls.append((label, lambda x=x, run=run: run(x)))
         else:
             x = torch.ones(nbytes // 4)
             if schedule is None:
                 calls.append((label, lambda x=x: dist.all_reduce(x)))
             else:
-                run = ScheduleCollective(schedule)
+                run = ScheduleCollective(schedule, slice_bytes=slice_bytes)
                 calls.append((label, lambda x=x, run=run: run(x)))
     times = {label: [] for label, _ in calls}
     for i in range(warmup + repeats):

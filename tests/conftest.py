@@ -78,6 +78,8 @@ SLOW = (
     "emulate/test_runs_on_network.py::test_a_run_on_the_network_reports_the_model_beside_it",
     "emulate/test_runs_on_network.py::test_gossip_on_a_switch_reports_both_and_their_models",
     "emulate/test_link_down.py::test_a_link_taken_down_mid_collective_is_named",
+    "emulate/test_testbed_extra.py::test_fig15_part_on_one_small_size",
+    "emulate/test_testbed_extra.py::test_fig8a_part_on_one_dnn_cut_to_two_calls",
     "test_readme.py::test_cli_examples[emulate.md]",
     # the `$ topocoll` lines of the README and the guides that run torch or big LPs
     "test_readme.py::test_cli_examples[README.md]",

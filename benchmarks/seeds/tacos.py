@@ -10,7 +10,11 @@ analytical backend. Switches are unwound TACOS's way (scale-up at max degree, sc
 degree 1). Baselines: Ring = ``rankring`` (one unidirectional logical ring over the ranks,
 routed), Direct = ``direct`` (every rank to every rank, routed), TACCL-like = ``tacclike``
 (TEN synthesis without the congestion constraint, then priced with contention). Routing is xy
-on meshes, shortest paths elsewhere. Links: 0.5 us latency.
+on meshes, shortest paths elsewhere. Links: 0.5 us latency. Rows labelled "stored and
+forwarded" price the same routed Ring and Direct schedules with every message stored and
+forwarded whole at each hop, as ASTRA-sim's congestion-aware backend moves chunks
+(``store_forward.py``: links in a fixed order, or first come first served); topocoll's link
+model forwards routed transfers cut-through. Synthesized schedules are unrouted: unchanged.
 
     python benchmarks/seeds/tacos.py                  # every part (many minutes: ILPs)
     python benchmarks/seeds/tacos.py --quick          # small twins (about a minute idle)
@@ -40,11 +44,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from hardware import machine  # noqa: E402  benchmarks/hardware.py
+from store_forward import first_come_first_served, stored_and_forwarded  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import topocoll as tc  # noqa: E402
 from topocoll.schedule import simulate  # noqa: E402
+from topocoll.units import parse_size  # noqa: E402
 from topocoll.topology.unwind import unwind_switches  # noqa: E402
 
 LAT = "0.5us"
@@ -84,6 +90,7 @@ TABLE3 = (1.00, 4.92, 1.00, 0.00353, 1.00, 5.38, 5.08)
 TABLE4 = {"broadcast": (0.10, 1.00, 3.90), "gather": (56.13, 1.11, 1.67)}
 #: Table V: (Greedy, Greedy synth s, TACCL-like, Direct) normalized to TACOS-ILP (6.73 s).
 TABLE5 = (1.25, 0.00367, 1.50, 3.63)
+TABLE5_ILP_S = 6.73
 
 
 # ------------------------------------------------------------------ helpers
@@ -170,14 +177,17 @@ def part_fig5(args):
 
 def part_fig6(args):
     size = "1GiB"
-    rows, times = [], {}
+    rows, times, hop = [], {}, {}
     for spec in ("ring:100", "complete:100", "mesh:10x10"):
         t = tc.build_topology(spec, bandwidth="100GB/s", latency=LAT)
         b = baselines(t, spec, size, taccl=False)
         times[spec] = {k: v[0] for k, v in b.items()}
+        hop[spec] = {(k, f): saf(v[2], size, f) for k, v in b.items() for _, f in SAF}
         if spec.startswith("mesh"):
-            times[spec]["syn"] = timed(lambda: tc.synthesize(t, "allreduce", size=size),
-                                       "greedy mesh:10x10", size)[0]
+            syn = timed(lambda: tc.synthesize(t, "allreduce", size=size), "greedy mesh:10x10",
+                        size)
+            times[spec]["syn"] = syn[0]
+            hop[spec].update({("syn", f): saf(syn[2], size, f) for _, f in SAF})
     rows.append(row("ring: Direct / Ring", FIG6["ring: Direct / Ring"],
                     times["ring:100"]["direct"] / times["ring:100"]["ring"]))
     rows.append(row("fc: Ring / Direct", FIG6["fc: Ring / Direct"],
@@ -187,6 +197,13 @@ def part_fig6(args):
                     "Syn = TEN greedy"))
     rows.append(row("mesh: Direct / Syn", FIG6["mesh: Direct / Syn"], m["direct"] / m["syn"],
                     "Syn = TEN greedy"))
+    for k, (spec, num, den) in zip(FIG6, (("ring:100", "direct", "ring"),
+                                          ("complete:100", "ring", "direct"),
+                                          ("mesh:10x10", "ring", "syn"),
+                                          ("mesh:10x10", "direct", "syn"))):
+        for label, f in SAF:
+            rows.append(row(f"{k}, {label}", FIG6[k],
+                            hop[spec][num, f] / hop[spec][den, f], SAF_NOTE))
     rows.append(row("message size", LOST, "1 GiB", "ours: bandwidth-bound regime"))
     return rows
 
@@ -258,6 +275,7 @@ def part_fig21(args):
     t = tc.build_topology("mesh:10x10", bandwidth="100GB/s", latency=LAT)
     counts = (1, 2) if args.quick else (1, 2, 4, 8, 16, 32, 64)
     rows, over = [], {"ring": [], "direct": []}
+    hop = {(name, f): [] for name in over for _, f in SAF}
     base = baselines(t, "mesh:10x10", "25MB", taccl=False)  # per-byte: rescaled below
     took = 0.0
     for c in counts:
@@ -269,11 +287,18 @@ def part_fig21(args):
             ratio = simulate(sched, size, **SIM).time / syn
             over[name].append(ratio)
             rows.append(row(f"C = {c} ({25 * c} MB): {name} / TEN greedy", LOST, ratio))
+            for label, f in SAF:
+                hop[name, f].append(saf(sched, size, f) / syn)
+                rows.append(row(f"C = {c} ({25 * c} MB): {name} / TEN greedy, {label}", LOST,
+                                hop[name, f][-1], SAF_NOTE))
         rows.append(row(f"C = {c}: greedy synthesis s", FIG21["synth_1600MB_s"] if c == 64
                         else LOST, took, "under load" if c == 64 else ""))
     for name in over:
         rows.append(row(f"mean speed-up over {name}", FIG21[name], statistics.mean(over[name]),
                         f"C in {counts}"))
+        for label, f in SAF:
+            rows.append(row(f"mean speed-up over {name}, {label}", FIG21[name],
+                            statistics.mean(hop[name, f]), f"C in {counts}; {SAF_NOTE}"))
     return rows
 
 
@@ -300,6 +325,8 @@ def part_table1(args):
         for k, name in ((3, "tacclike"), (4, "ring"), (5, "direct")):
             if name in b:
                 rows.append(row(f"{n} nodes: {name} / Greedy", p[k], b[name][0] / g))
+        rows += [row(f"{n} nodes: ring / Greedy, {label}", p[4],
+                     saf(b["ring"][2], size, f) / g, SAF_NOTE) for label, f in SAF]
         direct.append(b["direct"][0] / g)
         rows.append(row(f"{n} nodes: Greedy synthesis s", p[2], gs, "one run, under load"))
     rows.append(row("mean Direct / Greedy", TABLE1_DIRECT_MEAN, statistics.mean(direct),
@@ -354,7 +381,41 @@ def part_table3(args):
             row("Greedy synthesis s", p[3], gs, "under load"),
             row("TACCL-like / ILP", p[4], b["tacclike"][0] / il),
             row("Ring / ILP", p[5], b["ring"][0] / il, "shortest-path routing around holes"),
-            row("Direct / ILP", p[6], b["direct"][0] / il, "shortest-path routing")]
+            row("Direct / ILP", p[6], b["direct"][0] / il, "shortest-path routing")] + [
+        row(f"{name.capitalize()} / ILP, {label}", p[k], saf(b[name][2], size, f) / il,
+            SAF_NOTE) for k, name in ((5, "ring"), (6, "direct")) for label, f in SAF]
+
+
+def hop_by_hop(schedule):
+    """``schedule`` (one step of copies: a rooted Direct) with every routed transfer cut into
+    one unrouted transfer per hop, hop k in step k (a step's transfers in the schedule's
+    order, first come first served): each message stored and forwarded whole at every hop,
+    where topocoll's link model forwards a routed transfer cut-through."""
+    from topocoll.schedule.model import transfer_array
+    from topocoll.topology.routes import routes_of
+
+    routes, parts = routes_of(schedule.topology, schedule.routing), []
+    for row_ in schedule.transfers:
+        path = routes.node_path(int(row_["src"]), int(row_["dst"]))
+        parts.extend(transfer_array(k + 1, u, v, row_["shard"], row_["lo"], row_["hi"],
+                                    row_["op"]) for k, (u, v) in enumerate(zip(path, path[1:])))
+    t = np.concatenate(parts)
+    return schedule.replace(transfers=t[np.argsort(t["step"], kind="stable")], routing=None)
+
+
+def saf(schedule, size, fcfs=False):
+    """``schedule``'s time with routed messages stored and forwarded at each hop (links in
+    ``hop_by_hop``'s order, or with ``fcfs`` first come first served: ``store_forward``); an
+    unrouted schedule (every synthesized one) has one hop per transfer: its own time."""
+    if schedule.routing is None:
+        return simulate(schedule, size, **SIM).time
+    price = first_come_first_served if fcfs else stored_and_forwarded
+    return price(schedule, size, SIM["alpha_per"])
+
+
+#: the store-and-forward pricings (``saf``): row label, first come first served
+SAF = (("stored and forwarded", False), ("stored and forwarded, first come first served", True))
+SAF_NOTE = "routed messages stored and forwarded at each hop"
 
 
 def part_table4(args):
@@ -371,15 +432,23 @@ def part_table4(args):
         rows.append(row(f"{coll}: ILP synthesis s", p[0], ils,
                         s.meta.get("ilp_message", "")[:60]))
         rows.append(row(f"{coll}: TACCL-like / ILP", p[1], ta / il))
-        rows.append(row(f"{coll}: Direct / ILP", p[2], None,
-                        "not rebuilt: topocoll's direct covers allgather, reduce_scatter, "
-                        "allreduce"))
+        di = timed(lambda: tc.generate(t, coll, "direct", routing="xy"), f"direct {coll}",
+                   size)[0]
+        rows.append(row(f"{coll}: Direct / ILP", p[2], di / il, "root 0 (a corner), xy routes"))
+        # messages stored and forwarded whole at each hop, as distinct messages: a broadcast's
+        # 35 copies of M are priced as a scatter of 36 M (35 distinct shards of M), else the
+        # link model forwards a copy of the one buffer as soon as a node first holds it
+        as_msgs, scale = ("scatter", t.num_nodes) if coll == "broadcast" else (coll, 1)
+        hop = timed(lambda: hop_by_hop(tc.generate(t, as_msgs, "direct", routing="xy")),
+                    f"direct hop by hop {coll}", scale * parse_size(size))[0]
+        rows.append(row(f"{coll}: Direct / ILP, messages stored and forwarded", p[2], hop / il,
+                        "each hop a transfer, messages first come first served"))
     return rows
 
 
 def part_table5(args):
     from topocoll.schedule.linkmodel import simulate_many
-    from topocoll.synth.ten.tenants import synthesize_tenants
+    from topocoll.synth.ten import ilp_tenants, synthesize_tenants
 
     size = args.size
     t = tc.build_topology("mesh:6x6", bandwidth="100GB/s", latency=LAT)
@@ -393,11 +462,27 @@ def part_table5(args):
     taccl = [checked(tc.generate(t, name, "tacclike", size=size, root=root), "tacclike tenant")
              for name, root in (("broadcast", 2), ("reduce", 17), ("allgather", None))]
     ta = max(r.time for r in simulate_many(taccl, size, **SIM))
-    return [row("TACCL-like / Greedy", TABLE5[2] / TABLE5[0], ta / g,
-                "paper: both over TACOS-ILP (1.50 / 1.25); no multi-tenant ILP here"),
+    direct = [checked(tc.generate(t, name, "direct", routing="xy", root=root), "direct tenant")
+              for name, root in (("broadcast", 2), ("reduce", 17), ("allgather", None))]
+    di = max(r.time for r in simulate_many(direct, size, **SIM))
+    start = time.perf_counter()
+    ires = ilp_tenants(t, tenants, size=size, time_limit=args.ilp_limit)
+    ils = time.perf_counter() - start
+    il = max(r.time for r in simulate_many([checked(s, "ilp tenant") for s in ires.schedules],
+                                           size, **SIM))
+    m = ires.meta
+    how = (f"{m['horizon_slots']} slots, greedy {m['greedy_horizon_slots']}, lower bound "
+           f"{m['lower_bound_slots']}" + ("" if m["source"] == "ilp" else
+                                          "; none better in the limit: the greedy's"))
+    return [row("ILP synthesis s", TABLE5_ILP_S, ils, f"joint ILP: {how}; under load"),
+            row("Greedy / ILP", TABLE5[0], g / il),
+            row("TACCL-like / ILP", TABLE5[2], ta / il),
+            row("Direct / ILP", TABLE5[3], di / il, "xy routes, priced together"),
+            row("TACCL-like / Greedy", TABLE5[2] / TABLE5[0], ta / g,
+                "paper: both over TACOS-ILP (1.50 / 1.25)"),
             row("Greedy synthesis s", TABLE5[1], gs, "under load"),
-            row("Direct / Greedy", TABLE5[3] / TABLE5[0], None,
-                "not rebuilt: no Direct broadcast/reduce in topocoll")]
+            row("Direct / Greedy", TABLE5[3] / TABLE5[0], di / g,
+                "paper: both over TACOS-ILP (3.63 / 1.25); xy routes, priced together")]
 
 
 def part_synth(args):

@@ -122,12 +122,14 @@ def test_a_union_schedule_verifies_at_the_predicted_cost():
     assert steps == c.allreduce_steps and t_b <= 2 * c.t_b * (1 + 1e-9)
 
 
-def test_not_with_optimize():
-    with pytest.raises(tc.errors.UnsupportedError, match="bidirectional"):
-        find(16, 4, cache=False, optimize=True, bidirectional=True)
+def test_with_optimize_the_choice_stays_bidirectional():
+    # the optimizer proposes bidirectional bases only (tests/finder/test_bidirectional_range.py)
+    r = find(16, 4, cache=False, optimize=True, bidirectional=True, max_evaluations=100)
+    assert r.success and r.bidirectional_checked is True
+    assert r.schedule.topology.is_bidirectional() and tc.verify(r.schedule).valid
 
 
-def test_cli_flag_json_and_refusal():
+def test_cli_flag_json_and_optimize():
     runner = CliRunner()
     res = runner.invoke(cli, ["find", "-n", "12", "-d", "3", "--bidirectional", "--json",
                               "--no-cache"])
@@ -135,9 +137,10 @@ def test_cli_flag_json_and_refusal():
     doc = json.loads(res.stdout)
     assert doc["bidirectional"] is True and doc["bidirectional_checked"] is True
     assert doc["best"]["name"] == "torus:2x6"
-    bad = runner.invoke(cli, ["find", "-n", "12", "-d", "3", "--bidirectional", "--optimize"])
-    assert bad.exit_code != 0
-    assert bad.stderr.strip().startswith("error:") and len(bad.stderr.strip().splitlines()) == 1
+    opt = runner.invoke(cli, ["find", "-n", "12", "-d", "3", "--bidirectional", "--optimize",
+                              "--max-evaluations", "50", "--no-cache", "--json"])
+    assert opt.exit_code == 0, opt.output
+    assert json.loads(opt.stdout)["bidirectional_checked"] is True
 
 
 def test_restricted_frontiers_are_cached_apart(tmp_path):

@@ -13,7 +13,7 @@ from ..synth import ALGORITHMS
 from ..units import format_size, format_time
 from .common import (cluster_bandwidth_options, EXIT_INVALID, check_plot, one_bandwidth,
                      out_console, print_json, progress_bar, batch_options,
-                     unit_callback)
+                     unit_callback, gamma_option)
 
 __all__ = ["compare", "survey"]
 
@@ -31,6 +31,7 @@ __all__ = ["compare", "survey"]
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=unit_callback(units.parse_time, "--alpha"), help="Latency of every link.")
 @cluster_bandwidth_options("as evaluate")
+@gamma_option
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Also draw time against size (log-log) into this file, e.g. compare.png "
                    "(needs matplotlib: pip install 'topocoll[plot]').")
@@ -40,14 +41,15 @@ __all__ = ["compare", "survey"]
                    "ADDRESS (tcp://HOST:8786).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, link_bandwidth, plot,
-            workers, scheduler, as_json):
+            workers, scheduler, gamma, as_json):
     """Verify and price schedules side by side on the same latency and bandwidth.
 
     Each TOPO-OR-SCHEDULE is a schedule file (.json with "format": "topocoll.schedule") or a
     topology spec or file, for which a schedule is made with every --algorithm. Prints T_L, T_B,
     time and time over the lower bound (steps bound x alpha + T_B bound) at each --size, and the
-    fastest entry at each size. Exits 1 if any schedule fails verification (it is listed, not
-    priced), 2 on bad input.
+    fastest entry at each size. --gamma prices reductions as evaluate does (T_gamma column;
+    time = T_L + T_B + T_gamma; the bound leaves it out). Exits 1 if any schedule fails
+    verification (it is listed, not priced), 2 on bad input.
     """
     one_bandwidth(link_bandwidth, node_bandwidth)
     check_plot(plot)  # fail before the work, not after it
@@ -56,19 +58,19 @@ def compare(*, entries, collective, algorithms, sizes, alpha, node_bandwidth, li
         result = _compare(entries, sizes=sizes, collective=collective,
                           algorithms=algorithms, alpha=alpha, node_bandwidth=node_bandwidth,
                           link_bandwidth=link_bandwidth, progress=update, workers=workers,
-                          scheduler=scheduler)
-    settings = describe_settings(alpha, node_bandwidth, link_bandwidth)
+                          scheduler=scheduler, gamma=gamma)
+    settings = describe_settings(alpha, node_bandwidth, link_bandwidth, gamma=gamma)
     if plot:
         plot_comparison(result.rows, plot)
     if as_json:
         print_json({**result.to_dict(), "plot": plot})
     else:
-        _print_comparison(result.rows, sizes, settings, plot)
+        _print_comparison(result.rows, sizes, settings, plot, bool(gamma))
     if not result.success:
         sys.exit(EXIT_INVALID)
 
 
-def _print_comparison(rows, sizes, settings, plot):
+def _print_comparison(rows, sizes, settings, plot, reducing=False):
     colls = sorted({r.collective for r in rows})
     what = colls[0] if len(colls) == 1 else "mixed collectives"
     table = Table(title=f"{what}, {settings} on every entry; x bound = time / (steps bound x "
@@ -80,6 +82,8 @@ def _print_comparison(rows, sizes, settings, plot):
     for m in sizes:
         label = format_size(m)
         table.add_column(f"T_B@{label}", justify="right")
+        if reducing:
+            table.add_column(f"T_gamma@{label}", justify="right")
         table.add_column(f"time@{label}", justify="right")
         table.add_column("x bound", justify="right")
     for r in rows:
@@ -92,10 +96,10 @@ def _print_comparison(rows, sizes, settings, plot):
         if r.priced:
             for c in r.sizes:
                 ratio = "-" if c.ratio is None else f"{c.ratio:.2f}"
-                cells += [format_time(c.T_B), format_time(c.time) + (" *" if c.fastest else ""),
-                          ratio]
+                cells += [format_time(c.T_B), *((format_time(c.T_gamma),) if reducing else ()),
+                          format_time(c.time) + (" *" if c.fastest else ""), ratio]
         else:
-            cells += [r.verdict] + ["-"] * (3 * len(sizes) - 1)
+            cells += [r.verdict] + ["-"] * ((3 + reducing) * len(sizes) - 1)
         table.add_row(*cells)
     out_console.print(table)
     for i, m in enumerate(sizes):
@@ -134,15 +138,20 @@ def _print_comparison(rows, sizes, settings, plot):
 @click.option("--alpha", default=units.format_time(defaults.ALPHA), show_default=True,
               callback=unit_callback(units.parse_time, "--alpha"), help="Per-step latency.")
 @cluster_bandwidth_options("as evaluate")
+@gamma_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def survey(nodes, specs, sizes, alpha, link_bandwidth, node_bandwidth, as_json):
-    """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce."""
+def survey(nodes, specs, sizes, alpha, link_bandwidth, node_bandwidth, gamma, as_json):
+    """BFB allreduce on several topologies of N nodes next to bounds and the ring allreduce.
+
+    --gamma prices reductions as evaluate does (T_gamma column; time = T_L + T_B + T_gamma;
+    the bounds leave it out).
+    """
     one_bandwidth(link_bandwidth, node_bandwidth)
     update, bar = progress_bar("survey")
     with bar:
         result = _survey(nodes, specs=specs or None, sizes=sizes, alpha=alpha,
                          node_bandwidth=node_bandwidth, link_bandwidth=link_bandwidth,
-                         progress=update)
+                         progress=update, gamma=gamma)
     rows = result.rows
     if as_json:
         print_json(result.to_dict())
@@ -150,7 +159,7 @@ def survey(nodes, specs, sizes, alpha, link_bandwidth, node_bandwidth, as_json):
             sys.exit(EXIT_INVALID)
         return
     table = Table(title=f"allreduce on {nodes} nodes, "
-                        f"{describe_settings(alpha, node_bandwidth, link_bandwidth)} "
+                        f"{describe_settings(alpha, node_bandwidth, link_bandwidth, gamma=gamma)} "
                         "(any d: what no schedule on any topology of degree d beats, Moore-depth steps + "
                         "the agnostic bandwidth bound; compare's 'x bound' is over the entry's "
                         "own topology's bound)")
@@ -159,6 +168,8 @@ def survey(nodes, specs, sizes, alpha, link_bandwidth, node_bandwidth, as_json):
     for m in sizes:
         label = format_size(m)
         table.add_column(f"T_B@{label}", justify="right")
+        if gamma:
+            table.add_column(f"T_gamma@{label}", justify="right")
         table.add_column(f"time@{label}", justify="right")
         table.add_column(f"any d@{label}", justify="right")
         table.add_column("x any d", justify="right")
@@ -168,10 +179,11 @@ def survey(nodes, specs, sizes, alpha, link_bandwidth, node_bandwidth, as_json):
                  "-" if r.steps is None else str(r.steps),
                  "-" if r.T_L is None else format_time(r.T_L)]
         for c in r.sizes:
-            cells += [format_time(c.T_B), format_time(c.time),
-                      format_time(c.degree_lower_bound), f"{c.degree_ratio:.2f}"]
+            cells += [format_time(c.T_B), *((format_time(c.T_gamma),) if gamma else ()),
+                      format_time(c.time), format_time(c.degree_lower_bound),
+                      f"{c.degree_ratio:.2f}"]
         if not r.priced:
-            cells += [r.verdict] + ["-"] * (4 * len(sizes) - 1)
+            cells += [r.verdict] + ["-"] * ((4 + bool(gamma)) * len(sizes) - 1)
         table.add_row(*cells)
     out_console.print(table)
     ring = rows[-1]

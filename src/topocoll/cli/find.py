@@ -74,7 +74,7 @@ __all__ = ["find"]
               help="Only bidirectional topologies (every link with its reverse: bidirectional "
                    "bases, their degree expansions, powers and products, and unions bidir(G) "
                    "of reverse-symmetric digraphs with their transpose); the choice's topology "
-                   "is checked. Not with --optimize.")
+                   "is checked. With --optimize: bidirectional bases only.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_file,
          workload_model, bucket_size, outdir, compress, no_evaluate, no_cache, optimize, budget,
@@ -88,8 +88,6 @@ def find(*, nodes, degree, alpha, link_bandwidth, node_bandwidth, sizes, sizes_f
     reduce-scatter followed by an allgather (every schedule find builds) beats.
     """
     one_bandwidth(link_bandwidth, node_bandwidth)
-    if bidirectional and optimize:
-        raise Fail("--optimize searches directed bases; it cannot go with --bidirectional")
     _check_find_options(nodes, degree, sizes, sizes_file, workload_model, bucket_size,
                         outdir=outdir, compress=compress, budget=budget,
                         max_evaluations=max_evaluations, optimize=optimize,

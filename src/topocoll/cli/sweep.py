@@ -54,13 +54,16 @@ def _ranges(ctx, param, value):
               callback=duration_callback("--cell-time-limit", allow_zero=False),
               help="Time one cell may take (its frontier, pick and evaluation), e.g. 2min; a "
                    "cell past it fails with that reason and the sweep goes on [default: none].")
+@click.option("--bidirectional", is_flag=True,
+              help="Only bidirectional topologies in every cell (every link with its "
+                   "reverse, as find --bidirectional); cached apart from unrestricted cells.")
 @click.option("-o", "--output", "outdir", type=click.Path(file_okay=False),
               help="Write " + ", ".join(FILES) + " into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: settings, cells, computed, "
               "reused, failed, pool, files.")
 def sweep(*, nodes, degree, size, alpha, link_bandwidth, node_bandwidth, no_evaluate,
-          algorithms, no_cache, workers, scheduler, chunk, time_limit, cell_time_limit, outdir,
-          as_json):
+          algorithms, no_cache, workers, scheduler, chunk, time_limit, cell_time_limit,
+          bidirectional, outdir, as_json):
     """The finder for every N and d of a grid: pick, bound ratio and runner-up per cell.
 
     For each cell (N, d): the Pareto frontier, the pick (the fastest predicted candidate) with
@@ -85,7 +88,8 @@ def sweep(*, nodes, degree, size, alpha, link_bandwidth, node_bandwidth, no_eval
                            algorithms=algorithms or ("bfb",), cache=not no_cache,
                            workers=workers, scheduler=scheduler, chunk=chunk,
                            time_limit=time_limit,
-                           cell_time_limit=cell_time_limit, progress=update)
+                           cell_time_limit=cell_time_limit, progress=update,
+                           bidirectional=bidirectional)
     files = _write(result, outdir) if outdir is not None else []
     if as_json:
         print_json({**result.to_dict(), "files": files})

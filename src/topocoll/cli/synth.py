@@ -121,10 +121,13 @@ def synth(*, topo, collectives, root, method, chunks, seed, restarts, workers, r
     common = dict(chunks=chunks, size=size, seed=seed, unwind_degree=unwind_degree,
                   fail_links=fail_links, fail_nodes=fail_nodes, time_step=time_step)
     if len(collectives) > 1:
-        if method != "greedy":
-            raise Fail("several tenants are synthesized with --method greedy only")
         if root is not None:
             raise Fail("with several tenants give roots as NAME:ROOT, not --root")
+        if max_solves is not None or window is not None:
+            raise Fail("--max-solves and --window apply to one collective only (several "
+                       "tenants are one ILP per horizon)")
+        if method == "ilp":
+            common.update(method="ilp", time_limit=time_limit, node_limit=node_limit)
         _tenants(t, collectives, common, output, no_verify, as_json)
         return
     name, root = _collective_root(collectives[0], root)
@@ -259,7 +262,7 @@ def _write(schedule, output):
 def _tenants(t, collectives, common, output, no_verify, as_json):
     from rich.table import Table  # imported here: start-up time
 
-    update, bar = progress_bar(f"ten-greedy tenants on {t.name}")
+    update, bar = progress_bar(f"ten-{common.get('method', 'greedy')} tenants on {t.name}")
     with bar:   # synthesized, verified, timed sharing the links, written
         run = run_tenants(t, collectives, verify=not no_verify, output=output, progress=update,
                           **common)

@@ -270,8 +270,10 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
         appendix F: bases that are bidirectional, degree expansions, Cartesian powers and
         products of them, and unions ``bidir(G)`` of reverse-symmetric digraphs G of degree
         d/2 with their transpose, at G's steps and T_B). The choice's topology is checked
-        (``bidirectional_checked``). Not with ``optimize`` (its bases are digraphs). Its
-        predicted time is never below the unrestricted choice's: it picks from a subset.
+        (``bidirectional_checked``). With ``optimize`` the optimizer proposes bidirectional
+        bases only (inverse-closed Cayley generators, symmetric rewiring) under skeletons of
+        degree expansions and powers, and its choice is checked again. Its predicted time is
+        never below the unrestricted choice's: it picks from a subset.
 
     Returns
     -------
@@ -287,9 +289,6 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
     method = resolve_method(method, nodes, keep_schedule)
     if nodes > MAX_NODES:
         raise UnsupportedError(f"find handles at most {MAX_NODES} nodes, got {nodes}")
-    if bidirectional and optimize:
-        raise UnsupportedError("optimize searches directed bases; it cannot go with "
-                               "bidirectional")
     if (evaluate or keep_schedule) and (method == "explicit" or keep_schedule):
         _require_allreduce_memory(nodes)   # fail before the search, not after it
     store = open_cache(cache)
@@ -326,7 +325,9 @@ def find(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=None,
         if optimize and result.status != Status.FAILED:
             _optimize_into(result, store, products, progress, algorithms,
                            dict(budget=budget, max_evaluations=max_evaluations, seed=seed,
-                                workers=workers, scheduler=scheduler))
+                                workers=workers, scheduler=scheduler,
+                                bidirectional=bool(bidirectional)))
+            _check_bidirectional(result)
         return result
     finally:
         if "result" in locals():

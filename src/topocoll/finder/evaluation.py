@@ -91,7 +91,7 @@ def frontier(nodes, degree, *, cache=False, products=True, progress=None, search
 
 
 def find_range(nodes, degree, *, cache=True, products=True, progress=None, workers=None,
-               scheduler=None):
+               scheduler=None, bidirectional=False):
     """Frontiers for every size in ``nodes`` (an iterable, e.g. ``range(2, 2001)``) at degree
     ``degree``: ``{N: [Candidate, ...]}``. Predictions only; every frontier is cached.
 
@@ -99,20 +99,35 @@ def find_range(nodes, degree, *, cache=True, products=True, progress=None, worke
     computed exactly once per size and kept in the cache; ``workers`` local processes (or
     the Dask cluster at ``scheduler``, :func:`topocoll.batch.open_pool`) compute the missing
     ones in parallel first (default: this process only).
+
+    Parameters
+    ----------
+    bidirectional : bool
+        Only bidirectional topologies, every link with its reverse (as
+        :func:`~topocoll.finder.find`; cached apart from the unrestricted frontiers). A size
+        with no bidirectional candidate (degree 1 beyond 2 nodes) maps to ``[]``.
+
+    Examples
+    --------
+    >>> got = find_range([7, 8], 3, bidirectional=True, cache=False)
+    >>> {n: [c.name for c in cs] for n, cs in got.items()}
+    {7: ['ring:7'], 8: ['hypercube:3']}
     """
     degree = whole_number(degree, "degree", 1)
     sizes = [whole_number(n, "nodes", 2) for n in nodes]
     progress = as_progress(progress)
     store = open_cache(cache)
-    search = Search(degree, store, products=products, progress=progress)
-    missing = [n for n in sizes
-               if store.get("frontier", _frontier_key(n, degree, products)) is None]
+    search = Search(degree, store, products=products, progress=progress,
+                    bidirectional=bidirectional)
+    missing = [n for n in sizes if store.get(
+        "frontier", _frontier_key(n, degree, products, bidirectional)) is None]
     if ((workers and workers > 1) or scheduler) and degree >= 2 and missing:
         _fill_genkautz(store, missing, degree, workers, progress, scheduler)
     out = {}
     with store.batch():
         for i, n in enumerate(sizes):
-            out[n] = frontier(n, degree, cache=store, products=products, search=search)[0]
+            out[n] = frontier(n, degree, cache=store, products=products, search=search,
+                              bidirectional=bidirectional)[0]
             if progress:
                 progress(i + 1, len(sizes), "frontiers")
     return out

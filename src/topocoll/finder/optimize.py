@@ -43,6 +43,8 @@ from ..errors import TopocollError, UnsupportedError
 from ..units import format_time, parse_time, whole_number
 from ..topology.composite import rewired_spec
 from .bfbcost import bfb_phases
+from .bidir_moves import (any_generators, head_swap, inverse_closed, is_symmetric,
+                          symmetric_swap)
 from .evaluation import (check_algorithms, cluster_settings, evaluate_best, evaluate_candidate,
                          frontier as _frontier, open_cache, rank_by_time)
 from .recipes import EXPANSIONS, ArcsRecipe, SpecRecipe
@@ -208,17 +210,13 @@ def _eccentricity0(heads):
     return depth if seen.all() else None
 
 
-def _legal_swap(heads, u1, i1, u2, i2):
-    a, b = heads[u1, i1], heads[u2, i2]
-    return a != b and a != u2 and b != u1 and b not in heads[u1] and a not in heads[u2]
-
-
 class SkeletonTrack:
     """The search of one skeleton: its best base so far and its rewiring walk."""
 
-    def __init__(self, skeleton, seed_base, rng):
+    def __init__(self, skeleton, seed_base, rng, bidirectional=False):
         self.skeleton = skeleton
         self.rng = rng
+        self.bidirectional = bidirectional    # bidirectional bases only (bidir_moves)
         self.groups = group_presentations(skeleton.nodes) if skeleton.nodes >= 2 else []
         self.seen = set()
         self.best = None          # (time, candidate, heads)
@@ -288,21 +286,21 @@ class BaseScorer:
 
     # ------------------------------------------------------------------ moves
     def cayley(self, track, count):
-        """Draw up to ``count`` Cayley digraphs of the skeleton's order and degree."""
+        """Draw up to ``count`` Cayley digraphs of the skeleton's order and degree (with a
+        bidirectional track, generator sets closed under inverses: bidirectional graphs)."""
         from ..topology.families.cayley import metacyclic_heads
 
         sk, rng = track.skeleton, track.rng
-        d = sk.degree
-        if not track.groups or d >= sk.nodes:
+        if not track.groups or sk.degree >= sk.nodes:
             return 0
+        draw = inverse_closed if track.bidirectional else any_generators
         done = 0
         for _ in range(count):
             m, k, r = track.groups[int(rng.integers(len(track.groups)))]
             gens = None
             for _try in range(_MAX_DRAW_TRIES):
-                ids = rng.choice(sk.nodes - 1, size=d, replace=False) + 1
-                cand = tuple(sorted((int(g) // k, int(g) % k) for g in ids))
-                if (m, k, r, cand) not in track.seen:
+                cand = draw(m, k, r, sk.degree, rng)
+                if cand is not None and (m, k, r, cand) not in track.seen:
                     gens = cand
                     break
             if gens is None:
@@ -312,24 +310,27 @@ class BaseScorer:
             heads = metacyclic_heads(m, k, r, gens)
             best_time = None if track.best is None else track.best[0]
             got = self.score(sk, heads, transitive=True, best_time=best_time)
-            if got is None:
+            if got is None or not (best_time is None or got[0] < best_time):
                 continue
-            time_, steps, t_b = got
-            if best_time is None or time_ < best_time:
-                if k == 1:
-                    spec = f"dcirculant:{m}:" + ",".join(str(y) for y, _ in gens)
-                else:
-                    spec = f"metacyclic:{m},{k},{r}:" + ",".join(f"{y}.{j}" for y, j in gens)
-                cand = self.base_candidate(sk, spec, SpecRecipe(spec), steps, t_b)
-                if track.offer(time_, cand, heads):
-                    track.walk = None         # restart the rewiring walk from the new best
+            if track.bidirectional and not is_symmetric(heads):
+                continue             # checked before it is offered as a find
+            spec = (f"dcirculant:{m}:" + ",".join(str(y) for y, _ in gens) if k == 1 else
+                    f"metacyclic:{m},{k},{r}:" + ",".join(f"{y}.{j}" for y, j in gens))
+            cand = self.base_candidate(sk, spec, SpecRecipe(spec), got[1], got[2])
+            if track.offer(got[0], cand, heads):
+                track.walk = None         # restart the rewiring walk from the new best
         return done
 
     def rewire(self, track, count):
-        """Up to ``count`` head swaps on the rewiring walk (started at the best base)."""
+        """Up to ``count`` head swaps on the rewiring walk (started at the best base), kept
+        when the predicted time does not grow; a bidirectional track swaps two links both
+        ways (:func:`~topocoll.finder.bidir_moves.symmetric_swap`)."""
         sk, rng = track.skeleton, track.rng
         if track.best is None or track.best[2] is None:
             return 0
+        if track.bidirectional and not is_symmetric(track.best[2]):
+            return 0
+        swap = symmetric_swap if track.bidirectional else head_swap
         if track.walk is None:
             track.walk = (track.best[0], track.best[2].copy())
         cur_time, heads = track.walk
@@ -338,16 +339,18 @@ class BaseScorer:
         for _ in range(count):
             u1, u2 = (int(x) for x in rng.integers(n, size=2))
             i1, i2 = (int(x) for x in rng.integers(d, size=2))
-            if u1 == u2 or not _legal_swap(heads, u1, i1, u2, i2):
+            changes = swap(heads, u1, i1, u2, i2)
+            if changes is None:
                 continue
             done += 1
-            heads[u1, i1], heads[u2, i2] = heads[u2, i2], heads[u1, i1]
             got = self.score(sk, heads, transitive=False, best_time=cur_time)
             if got is None or got[0] > cur_time * (1 + 1e-12):
-                heads[u1, i1], heads[u2, i2] = heads[u2, i2], heads[u1, i1]
+                for u, slot, old in changes:
+                    heads[u, slot] = old
                 continue
             cur_time = got[0]
-            if cur_time < track.best[0] * (1 - 1e-12):
+            if cur_time < track.best[0] * (1 - 1e-12) and (
+                    not track.bidirectional or is_symmetric(heads)):
                 name = rewired_spec(heads)          # a spec that rebuilds these heads
                 recipe = ArcsRecipe(name, n, tuple(tuple(int(x) for x in row) for row in heads))
                 track.offer(cur_time, self.base_candidate(sk, name, recipe, got[1], got[2]),
@@ -407,7 +410,7 @@ def _find_seed(candidates, order, times, cost, tools, nodes):
                            "verified to seed the optimizer")
 
 
-def _make_tracks(candidates, picked, target, seed, cost):
+def _make_tracks(candidates, picked, target, seed, cost, bidirectional=False):
     """Search tracks: the skeletons of the picked frontier candidates, and the bare target
     ``(nodes, degree)``."""
     workload, alpha, bandwidth = cost
@@ -419,10 +422,12 @@ def _make_tracks(candidates, picked, target, seed, cost):
             sk, spec = Skeleton(*target, ()), None
         else:
             sk, spec = skeleton_of(c), _base_spec(c)
-        if sk is None or (sk.nodes, sk.degree, sk.chain) in keys or sk.degree >= sk.nodes:
-            continue
+        if sk is None or (sk.nodes, sk.degree, sk.chain) in keys or sk.degree >= sk.nodes or (
+                bidirectional and any(step[0] in ("line", "bidir") for step in sk.chain)):
+            continue    # bidirectional: only chains that keep a bidirectional base so
         keys.add((sk.nodes, sk.degree, sk.chain))
-        track = SkeletonTrack(sk, spec, np.random.default_rng([int(seed), len(tracks)]))
+        track = SkeletonTrack(sk, spec, np.random.default_rng([int(seed), len(tracks)]),
+                              bidirectional)
         if spec is not None:
             track.offer(c.time(workload, alpha=alpha, bandwidth=bandwidth), c,
                         _seed_heads(spec, sk))
@@ -587,7 +592,7 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
              link_bandwidth=None, seed=0,
              budget=None, max_evaluations=None, seeds=4, confirm=2, algorithms=("bfb",),
              cache=False, products=True, progress=None, frontier=None, keep_schedule=True,
-             workers=None, scheduler=None):
+             workers=None, scheduler=None, bidirectional=False):
     """Search for a topology with a faster evaluated allreduce than the frontier's best.
 
     Parameters
@@ -627,6 +632,10 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
         an equal share of ``max_evaluations`` and of the budget's worker time, so the result
         is the same wherever the tasks run. Without either (the default) the skeletons take
         turns in this process and share the candidates as they go.
+    bidirectional : bool
+        Bidirectional topologies only: the bidirectional frontier, skeletons of degree
+        expansions and powers alone, and bases equal to their reverse (inverse-closed Cayley
+        generators, symmetric rewiring; :mod:`~topocoll.finder.bidir_moves`).
 
     Returns
     -------
@@ -642,14 +651,16 @@ def optimize(nodes, degree, workload="1MiB", *, alpha="10us", node_bandwidth=Non
     algorithms = check_algorithms(algorithms)
     store = open_cache(cache)
     candidates = frontier if frontier is not None else _frontier(
-        nodes, degree, cache=store, products=products, progress=progress)[0]
+        nodes, degree, cache=store, products=products, progress=progress,
+        bidirectional=bidirectional)[0]
     times, order = rank_by_time(candidates, workload, alpha, bandwidth)
 
     cost = (workload, alpha, bandwidth)
     seed_cand, seed_eval, seed_sched, seed_pred = _find_seed(
         candidates, order, times, cost, (algorithms, store, progress), nodes)
     opt = BaseScorer(workload, alpha, bandwidth)
-    tracks = _make_tracks(candidates, order[:max(int(seeds), 1)], (nodes, degree), seed, cost)
+    tracks = _make_tracks(candidates, order[:max(int(seeds), 1)], (nodes, degree), seed, cost,
+                          bidirectional)
 
     if workers is None and scheduler is None:
         stopped = _search(opt, tracks, *_limits(opt, max_evaluations, budget, started),

@@ -75,7 +75,8 @@ def _cell(n, degree, store, settings, check):
              node_bandwidth=settings["node_bandwidth"],
              link_bandwidth=settings["link_bandwidth"], evaluate=settings["evaluate"],
              cache=store, products=settings["products"], algorithms=settings["algorithms"],
-             method=settings["method"], progress=check)
+             method=settings["method"], progress=check,
+             bidirectional=settings.get("bidirectional", False))
     lower = r.lower_bound
     _, order = rank_by_time(r.frontier, r.workload, r.alpha, r.node_bandwidth)
     if r.status == Status.FAILED:
@@ -108,13 +109,14 @@ def sweep_chunk(degree, sizes, settings, cell_limit=None):
     (:func:`topocoll.batch.time_limit`), becomes ``{"status": "failed", "error": ...}``."""
     store = open_cache(settings["cache"])
     try:
-        search = Search(degree, store, products=settings["products"])
+        two_way = settings.get("bidirectional", False)
+        search = Search(degree, store, products=settings["products"], bidirectional=two_way)
         out = []
         for n in sizes:
             try:
                 with limited(cell_limit) as check:
                     frontier(n, degree, cache=store, products=settings["products"],
-                             search=search, progress=check)
+                             search=search, progress=check, bidirectional=two_way)
                     out.append((n, _cell(n, degree, store, settings, check)))
             except (TopocollError, MemoryError, TimeUp) as exc:
                 out.append((n, {"nodes": n, "degree": degree, "status": "failed",
@@ -167,7 +169,7 @@ def _cell_key(n, degree, settings):
 
 
 def _settings(size, alpha, node_bandwidth, link_bandwidth, evaluate, products, algorithms,
-              method, cache):
+              method, cache, bidirectional=False):
     _, _, alpha, bandwidth, workload, link = cluster_settings(
         16, 2, alpha, node_bandwidth, size, link_bandwidth=link_bandwidth)
     if len(workload.sizes) != 1:
@@ -176,11 +178,14 @@ def _settings(size, alpha, node_bandwidth, link_bandwidth, evaluate, products, a
     if method not in ("auto", "explicit", "construction"):
         resolve_method(method, 16)        # raises the one error for an unknown method
     # per-node egress as given (or None): every cell prices with its own degree
-    return {"workload": workload.sizes[0], "alpha": alpha,
-            "node_bandwidth": bandwidth if link is None else None,
-            "link_bandwidth": link, "evaluate": bool(evaluate), "products": bool(products),
-            "algorithms": list(check_algorithms(algorithms)), "method": method,
-            "cache": cache if isinstance(cache, bool) else str(cache)}
+    out = {"workload": workload.sizes[0], "alpha": alpha,
+           "node_bandwidth": bandwidth if link is None else None,
+           "link_bandwidth": link, "evaluate": bool(evaluate), "products": bool(products),
+           "algorithms": list(check_algorithms(algorithms)), "method": method,
+           "cache": cache if isinstance(cache, bool) else str(cache)}
+    if bidirectional:   # in the cells' cache keys; unrestricted keys (and atlases) as they were
+        out["bidirectional"] = True
+    return out
 
 
 def _grid(nodes, degrees):
@@ -229,7 +234,7 @@ def _answer(missing, chunk, settings, pool, limits, store, cells, total, progres
 def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
           link_bandwidth=None, evaluate=True, products=True, algorithms=("bfb",),
           method="auto", cache=True, workers=None, scheduler=None, chunk=None,
-          time_limit=None, cell_time_limit=None, progress=None):
+          time_limit=None, cell_time_limit=None, progress=None, bidirectional=False):
     """The finder's answer for every ``(N, d)`` in ``nodes x degrees`` (see the module).
 
     Parameters
@@ -258,6 +263,11 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
         local processes, at the finder's next progress report on a Dask cluster).
     progress : callable, optional
         ``progress(done, total, stage)`` per cell; ``stage`` counts the failures.
+    bidirectional : bool
+        Only bidirectional topologies in every cell (as :func:`~topocoll.finder.find`); it is
+        part of the cells' cache keys and of the atlas's settings, so a restricted sweep and
+        an unrestricted one never share cells. A cell with no bidirectional topology fails
+        with that reason.
 
     Returns
     -------
@@ -266,7 +276,7 @@ def sweep(nodes, degrees, size="1MiB", *, alpha="10us", node_bandwidth=None,
     started = time.perf_counter()
     sizes, degs = _grid(nodes, degrees)
     settings = _settings(size, alpha, node_bandwidth, link_bandwidth, evaluate, products,
-                         algorithms, method, cache)
+                         algorithms, method, cache, bidirectional)
     chunk = whole_number(chunk if chunk is not None else (4 if evaluate else 16), "chunk", 1)
     limit = None if time_limit is None else real_number(time_limit, "time_limit", above=0)
     cell_limit = None if cell_time_limit is None else real_number(cell_time_limit,

@@ -18,6 +18,11 @@ refuse them). Baselines that run pipelined (``dbt``, as NCCL runs it) are priced
 at each size as K pipelined chunks, K chosen to minimize the step-model time
 (:func:`topocoll.schedule.cost.best_chunks`; ``sizes[i].chunks`` says which).
 
+``gamma`` (default none: reductions are free) prices reductions as
+:func:`~topocoll.schedule.cost.evaluate` does (docs/math.md, "The reduction cost gamma"):
+every ``time`` is ``T_L + T_B + T_gamma``. The lower bounds leave the reduction out, so they
+stay bounds (``T_gamma >= 0``).
+
 >>> result = compare(["ring:8", "hypercube:3"], sizes=["1KiB", "1MiB"])
 >>> result.status_name, [(r.name, r.steps, r.verified) for r in result.rows]
 ('SUCCESS', [('ring:8 bfb', 8, True), ('hypercube:3 bfb', 6, True)])
@@ -39,7 +44,10 @@ from ..errors import (FileAccessError, InputTypeError, ResourceLimitError, Sched
                       TopocollError, UnsupportedError)
 from ..fileio import is_special, parse_json, read_input
 from ..schedule.bounds import degree_lower_bound
-from ..schedule.cost import MODEL as _STEP_MODEL, PipelinedCost, evaluate
+from ..collectives import REDUCE
+from ..schedule.cost import (MODEL as _STEP_MODEL, PipelinedCost, evaluate,
+                             _loads_from, _pipelined)
+from ..schedule.reduction import parse_gamma
 from ..schedule.io import FORMAT as _SCHEDULE_FORMAT, loads_schedule, schedule_from_dict
 from ..schedule.model import Schedule
 from ..schedule.verify import verify
@@ -47,7 +55,7 @@ from ..synth import generate
 from ..topology.io import topology_from_dict
 from ..topology.model import Topology
 from ..topology.specs import topology as _topology
-from ..units import format_size, format_time, parse_size, parse_time
+from ..units import format_bandwidth, format_size, format_time, parse_size, parse_time
 
 __all__ = ["compare", "plot_comparison", "fastest", "CompareResult", "ComparisonRow",
            "SizeCost", "describe_settings"]
@@ -78,6 +86,7 @@ class SizeCost:
     degree_ratio: float | None = None
     fastest: bool = False
     chunks: int | None = None
+    T_gamma: float = 0.0
 
 
 @dataclass
@@ -90,9 +99,12 @@ class ComparisonRow:
     ``latency_lower_bound`` is ``steps_lower_bound * alpha``; ``T_B_per_byte`` and
     ``bw_lower_bound_per_byte`` give ``T_B`` and its bound for any size M by multiplication.
     ``alpha`` and ``node_bandwidth`` or ``link_bandwidth`` are what every entry was given.
-    ``model`` names the pricing model (``"step"``). A pipelined row (``pipelined``: the
-    pieces ``[chunks, steps, T_L, T_B_per_byte]`` it was priced with) costs the least piece at
-    each size; ``steps``, ``T_L`` and ``T_B_per_byte`` are then the unpipelined schedule's.
+    ``model`` names the pricing model (``"step"``). ``gamma`` is the reduction cost every
+    entry was given (seconds per byte) and ``T_gamma_per_byte`` gives ``T_gamma`` by
+    multiplication. A pipelined row (``pipelined``: the pieces
+    ``[chunks, steps, T_L, T_B_per_byte, T_gamma_per_byte]`` it was priced with) costs the least
+    piece at each size; ``steps``, ``T_L``, ``T_B_per_byte`` and ``T_gamma_per_byte`` are then
+    the unpipelined schedule's.
     """
 
     name: str
@@ -119,6 +131,8 @@ class ComparisonRow:
     link_bandwidth: float | None = None
     model: str = _STEP_MODEL
     pipelined: list | None = None
+    gamma: float = 0.0
+    T_gamma_per_byte: float = 0.0
 
     @property
     def priced(self):
@@ -129,8 +143,8 @@ class ComparisonRow:
         a pipelined row the least of its pieces)."""
         m = parse_size(size)
         if self.pipelined:
-            return min(t_l + t_b * m for _, _, t_l, t_b in self.pipelined)
-        return self.T_L + self.T_B_per_byte * m
+            return min(t_l + (t_b + t_g) * m for _, _, t_l, t_b, t_g in self.pipelined)
+        return self.T_L + (self.T_B_per_byte + self.T_gamma_per_byte) * m
 
     def lower_bound_at(self, size):
         """The lower bound on the time for ``size`` bytes on this topology."""
@@ -255,35 +269,59 @@ def _row(schedule, name, source, sizes, settings, pipelined=False):
     if not report.valid:
         return ComparisonRow(**base, verdict="invalid", verified=False, reason=report.summary(),
                              steps=schedule.num_steps)
-    evals = [evaluate(schedule, m, check=False) for m in sizes]
+    evals = [evaluate(schedule, m, check=False, gamma=settings["gamma"]) for m in sizes]
     e0 = evals[0]
     per_byte = e0.T_B / e0.size
+    gamma_per_byte = e0.T_gamma / e0.size
     bound_per_byte = e0.bw_lower_bound / e0.size
     latency_bound = e0.steps_lower_bound * alpha
     # what no topology of this size, degree and node egress beats (a theorem, unlike this
     # topology's own bandwidth bound, which another topology of the same degree may beat)
     moore, any_per_byte = degree_lower_bound(e0.collective, topo.num_nodes, _degree(topo),
                                              float(topo.egress_bandwidth().max()))
-    pipe = PipelinedCost.of(schedule, sizes) if pipelined else None
+    pieces = _pieces(schedule, sizes, settings["gamma"]) if pipelined else None
     costs = []
     for e in evals:
         bound = latency_bound + e.bw_lower_bound
         degree_bound = moore * alpha + any_per_byte * e.size
-        t_b, time, chunks = e.T_B, e.time, None
-        if pipe is not None:       # the chunk count that is cheapest at this size
-            chunks, _, t_l, t_b_per_byte = pipe.best(e.size)
-            t_b = t_b_per_byte * e.size
-            time = t_l + t_b
+        t_b, t_g, time, chunks = e.T_B, e.T_gamma, e.time, None
+        if pieces is not None:     # the chunk count that is cheapest at this size
+            chunks, _, t_l, t_b_per_byte, t_g_per_byte = min(
+                pieces, key=lambda p: (p[2] + (p[3] + p[4]) * e.size, p[0]))
+            t_b, t_g = t_b_per_byte * e.size, t_g_per_byte * e.size
+            time = t_l + t_b + t_g
         costs.append(SizeCost(size=e.size, T_B=t_b, time=time, time_lower_bound=bound,
                               ratio=time / bound if bound > 0 else None,
                               degree_lower_bound=degree_bound,
                               degree_ratio=time / degree_bound if degree_bound > 0 else None,
-                              chunks=chunks))
+                              chunks=chunks, T_gamma=t_g))
     return ComparisonRow(**base, verdict="ok", verified=True, steps=e0.steps, diameter=e0.diameter,
                          steps_lower_bound=e0.steps_lower_bound, moore_steps=moore, T_L=e0.T_L,
                          T_B_per_byte=per_byte, latency_lower_bound=latency_bound,
                          bw_lower_bound_per_byte=bound_per_byte, sizes=costs,
-                         pipelined=None if pipe is None else [list(p) for p in pipe.pieces])
+                         pipelined=pieces, T_gamma_per_byte=gamma_per_byte)
+
+
+def _pieces(schedule, sizes, gamma):
+    """The pipelined pieces ``[K, steps, T_L, T_B per byte, T_gamma per byte]`` of
+    ``schedule`` (:class:`~topocoll.schedule.cost.PipelinedCost`'s counts K). Pipelined step u
+    has node v reduce 1/K of what it reduces in the steps of its window, as a pair carries
+    1/K of their loads, so the reduce loads per (step, node) pipeline as the link loads do and
+    ``T_gamma(K)`` adds to ``T_L(K) + T_B(K)`` (docs/math.md sections 1 and 12)."""
+    pieces = [list(p) + [0.0] for p in PipelinedCost.of(schedule, sizes).pieces]
+    rows = schedule.representatives()
+    red = rows.transfers[rows.transfers["op"] == REDUCE]
+    if gamma == 0 or not rows.collective.combining or red.size == 0:
+        return pieces
+    frac = rows.collective.shard_fraction(rows.num_nodes)
+    # symmetric: the representatives reach every node, so one node stands for all (as in
+    # topocoll.schedule.reduction.reduction_step_loads)
+    node = np.zeros(red.size, dtype=np.int64) if schedule.group is not None else red["dst"]
+    loads = _loads_from(red["step"], node, (red["hi"] - red["lo"]) * frac * gamma,
+                        np.zeros(red.size))
+    for p in pieces:
+        p[4] = _pipelined(loads, p[0])[2]
+    return pieces
 
 
 def _degree(topo):
@@ -371,7 +409,7 @@ def _job_row(entry, algorithm, coll, sizes, settings):
 
 def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algorithms=("bfb",), *,
             alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None, progress=None,
-            workers=None, scheduler=None):
+            workers=None, scheduler=None, gamma=None):
     """Verify and price schedules side by side under the same latency and bandwidth.
 
     Parameters
@@ -402,6 +440,11 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
         after another; :func:`topocoll.batch.open_pool`).
     scheduler : str, optional
         A Dask scheduler's address (``tcp://HOST:8786``): the rows run on its cluster.
+    gamma : float or str, optional
+        Reduction cost: seconds per byte a node reduces, or its reduction throughput
+        (``"100GB/s"``). Default none: reductions are free. Every time is then
+        ``T_L + T_B + T_gamma``, ``T_gamma`` as :func:`topocoll.schedule.cost.evaluate` prices
+        it (docs/math.md, "The reduction cost gamma"); the lower bounds leave it out.
 
     Returns
     -------
@@ -418,6 +461,12 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
         A bad spec, an unreadable file or a bad quantity, before anything is generated.
     UnsupportedError
         No entries, or nothing could be generated at all (the message gives the first reason).
+
+    Examples
+    --------
+    >>> plain, reducing = (compare(["ring:8"], sizes=["1MiB"], gamma=g) for g in (None, "100GB/s"))
+    >>> reducing.rows[0].sizes[0].time > plain.rows[0].sizes[0].time
+    True
     """
     if isinstance(entries, (str, os.PathLike, Schedule, Topology)):
         entries = [entries]
@@ -427,7 +476,7 @@ def compare(entries, sizes=defaults.COMPARE_SIZES, collective="allreduce", algor
     alpha = parse_time(alpha, what="alpha")
     node_bandwidth, link_bandwidth = defaults.bandwidth_convention(node_bandwidth, link_bandwidth)
     settings = {"alpha": alpha, "node_bandwidth": node_bandwidth,
-                "link_bandwidth": link_bandwidth}
+                "link_bandwidth": link_bandwidth, "gamma": parse_gamma(gamma)}
     resolved = [_resolve_pair(item) for item in entries]
     if not resolved:
         raise UnsupportedError("nothing to compare: give topology specs or schedule files")
@@ -481,6 +530,8 @@ class CompareResult(Result):
         What was generated for topology entries.
     alpha, node_bandwidth, link_bandwidth : float or None
         The latency and bandwidth every entry was given.
+    gamma : float
+        The reduction cost every entry was given (seconds per byte; 0: free).
     """
 
     rows: list
@@ -489,6 +540,7 @@ class CompareResult(Result):
     alpha: float
     node_bandwidth: float | None = None
     link_bandwidth: float | None = None
+    gamma: float = 0.0
 
     def fastest(self, index):
         """The priced row fastest at ``sizes[index]``, or None."""
@@ -500,7 +552,7 @@ class CompareResult(Result):
         return {**super().to_dict(), "collective": self.collective,
                 "model": _one_model(self.rows), "alpha": self.alpha,
                 "node_bandwidth": self.node_bandwidth, "link_bandwidth": self.link_bandwidth,
-                "bandwidth": describe_settings(self.alpha, self.node_bandwidth,
+                "gamma": self.gamma, "bandwidth": describe_settings(self.alpha, self.node_bandwidth,
                                                self.link_bandwidth).split(", ", 1)[1],
                 "sizes": list(self.sizes), "rows": [r.to_dict() for r in self.rows],
                 "fastest": [{"size": m, "name": w.name if w else None}
@@ -582,15 +634,21 @@ def _default_title(priced):
     what = colls[0] if len(colls) == 1 else "mixed collectives"
     r = priced[0]
     return (f"{what}: time against buffer size "
-            f"({describe_settings(r.alpha, r.node_bandwidth, r.link_bandwidth)})")
+            f"({describe_settings(r.alpha, r.node_bandwidth, r.link_bandwidth, gamma=r.gamma)})")
 
 
-def describe_settings(alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None):
-    """One line naming the latency and bandwidth applied to every entry, for titles.
+def describe_settings(alpha=defaults.ALPHA, node_bandwidth=None, link_bandwidth=None, *,
+                      gamma=None):
+    """One line naming the latency and bandwidth applied to every entry, for titles, and
+    the reduction cost ``gamma`` when there is one.
 
     >>> describe_settings(), describe_settings(node_bandwidth="100Gbps")
     ('alpha 10us, 100Gbps per link', 'alpha 10us, 100Gbps per node')
+    >>> describe_settings(gamma="100GB/s")
+    'alpha 10us, 100Gbps per link, reduction at 800Gbps'
     """
     alpha = parse_time(alpha, what="alpha")
+    gamma = parse_gamma(gamma)
+    reduction = f", reduction at {format_bandwidth(1.0 / gamma)}" if gamma > 0 else ""
     return f"alpha {format_time(alpha)}, " \
-           f"{defaults.describe_convention(node_bandwidth, link_bandwidth)}"
+           f"{defaults.describe_convention(node_bandwidth, link_bandwidth)}{reduction}"

@@ -18,11 +18,12 @@ import os
 from dataclasses import dataclass, field
 
 from .. import defaults
-from ..errors import FileAccessError, InvalidScheduleError
+from ..errors import FileAccessError, InvalidScheduleError, UnsupportedError
 from ..schedule.io import save_schedule
 from ..schedule.linkmodel import simulate_many
 from ..schedule.verify import verify as _verify
 from ..synth.ten.tenants import TenantsResult, synthesize_tenants
+from ..synth.ten.tenants_ilp import ilp_tenants
 
 __all__ = ["run_tenants", "TenantsRun", "check_synthesized", "tenant_file"]
 
@@ -83,7 +84,7 @@ def tenant_file(folder, index, schedule):
 
 
 def run_tenants(topology, tenants, *, verify=True, output=None, size=defaults.SYNTHESIS_SIZE,
-                progress=None, **options):
+                progress=None, method="greedy", time_limit=None, node_limit=None, **options):
     """Synthesize ``tenants`` together on ``topology``, verify each schedule (unless
     ``verify`` is False), time them together in the link model at buffer ``size`` and, with
     ``output`` (a folder, created if missing), write one schedule file per tenant
@@ -91,7 +92,10 @@ def run_tenants(topology, tenants, *, verify=True, output=None, size=defaults.SY
 
     ``options`` (``chunks``, ``seed``, ``unwind_degree``, ``fail_links``, ``fail_nodes``,
     ``time_step``) and ``progress`` go to
-    :func:`~topocoll.synth.ten.tenants.synthesize_tenants`.
+    :func:`~topocoll.synth.ten.tenants.synthesize_tenants` (``method="greedy"``), or the
+    options with ``time_limit`` and ``node_limit`` to
+    :func:`~topocoll.synth.ten.tenants_ilp.ilp_tenants` (``method="ilp"``: one ILP over
+    every tenant; ``progress`` is not reported).
 
     Returns
     -------
@@ -104,7 +108,15 @@ def run_tenants(topology, tenants, *, verify=True, output=None, size=defaults.SY
     FileAccessError
         The output folder cannot be created.
     """
-    res = synthesize_tenants(topology, list(tenants), size=size, progress=progress, **options)
+    if method == "ilp":
+        res = ilp_tenants(topology, list(tenants), size=size, time_limit=time_limit,
+                          node_limit=node_limit, **options)
+    elif method == "greedy":
+        res = synthesize_tenants(topology, list(tenants), size=size, progress=progress,
+                                 **options)
+    else:
+        raise UnsupportedError(f"several tenants are synthesized by greedy or ilp, not "
+                               f"{method!r}")
     statuses = [check_synthesized(s, verify) for s in res.schedules]
     finish = [r.time for r in simulate_many(res.schedules, size)]  # shared links
     files = []

@@ -56,7 +56,7 @@ def default_specs(num_nodes, degree=4):
 
 
 def survey(num_nodes=64, *, specs=None, sizes=defaults.SURVEY_SIZES, alpha=defaults.ALPHA,
-           node_bandwidth=None, link_bandwidth=None, degree=4, progress=None):
+           node_bandwidth=None, link_bandwidth=None, degree=4, progress=None, gamma=None):
     """BFB allreduce on a handful of topologies of one size next to the bidirectional and the
     classic ring allreduce: a preset of :func:`~topocoll.studies.compare.compare`.
 
@@ -66,11 +66,13 @@ def survey(num_nodes=64, *, specs=None, sizes=defaults.SURVEY_SIZES, alpha=defau
     :class:`~topocoll.studies.compare.CompareResult`, its rows ending with the classic ring;
     each size's ``degree_ratio`` is
     the time over the best any topology of that size and degree could do (Moore-depth steps
-    and bandwidth-optimal ``T_B``).
+    and bandwidth-optimal ``T_B``). ``gamma`` (seconds per byte reduced, or a reduction
+    throughput such as ``"100GB/s"``; default none, reductions free) adds compare's reduction
+    term ``T_gamma`` to every time; the bounds leave it out.
     """
     specs = list(specs) if specs is not None else default_specs(num_nodes, degree)
     entries = [(spec, "bfb") for spec in specs] + [(f"ring:{num_nodes}", "biring"),
                                                    (f"uniring:{num_nodes}", "ring")]
     return compare(entries, sizes=sizes, collective="allreduce", alpha=alpha,
                    node_bandwidth=node_bandwidth, link_bandwidth=link_bandwidth,
-                   progress=progress)
+                   progress=progress, gamma=gamma)

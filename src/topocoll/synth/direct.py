@@ -4,6 +4,9 @@ the network routing the messages (Won et al., TACOS, MICRO 2024, sections III-B 
 A collective library's Direct algorithm ignores the topology: for an all-gather every rank
 sends its shard to every other rank at once, for a reduce-scatter every rank sends rank ``y``
 its contribution to shard ``y`` (reduced on arrival), and an all-reduce is the two in sequence.
+The rooted collectives are one step too (TACOS's Tables IV and V): a broadcast sends the root's
+whole buffer to every node, a scatter shard ``y`` to node ``y``, a gather every node's shard
+to the root and a reduce every node's whole buffer to the root (reduced on arrival).
 On a fully connected network that is one step per phase on every link at once; elsewhere the
 routes pile up on the links between (TACOS's Fig. 6: 12.9x slower than Ring on a 100-node ring).
 The schedules are routed (docs/format.md, "Routed transfers") along ``"shortest"`` routes or,
@@ -36,7 +39,8 @@ from .options import require_collective
 __all__ = ["DIRECT_COLLECTIVES", "direct_schedule", "direct_traffic", "direct_transfers",
            "check_routing"]
 
-DIRECT_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
+DIRECT_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "scatter",
+                      "gather")
 
 
 def check_routing(routing, algorithm):
@@ -64,11 +68,37 @@ def _nodes(topology):
     return topology.num_nodes
 
 
-def _direct_rows(out, topology, coll):
+def _root(coll, root, n):
+    """The root of a rooted ``coll`` (default 0), checked; None for the others."""
+    if not coll.rooted:
+        return None
+    root = 0 if root is None else root
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
+        raise InputTypeError(f"direct: root must be a node number, got {root!r}")
+    if not 0 <= root < n:
+        raise UnsupportedError(f"direct: root must be a node 0..{n - 1}, got {root}")
+    return int(root)
+
+
+def _rooted_rows(out, n, coll, root):
+    """The one step of a rooted collective: the root to every other node (broadcast: the
+    buffer, scatter: shard y to y) or every other node to the root (gather: shard x from x,
+    reduce: the buffer, reduced on arrival)."""
+    others = np.delete(np.arange(n, dtype=np.int64), root)
+    ours = np.full(n - 1, root, dtype=np.int64)
+    src, dst = (ours, others) if coll.name in ("broadcast", "scatter") else (others, ours)
+    shard = {"broadcast": 0, "reduce": 0, "scatter": dst, "gather": src}[coll.name]
+    out.add(1, src, dst, shard, op=REDUCE if coll.name == "reduce" else COPY)
+    return src, dst
+
+
+def _direct_rows(out, topology, coll, root=None):
     """Add the rows of :func:`direct_schedule` to the sink ``out``: step 1 the reduce-scatter
     (every ``x -> y`` carries x's part of shard y), then the all-gather (every ``x -> y``
-    carries shard x)."""
+    carries shard x); a rooted collective's one step. Returns the pairs used, ``(src, dst)``."""
     n = _nodes(topology)
+    if coll.rooted:
+        return _rooted_rows(out, n, coll, _root(coll, root, n))
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
     step = 1
     if coll.name != "allgather":
@@ -76,7 +106,7 @@ def _direct_rows(out, topology, coll):
         step += 1
     if coll.name != "reduce_scatter":
         out.add(step, src, dst, src, op=COPY)
-    return {}
+    return src, dst
 
 
 def _policy(topology, src, dst, routing):
@@ -97,8 +127,12 @@ def direct_schedule(topology, collective, *, root=None, progress=None, routing="
         Any strongly connected topology without switches (unwind them first), ``N >= 2``.
     collective : str
         ``allgather`` (step 1: ``x`` sends shard ``x`` to every ``y``), ``reduce_scatter``
-        (step 1: ``x`` reduces its part of shard ``y`` into ``y``) or ``allreduce`` (the two,
-        steps 1 and 2).
+        (step 1: ``x`` reduces its part of shard ``y`` into ``y``), ``allreduce`` (the two,
+        steps 1 and 2), or a rooted one in step 1: ``broadcast`` (the root sends its buffer to
+        every ``y``), ``scatter`` (the root sends shard ``y`` to ``y``), ``gather`` (``x``
+        sends shard ``x`` to the root) or ``reduce`` (``x`` reduces its buffer into the root).
+    root : int, optional
+        The root of a rooted collective (default 0).
     routing : {"shortest", "xy"}
         The routes of the transfers between nodes that share no link: shortest paths, or
         dimension order (a mesh, torus or ring only).
@@ -106,8 +140,8 @@ def direct_schedule(topology, collective, *, root=None, progress=None, routing="
     Returns
     -------
     Schedule
-        Algorithm ``"direct"``: ``N (N - 1)`` transfers of a whole shard per phase; routed
-        unless every pair is a link (``complete:N``).
+        Algorithm ``"direct"``: ``N (N - 1)`` transfers of a whole shard per phase (``N - 1``
+        for a rooted collective); routed unless every pair used is a link.
 
     Examples
     --------
@@ -115,13 +149,17 @@ def direct_schedule(topology, collective, *, root=None, progress=None, routing="
     >>> s = direct_schedule(topology("ring:5"), "reduce_scatter")
     >>> s.num_steps, s.routing, s.collective.name
     (1, 'shortest', 'reduce_scatter')
+    >>> b = direct_schedule(topology("mesh:3x3"), "broadcast", root=4, routing="xy")
+    >>> b.num_transfers, b.root, sorted(set(b.transfers["src"].tolist()))
+    (8, 4, [4])
     """
     coll = require_collective(collective, DIRECT_COLLECTIVES, "direct")
     routing = check_routing(routing, "direct")
     out = RowSink()
-    _direct_rows(out, topology, coll)
+    _direct_rows(out, topology, coll, root)
     t = out.transfers()
     return Schedule(topology, coll, t, algorithm="direct",
+                    root=_root(coll, root, topology.num_nodes),
                     routing=_policy(topology, t["src"], t["dst"], routing))
 
 
@@ -131,24 +169,28 @@ def direct_traffic(topology, collective, *, root=None, routing="shortest"):
     >>> from topocoll.topology import topology
     >>> direct_traffic(topology("torus:8x8"), "allreduce").size
     8064
+    >>> float(direct_traffic(topology("torus:8x8"), "gather", root=9).share.sum()) * 64
+    63.0
     """
     coll = require_collective(collective, DIRECT_COLLECTIVES, "direct")
     routing = check_routing(routing, "direct")
     n = _nodes(topology)
     out = TrafficSink(n, coll.shard_fraction(n))
-    _direct_rows(out, topology, coll)
-    src, dst = np.nonzero(~np.eye(n, dtype=bool))
+    src, dst = _direct_rows(out, topology, coll, root)
     return out.traffic(topology, coll, routing=_policy(topology, src, dst, routing),
-                       algorithm="direct", meta={})
+                       algorithm="direct", meta={}, root=_root(coll, root, n))
 
 
 def direct_transfers(topology, collective, *, root=None, routing="shortest"):
-    """The rows :func:`direct_schedule` makes: ``N (N - 1)`` per phase.
+    """The rows :func:`direct_schedule` makes: ``N (N - 1)`` per phase, ``N - 1`` rooted.
 
     >>> from topocoll.topology import topology
-    >>> direct_transfers(topology("ring:4"), "allreduce")
-    24
+    >>> ring = topology("ring:4")
+    >>> direct_transfers(ring, "allreduce"), direct_transfers(ring, "reduce", root=2)
+    (24, 3)
     """
     coll = require_collective(collective, DIRECT_COLLECTIVES, "direct")
     n = topology.num_nodes
+    if coll.rooted:
+        return n - 1
     return n * (n - 1) * (2 if coll.name == "allreduce" else 1)

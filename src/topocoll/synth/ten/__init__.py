@@ -21,7 +21,8 @@
   lower bound), :mod:`.listsched` (list scheduling: the upper bound and the completion of
   partial schedules), :mod:`.ilp_model` (one model, solved on HiGHS) and :mod:`.ilp_search`
   (the horizon search and time clustering);
-* :mod:`.tenants` -- several collectives sharing one network.
+* :mod:`.tenants` -- several collectives sharing one network; :mod:`.tenants_ilp` -- the same
+  by one ILP over all of them.
 """
 
 from ...lazy import lazy_attributes
@@ -35,12 +36,13 @@ _LAZY = {
                  "events_to_compact", "events_to_schedule", "ten_problem"),
     ".synthesis": ("synthesize",),
     ".tenants": ("TenantsResult", "parse_tenant", "synthesize_tenants"),
+    ".tenants_ilp": ("ilp_tenants",),
 }
 
 __all__ = ["synthesize", "TenProblem", "ten_problem", "chunk_conditions", "discretize",
            "chunk_lower_bound", "events_to_schedule", "events_to_compact", "METHODS",
            "TEN_COLLECTIVES", "synthesize_tenants", "TenantsResult", "parse_tenant",
-           "TEN_OPTIONS"]
+           "TEN_OPTIONS", "ilp_tenants"]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -37,9 +37,11 @@ from ...units import parse_size
 from .greedy import greedy_events
 from .problem import chunk_conditions, discretize, prepare_topology
 
-__all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant"]
+__all__ = ["synthesize_tenants", "TenantsResult", "parse_tenant", "COMBINING_BASE",
+           "stack_tenants", "tenant_transfers"]
 
-_BASE = {"reduce_scatter": "allgather", "reduce": "broadcast"}
+#: The non-combining collective each combining tenant is the reversal of.
+COMBINING_BASE = {"reduce_scatter": "allgather", "reduce": "broadcast"}
 
 
 def parse_tenant(spec):
@@ -100,11 +102,13 @@ class TenantsResult:
         return out
 
 
-def _stack(tenants, n, chunks):
+def stack_tenants(tenants, n, chunks):
+    """The tenants' chunks stacked: ``(pre, post, offsets, per_shard)``, each tenant's rows
+    from ``offsets[j]``, ``per_shard[j]`` chunks per shard (broadcast, reduce: ``N * chunks``)."""
     pres, posts, offsets, per_shard = [], [], [0], []
     for coll, root in tenants:
         c = chunks * n if coll.name in ("broadcast", "reduce") else chunks
-        base = _collective(_BASE.get(coll.name, coll.name))
+        base = _collective(COMBINING_BASE.get(coll.name, coll.name))
         pre, post = chunk_conditions(base, n, c, root)
         pres.append(pre)
         posts.append(post)
@@ -113,7 +117,9 @@ def _stack(tenants, n, chunks):
     return np.concatenate(pres), np.concatenate(posts), offsets, per_shard
 
 
-def _transfers(events, offset, count, per_shard, src, dst, step, op):
+def tenant_transfers(events, offset, count, per_shard, src, dst, step, op):
+    """One tenant's transfer rows: its ``count`` chunks from ``offset`` in ``events``, each a
+    ``1 / per_shard`` piece of its shard, sent along ``src``/``dst`` at ``step``."""
     mine = (events["chunk"] >= offset) & (events["chunk"] < offset + count)
     ev = events[mine]
     local = ev["chunk"] - offset
@@ -195,7 +201,7 @@ def _forward(tenants, fwd, links, n, chunks, seed, progress, transfers, finish):
     ``transfers`` and ``finish`` slots. Returns the links' occupied slots ``(L, span)``."""
     src, dst, steps = links
     group = [tenants[i] for i in fwd]
-    pre, post, offsets, per_shard = _stack(group, n, chunks)
+    pre, post, offsets, per_shard = stack_tenants(group, n, chunks)
     res = greedy_events(n, src, dst, steps, pre, post, seed=seed, progress=progress)
     ev = res.events
     occupied = np.zeros((src.size, res.makespan), dtype=bool)
@@ -206,7 +212,7 @@ def _forward(tenants, fwd, links, n, chunks, seed, progress, transfers, finish):
         occupied[rows, cols] = True
     for j, i in enumerate(fwd):
         count = offsets[j + 1] - offsets[j]
-        transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
+        transfers[i] = tenant_transfers(ev, offsets[j], count, per_shard[j], src, dst,
                                   ev["start"] + 1, 0)
         mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
         finish[i] = int((ev["start"][mine] + steps[ev["link"][mine]]).max(initial=0))
@@ -218,15 +224,15 @@ def _reversed(tenants, rev, links, n, chunks, seed, occupied, transfers, finish)
     tenants' ``occupied`` slots; fill in their ``transfers`` and ``finish`` slots. Returns the
     horizon."""
     src, dst, steps = links
-    group = [(_collective(_BASE[c.name]), r) for c, r in (tenants[i] for i in rev)]
-    pre, post, offsets, per_shard = _stack(group, n, chunks)
+    group = [(_collective(COMBINING_BASE[c.name]), r) for c, r in (tenants[i] for i in rev)]
+    pre, post, offsets, per_shard = stack_tenants(group, n, chunks)
     res, horizon = _fit_reversed(n, links, pre, post, seed, occupied)
     ev = res.events
     horizon = _earliest_fit(ev, steps, occupied, res.makespan, horizon)
     fstart = horizon - ev["start"] - steps[ev["link"]]
     for j, i in enumerate(rev):
         count = offsets[j + 1] - offsets[j]
-        transfers[i] = _transfers(ev, offsets[j], count, per_shard[j], src, dst,
+        transfers[i] = tenant_transfers(ev, offsets[j], count, per_shard[j], src, dst,
                                   fstart + 1, REDUCE)
         mine = (ev["chunk"] >= offsets[j]) & (ev["chunk"] < offsets[j + 1])
         finish[i] = int(horizon - ev["start"][mine].min()) if mine.any() else 0
