@@ -23,7 +23,6 @@ from ..schedule.io import save_schedule
 from ..schedule.linkmodel import simulate_many
 from ..schedule.verify import verify as _verify
 from ..synth.ten.tenants import TenantsResult, synthesize_tenants
-from ..synth.ten.tenants_ilp import ilp_tenants
 
 __all__ = ["run_tenants", "TenantsRun", "check_synthesized", "tenant_file"]
 
@@ -109,6 +108,9 @@ def run_tenants(topology, tenants, *, verify=True, output=None, size=defaults.SY
         The output folder cannot be created.
     """
     if method == "ilp":
+        # imported here: the ILP loads scipy, which a greedy synth must not pay for at start-up
+        from ..synth.ten.tenants_ilp import ilp_tenants
+
         res = ilp_tenants(topology, list(tenants), size=size, time_limit=time_limit,
                           node_limit=node_limit, **options)
     elif method == "greedy":
