@@ -107,3 +107,30 @@ def number_or_none(cell):
     except ValueError:
         return None
 
+
+def run_seed_script(script, *args, timeout=300):
+    """Run a benchmarks/seeds/ script (a path) with ``args`` from the repository root; the
+    finished process, output captured as text."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(__file__).resolve().parents[1])
+
+
+def checked_ratios(rows, missing):
+    """Check that every row's ratio cell is its ours / paper (to the printed rounding) or the
+    script's placeholder ``missing`` (``"n/a"`` only where paper or ours is n/a; ``"-"`` where
+    the script prints no ratio). How many ratios were checked."""
+    checked = 0
+    for item, paper, ours, ratio, _note in rows:
+        if ratio == missing:
+            assert missing != "n/a" or paper == "n/a" or ours == "n/a", item
+            continue
+        r = number_or_none(ratio)
+        assert r is not None and r > 0, (item, ratio)
+        assert abs(r - number_or_none(ours) / number_or_none(paper)) <= 1e-3 * max(1.0, r) + 5e-4, item
+        checked += 1
+    return checked
+

@@ -3,11 +3,9 @@ print ratio columns that parse, each ratio is ours over the paper's number on it
 schedule the script built was verified."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers import number_or_none, seed_table_rows
+from tests.helpers import checked_ratios, number_or_none, run_seed_script, seed_table_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "seeds" / "tacos.py"
@@ -15,20 +13,11 @@ CHEAP = "fig5,fig10,table3"
 
 
 def test_quick_parts_parse_and_verify():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", CHEAP],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = run_seed_script(SCRIPT, "--quick", "--only", CHEAP, timeout=300)
     assert done.returncode == 0, done.stderr
     rows = seed_table_rows(done.stdout)
     assert len(rows) >= 10
-    ratios = 0
-    for item, paper, ours, ratio, _note in rows:
-        if ratio == "-":
-            continue
-        r = number_or_none(ratio)
-        assert r is not None and r > 0, (item, ratio)
-        assert abs(r - number_or_none(ours) / number_or_none(paper)) <= 1e-3 * max(1.0, r) + 5e-4, item
-        ratios += 1
-    assert ratios >= 8
+    assert checked_ratios(rows, "-") >= 8
     counts = re.findall(r"schedules verified: (\d+)/(\d+)", done.stdout)
     assert len(counts) == len(CHEAP.split(","))
     assert all(ok == total for ok, total in counts) and int(counts[-1][1]) >= 6
@@ -40,6 +29,5 @@ def test_quick_parts_parse_and_verify():
 
 
 def test_unknown_part_is_an_error():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--only", "fig99"],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    done = run_seed_script(SCRIPT, "--only", "fig99", timeout=60)
     assert done.returncode != 0 and "unknown part" in done.stderr

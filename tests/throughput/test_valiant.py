@@ -40,7 +40,8 @@ def brute_pair_loads(t):
 
 SMALL = ["complete:5", "ring:7", "ring:8", "hypercube:3", "torus:2x4:double", "borelcayley:7,3",
          "dragonfly:3,1", "dragonfly:2,1,3,1", "zigzag(complete:5,ring:4)", "kautz:2,3",
-         "randomregular:12,3:5"]
+         "randomregular:12,3:5", "circulant:9:1,3", "metacyclic:8,2,7:1.0,3.1,0.1,6.0",
+         "switch:3"]
 
 
 @pytest.mark.parametrize("spec", SMALL)

@@ -1,7 +1,7 @@
 """The vectorized ECMP loads and the one-source shortcut on Cayley graphs against a plain
 per-source Brandes reference, on random multigraphs (with switches, unreachable nodes, deep
-and shallow ones) and on Cayley families; and Valiant's closed form against its two phases
-summed literally."""
+and shallow ones) and on Cayley families (Valiant's closed form against its two phases summed
+literally is tests/throughput/test_valiant.py's)."""
 
 from collections import deque
 
@@ -48,35 +48,6 @@ def reference_loads(t, sources=None):
                     load[i] += c
                     delta[v] += c
     return load
-
-
-def two_phase_lambda(t, pair_loads, ranks):
-    """Valiant's throughput from the loads of its two phases summed literally: every pair
-    ``s -> d`` sends one unit, ``1/N`` of it through each intermediate ``m``."""
-    n = len(ranks)
-    total = np.zeros(t.num_links)
-    for s in ranks:
-        for d in ranks:
-            if s != d:
-                for m in ranks:
-                    total += (pair_loads[s].get(m, 0) + pair_loads[m].get(d, 0)) / n
-    used = total > 0
-    return float(np.min(np.asarray(t.bandwidth, dtype=float)[used] / total[used]))
-
-
-def pair_loads_of(t):
-    """``out[s][d]``: per link, the share of one unit ``s -> d`` (the reference, one target
-    at a time)."""
-    ranks = [v for v in range(t.num_nodes) if v not in set(t.switches)]
-    out = {}
-    for s in ranks:
-        out[s] = {}
-        for d in ranks:
-            if d != s:
-                one = Topology(t.num_nodes, t.src, t.dst, t.bandwidth, t.latency,
-                               switches=[v for v in range(t.num_nodes) if v not in (s, d)])
-                out[s][d] = reference_loads(one, [s])
-    return out, ranks
 
 
 @st.composite
@@ -167,18 +138,6 @@ def test_non_uniform_bandwidth_on_a_cayley_graph():
     res = valiant_throughput(t2)
     assert res.lam_shortest == pytest.approx(float(np.min(bw / ref)), rel=1e-12)
     assert res.utilization.argmax() == 3
-
-
-@pytest.mark.parametrize("spec", ["ring:6", "hypercube:3", "circulant:9:1,3",
-                                  "metacyclic:8,2,7:1.0,3.1,0.1,6.0", "dragonfly:3,1",
-                                  "kautz:2,2", "switch:3"])
-def test_valiant_closed_form_against_the_two_phases(spec):
-    t = topology(spec, bandwidth=1.0)
-    pairs, ranks = pair_loads_of(t)
-    n = len(ranks)
-    res = valiant_throughput(t)
-    assert res.lam == pytest.approx(two_phase_lambda(t, pairs, ranks), rel=1e-12)
-    assert res.lam == pytest.approx(res.lam_shortest * n / (2 * (n - 1)), rel=1e-12)
 
 
 def test_lps_shortcut_at_a_thousand_nodes_matches_the_blocks():
