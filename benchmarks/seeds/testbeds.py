@@ -35,7 +35,10 @@ Parts:
   of our schedules: ``topocoll.studies.regression``), with the fit's average and largest relative error, as the paper reports them.
 
 Each case is a call on a reused tensor, every call after a barrier, cases alternating call by
-call; a case's time is the median over ``--repeats`` calls of the slowest rank. The runtime
+call; a case's time is the median over its calls of the slowest rank (``--repeats`` calls, more
+at small sizes: about ``--min-seconds`` of each case, at most 41), shown with the spread of
+those calls (interquartile range over the median). The runtime calibration runs again after
+the parts: how far its cases moved says whether the host kept its pace during the run. The runtime
 sends packets of ``--packet`` bytes (``auto``: about 5 ms of a link, 16 KiB at 25 Mbit/s, as
 a 1 MiB slice is a fraction of a millisecond of the testbed's links; :func:`packet_bytes`
 says why). Needs root (or unprivileged user namespaces) and torch.
@@ -47,6 +50,7 @@ says why). Needs root (or unprivileged user namespaces) and torch.
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -54,7 +58,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from hardware import machine          # noqa: E402  (benchmarks/ on the path first)
-from emulate import _worker, _slowest_median   # noqa: E402
+from emulate import _worker   # noqa: E402
+
+import numpy as np  # noqa: E402
 
 from topocoll.topology import topology  # noqa: E402
 from runtime_model import (CALIBRATION_NETWORKS, PACKET_SECONDS,  # noqa: E402
@@ -70,6 +76,8 @@ BASELINES = [("ShiftedRing", "shiftedring:{n}", "shiftedring"),
 #: neighbour are one veth here.
 TORI = ["3x3", "4x4", "3x4", "3x5", "3x6"]
 TARGET = 1.10
+#: Most calls of a case at one size (``--min-seconds`` asks for more calls at small sizes).
+MAX_CALLS = 41
 
 
 def finder_picks(nodes, rate):
@@ -100,8 +108,27 @@ def _cases(spec, generators):
     return cases
 
 
+def calls_for(args, estimates):
+    """Calls of every case at one size: ``args.repeats``, or more where the slowest case's
+    estimated call (seconds) is short, so that each case runs about ``args.min_seconds``
+    (at most :data:`MAX_CALLS`): a median of many short calls is as steady as one of a few
+    long ones."""
+    want = getattr(args, "min_seconds", 0.0) / max(max(estimates), 1e-6)
+    return max(args.repeats, min(MAX_CALLS, math.ceil(want)))
+
+
+def slowest_quartiles(per_rank, label):
+    """The first quartile, median and third quartile over the calls of the slowest rank's
+    time per call (each call's time is the slowest rank's)."""
+    count = len(per_rank[0][label])
+    series = [max(r[label][i] for r in per_rank) for i in range(count)]
+    return tuple(float(q) for q in np.percentile(series, [25, 50, 75]))
+
+
 def measure(spec, cases, args, part, extra=None):
-    """Run ``cases`` on the emulated ``spec`` at every size; one row per case and size."""
+    """Run ``cases`` on the emulated ``spec`` at every size; one row per case and size, with
+    the median over calls of the slowest rank (``time``), the calls and their spread
+    (interquartile range over the median)."""
     from topocoll.emulate import EmulatedNetwork
     from topocoll.emulate.host import HostMonitor
     from topocoll.emulate.prediction import schedule_model_time, torch_model_time
@@ -114,24 +141,31 @@ def measure(spec, cases, args, part, extra=None):
         cal = net.calibration()
         for size in args.sizes:
             nbytes = int(parse_size(size))
-            with HostMonitor() as load:
-                per_rank = run_local(_worker, net.num_ranks,
-                                     (cases, nbytes, args.repeats, 1, args.packet),
-                                     network=net, start_method="fork", timeout=3600)
+            priced = []
             for label, collective, schedule in cases:
                 model = (torch_model_time(collective, net.plan, cal, nbytes)
                          if schedule is None else
                          schedule_model_time(schedule, net.plan, cal, nbytes))
-                seconds = _slowest_median(per_rank, label)
-                shape = {} if schedule is None else schedule_row(schedule, nbytes, seconds)
+                shape = {}
                 if schedule is not None and per_call is not None:
                     # the runtime is bound by the links or by the host's cores, whichever
                     # is slower: a roofline of the two models
                     shape["messages"] = program_messages(schedule, nbytes)
                     shape["cpu_model"] = per_call + per_message * shape["messages"]
                     shape["runtime_model"] = max(model, shape["cpu_model"])
+                priced.append((model, shape))
+            calls = calls_for(args, [s.get("runtime_model", m) for m, s in priced])
+            with HostMonitor() as load:
+                per_rank = run_local(_worker, net.num_ranks,
+                                     (cases, nbytes, calls, 1, args.packet),
+                                     network=net, start_method="fork", timeout=3600)
+            for (label, collective, schedule), (model, shape) in zip(cases, priced):
+                q1, seconds, q3 = slowest_quartiles(per_rank, label)
+                if schedule is not None:
+                    shape.update(schedule_row(schedule, nbytes, seconds))
                 rows.append({"part": part, "topology": spec, "case": label, "size": nbytes,
-                             "time": seconds, "model": model, "idle": load.idle, **shape,
+                             "time": seconds, "model": model, "idle": load.idle,
+                             "calls": calls, "spread": (q3 - q1) / seconds, **shape,
                              **(extra or {})})
     return rows
 
@@ -188,7 +222,7 @@ def fit_and_print(rows):
               f"{fit.mean_relative_error:.2%}, largest {fit.max_relative_error:.2%}")
     head = (f"{'part':<8} {'topology':<26} {'case':<34} {'size':>8} {'time':>9} "
             f"{'link model':>10} {'meas/link':>9} {'runtime':>9} {'meas/rt':>8} "
-            f"{'fitted':>9} {'meas/fit':>8} {'target':>6}")
+            f"{'fitted':>9} {'meas/fit':>8} {'target':>6} {'calls':>5} {'spread':>6}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -206,7 +240,8 @@ def fit_and_print(rows):
         shown_target = f"{TARGET:>5.2f}{miss}" if ratio is not None else ""
         print(f"{r['part']:<8} {r['topology'][:26]:<26} {r['case'][:34]:<34} "
               f"{r['size']:>8} {r['time']:>8.3f}s {r['model']:>9.3f}s "
-              f"{r['time'] / r['model']:>9.3f} {shown_rt} {shown_fit} {shown_target}")
+              f"{r['time'] / r['model']:>9.3f} {shown_rt} {shown_fit} {shown_target:<6} "
+              f"{r.get('calls', ''):>5} {r.get('spread', 0.0):>6.1%}")
     within = [r for r in rows if r.get("runtime_model")]
     if within:
         hits = sum(1 / TARGET <= r["time"] / r["runtime_model"] <= TARGET for r in within)
@@ -214,6 +249,18 @@ def fit_and_print(rows):
               f"of our schedules and the baselines' (torch's all_reduce is the anchor, not a "
               f"point)")
     return fit
+
+
+def host_drift(args, first):
+    """The runtime calibration again after the runs, against ``first`` (the rows it made
+    before them): whether the host kept its pace over the run (the model keeps the first)."""
+    per_call, per_message, rows = runtime_calibration(args)
+    ratios = [again[2] / before[2] for again, before in zip(rows, first)]
+    print(f"\nhost model again after the runs: {per_call * 1e3:.2f} ms per call + "
+          f"{per_message * 1e6:.1f} us per message; its calibration cases took "
+          f"{min(ratios):.2f}-{max(ratios):.2f}x their first times "
+          f"(median {statistics.median(ratios):.2f})")
+    return {"per_call": per_call, "per_message": per_message, "ratios": ratios}
 
 
 def main():
@@ -231,6 +278,9 @@ def main():
                              f"{PACKET_SECONDS * 1e3:g} ms of one link)")
     parser.add_argument("--no-host-model", action="store_true",
                         help="skip the runtime calibration (price by the link model only)")
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="run each case about this long at each size (more calls at "
+                             f"small sizes, at most {MAX_CALLS}; never fewer than --repeats)")
     import testbed_extra    # Fig. 15 and Fig. 8(a): benchmarks/seeds/testbed_extra.py
     testbed_extra.add_arguments(parser)
     args = parser.parse_args()
@@ -261,10 +311,11 @@ def main():
     if "fig8a" in args.parts:
         rows += testbed_extra.fig8a_part(args, measure, _cases)
     fit = fit_and_print(rows) if any("steps" in r for r in rows) else None
+    drift = None if args.no_host_model else host_drift(args, cal_rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "rows": rows, "packet_bytes": args.packet,
-                       "host_model": getattr(args, "runtime", None),
+                       "host_model": getattr(args, "runtime", None), "host_drift": drift,
                        "fit": fit and fit.to_dict()},
                       f, indent=1)
     print(f"\nmedian measured / link model: "

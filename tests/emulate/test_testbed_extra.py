@@ -125,3 +125,19 @@ def test_replay_starts_each_call_when_the_last_ends_and_its_gradients_are_ready(
     assert extra.replay(calls, [1.5, 0.5, 1.0], 4.0) == 6.0      # 1-2.5, 2.5-3, 5-6
     assert extra.replay(calls, [1.5, 0.5, 1.0], 7.0) == 7.0      # the compute ends last
     assert extra.price_fit([{"bytes": 8, "time": 2.0}]) == (2.0, 0.0)
+
+
+def test_small_sizes_get_more_calls_within_bounds():
+    testbeds = _load("testbeds")
+    args = argparse.Namespace(repeats=5, min_seconds=1.0)
+    assert testbeds.calls_for(args, [0.6, 2.0]) == 5            # long calls: --repeats
+    assert testbeds.calls_for(args, [0.02, 0.04]) == 25         # about a second of the slowest
+    assert testbeds.calls_for(args, [1e-4]) == testbeds.MAX_CALLS
+    assert testbeds.calls_for(argparse.Namespace(repeats=3), [1e-4]) == 3   # not asked: as is
+
+
+def test_slowest_quartiles_take_each_call_at_its_slowest_rank():
+    testbeds = _load("testbeds")
+    per_rank = [{"x": [1.0, 5.0, 2.0, 9.0, 3.0]}, {"x": [4.0, 1.0, 2.5, 1.0, 3.0]}]
+    # per call the slowest rank: 4, 5, 2.5, 9, 3 -> sorted 2.5, 3, 4, 5, 9
+    assert testbeds.slowest_quartiles(per_rank, "x") == (3.0, 4.0, 5.0)
