@@ -5,16 +5,18 @@ networks: the links (the calibrated link model, ``topocoll.emulate.prediction``)
 host's cores, which every rank's Python and gloo work shares. The host part is a model of its
 own, calibrated apart from every measured case:
 
-``host seconds = per_call + per_message x messages``
+``host seconds = per_call + per_message x messages + per_byte x bytes``
 
 where ``messages`` counts the sends and receives of every rank's runtime program together
-(:func:`program_messages`; the ranks share the cores, so their work adds up), fitted by least
-squares from tiny collectives (64 bytes a rank, where the links carry almost nothing) on the
-emulated :data:`CALIBRATION_NETWORKS`, rings that are none of the measured networks
-(:func:`runtime_calibration`). The calibration has one packet per message, so the model counts
-messages: the further packets of a long message stream while the links are busy and are not in
-it. The runtime model of a case is the larger of the two (a roofline: the runtime is bound by
-the links or by the cores).
+(:func:`program_messages`; the ranks share the cores, so their work adds up) and ``bytes`` the
+bytes they send and receive (:func:`program_bytes`: the copies, reductions and socket work that
+grow with the data). ``per_call`` and ``per_message`` are fitted by least squares from tiny
+collectives (64 bytes a rank, where the links carry almost nothing) on the emulated
+:data:`CALIBRATION_NETWORKS`, rings that are none of the measured networks
+(:func:`runtime_calibration`); ``per_byte`` from large collectives on the same rings with links
+:data:`FAST_RATE` fast, so that the cores, not the links, set their time
+(:func:`byte_calibration`). The runtime model of a case is the larger of the link model and the
+host model (a roofline: the runtime is bound by the links or by the cores).
 
 The runtime's packets are sized to the links (:func:`packet_bytes`).
 """
@@ -36,6 +38,11 @@ PACKET_SECONDS = 0.005
 CALIBRATION_NETWORKS = ["ring:6", "ring:16"]
 CALIBRATION_CASES = [("bfb", "allgather"), ("bfb", "reduce_scatter"), ("bfb", "allreduce"),
                      ("ring", "allgather"), ("ring", "allreduce")]
+#: Links of the byte calibration: fast enough that the cores set the time (a 4 MiB allreduce
+#: on ``ring:16`` puts about 4 MiB on a link: 17 ms at this rate, seconds of host work).
+FAST_RATE = "2Gbps"
+#: The byte calibration's allreduces (algorithm, bytes).
+BYTE_CASES = [("bfb", 4 << 20), ("ring", 4 << 20), ("bfb", 16 << 20)]
 
 
 def packet_bytes(rate):
@@ -63,6 +70,50 @@ def program_messages(schedule, nbytes):
     programs = (compile_program(schedule, r, numel, slice_numel=whole)
                 for r in range(schedule.topology.num_nodes))
     return sum(len(p.sends) + len(p.recvs) for p in programs)
+
+
+def program_bytes(schedule, nbytes, packet_bytes):
+    """Bytes sent and received by ``schedule``'s runtime programs over all ranks for a buffer
+    of ``nbytes`` bytes of float32 in packets of ``packet_bytes``."""
+    from topocoll.runtime.program import compile_program
+
+    numel = max(1, int(nbytes) // 4)
+    slice_numel = max(1, int(packet_bytes) // 4)
+    programs = (compile_program(schedule, r, numel, slice_numel=slice_numel)
+                for r in range(schedule.topology.num_nodes))
+    return 4 * sum(sum(op.numel for op in p.sends) + sum(op.numel for op in p.recvs)
+                   for p in programs)
+
+
+def byte_calibration(args, per_call, per_message):
+    """``(per_byte, rows)``: the host's seconds per byte sent or received, from the allreduces
+    :data:`BYTE_CASES` on the emulated :data:`CALIBRATION_NETWORKS` at :data:`FAST_RATE`, less
+    what ``per_call`` and ``per_message`` already charge (least squares through the origin);
+    ``rows`` are ``(label, bytes, seconds)``. Needs root and torch."""
+    from emulate import _slowest_median, _worker    # benchmarks/ on the path: testbeds.py
+    from topocoll.emulate import EmulatedNetwork
+    from topocoll.runtime import run_local
+    from topocoll.synth import generate
+
+    rows, rest = [], []
+    for spec in CALIBRATION_NETWORKS:
+        n = topology(spec).num_nodes
+        # the links must not bind here: their load on the cores is part of what is measured
+        with EmulatedNetwork(spec, link_bandwidth=FAST_RATE, check_capacity=False) as net:
+            for algorithm, nbytes in BYTE_CASES:
+                schedule = generate(spec, "allreduce", algorithm)
+                label = f"{spec} {algorithm} allreduce {nbytes >> 20} MiB"
+                per_rank = run_local(_worker, n, ([(label, "allreduce", schedule)], nbytes,
+                                                  args.repeats, 1, args.packet),
+                                     network=net, start_method="fork", timeout=3600)
+                seconds = _slowest_median(per_rank, label)
+                moved = program_bytes(schedule, nbytes, args.packet)
+                rows.append((label, moved, seconds))
+                rest.append(seconds - per_call
+                            - per_message * program_messages(schedule, nbytes))
+    moved = np.array([r[1] for r in rows], dtype=float)
+    per_byte = float(moved @ np.array(rest) / (moved @ moved))
+    return max(per_byte, 0.0), rows
 
 
 def runtime_calibration(args):

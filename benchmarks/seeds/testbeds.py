@@ -30,7 +30,10 @@ Parts:
   host model of the runtime's CPU work, ``per_call + per_message x messages``, calibrated
   on tiny collectives on two rings that are not among the measured networks: the runtime
   is bound by the links or by the two cores its ranks share; the 1.10x target is this
-  model's), and by the paper's alpha-beta cost model with its constants fitted from these runs
+  model's; ``--byte-model`` adds the host's work per byte sent or received, calibrated on
+  large allreduces on the same rings with fast links: what sets the time of many ranks on few
+  cores, e.g. the 54-node torus here, but additive where that work overlaps the link time, so
+  off by default), and by the paper's alpha-beta cost model with its constants fitted from these runs
   (Appendix H: ``T = c + steps x alpha + T_B B / beta``, least squares over every point
   of our schedules: ``topocoll.studies.regression``), with the fit's average and largest relative error, as the paper reports them.
 
@@ -63,8 +66,9 @@ from emulate import _worker   # noqa: E402
 import numpy as np  # noqa: E402
 
 from topocoll.topology import topology  # noqa: E402
-from runtime_model import (CALIBRATION_NETWORKS, PACKET_SECONDS,  # noqa: E402
-                           packet_bytes, program_messages, runtime_calibration)
+from runtime_model import (CALIBRATION_NETWORKS, FAST_RATE, PACKET_SECONDS,  # noqa: E402
+                           byte_calibration, packet_bytes, program_bytes, program_messages,
+                           runtime_calibration)
 from topocoll.units import parse_bandwidth, parse_size  # noqa: E402
 
 #: The testbed's baselines: (label, topology spec for N nodes, generator).
@@ -137,6 +141,7 @@ def measure(spec, cases, args, part, extra=None):
 
     rows = []
     per_call, per_message = getattr(args, "runtime", (None, None))
+    per_byte = getattr(args, "per_byte", None)
     with EmulatedNetwork(spec, link_bandwidth=args.rate) as net:
         cal = net.calibration()
         for size in args.sizes:
@@ -152,6 +157,9 @@ def measure(spec, cases, args, part, extra=None):
                     # is slower: a roofline of the two models
                     shape["messages"] = program_messages(schedule, nbytes)
                     shape["cpu_model"] = per_call + per_message * shape["messages"]
+                    if per_byte is not None:
+                        shape["bytes_moved"] = program_bytes(schedule, nbytes, args.packet)
+                        shape["cpu_model"] += per_byte * shape["bytes_moved"]
                     shape["runtime_model"] = max(model, shape["cpu_model"])
                 priced.append((model, shape))
             calls = calls_for(args, [s.get("runtime_model", m) for m, s in priced])
@@ -278,6 +286,10 @@ def main():
                              f"{PACKET_SECONDS * 1e3:g} ms of one link)")
     parser.add_argument("--no-host-model", action="store_true",
                         help="skip the runtime calibration (price by the link model only)")
+    parser.add_argument("--byte-model", action="store_true",
+                        help="add the host's work per byte to the host model, calibrated on "
+                             f"large allreduces on the calibration rings at {FAST_RATE} (for "
+                             "many ranks on few cores; see the module text)")
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="run each case about this long at each size (more calls at "
                              f"small sizes, at most {MAX_CALLS}; never fewer than --repeats)")
@@ -301,6 +313,12 @@ def main():
         for label, messages, seconds in cal_rows:
             print(f"  {label:<30} {messages:>5} messages {seconds * 1e3:8.2f} ms, model "
                   f"{(per_call + per_message * messages) * 1e3:8.2f} ms")
+        if args.byte_model:
+            args.per_byte, byte_rows = byte_calibration(args, per_call, per_message)
+            print(f"host work per byte sent or received (allreduces at {FAST_RATE}): "
+                  f"{args.per_byte * 1e9:.3f} ns")
+            for label, moved, seconds in byte_rows:
+                print(f"  {label:<36} {moved / 1e6:9.1f} MB {seconds * 1e3:9.1f} ms")
     rows = []
     if "testbed" in args.parts:
         rows += testbed_part(args)
@@ -316,6 +334,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "rows": rows, "packet_bytes": args.packet,
                        "host_model": getattr(args, "runtime", None), "host_drift": drift,
+                       "per_byte": getattr(args, "per_byte", None),
                        "fit": fit and fit.to_dict()},
                       f, indent=1)
     print(f"\nmedian measured / link model: "

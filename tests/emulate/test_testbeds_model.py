@@ -62,3 +62,28 @@ def test_fewer_messages_for_fewer_steps(model):
     bfb = model.program_messages(generate("torus:4x4", "allreduce", "bfb"), 4096)
     rings = model.program_messages(generate("torus:4x4", "allreduce", "torusrings"), 4096)
     assert 0 < bfb < rings
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_ring_allreduce_bytes_closed_form(model, n):
+    """A ring allreduce of M bytes: every rank sends and receives 2(n-1) pieces of M/n, so
+    the ranks together move 4(n-1)M, however many packets carry them."""
+    from topocoll.synth import generate
+
+    schedule = generate(f"ring:{n}", "allreduce", "ring")
+    nbytes = 4 * n * 1024
+    for packet in (256, 1 << 20):
+        assert model.program_bytes(schedule, nbytes, packet) == 4 * (n - 1) * nbytes
+
+
+def test_bfb_moves_what_its_schedule_says(model):
+    """BFB on a torus: the programs move each transfer's bytes twice (sent and received),
+    a transfer being its fraction ``hi - lo`` of a shard."""
+    from topocoll.synth import generate
+
+    schedule = generate("torus:3x3", "allreduce", "bfb")
+    nbytes = 4 * 9 * 720                      # shards of 720 elements: every fraction whole
+    t = schedule.transfers
+    expected = 2 * float((t["hi"] - t["lo"]).sum()) * nbytes / schedule.num_shards
+    assert model.program_bytes(schedule, nbytes, 1 << 20) == pytest.approx(expected)
+    assert model.program_bytes(schedule, nbytes, 256) == pytest.approx(expected)
