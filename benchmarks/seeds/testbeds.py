@@ -216,18 +216,20 @@ def fit_and_print(rows):
     # priced per message by no alpha-beta model (docs/emulate.md), so it is shown, not fitted
     ours = [r for r in rows if "steps" in r and r["case"] != "DBT"]
     smallest, largest = min(r["size"] for r in ours), max(r["size"] for r in ours)
+    fit = None              # the fit over every point prices the rows
     for label, points in (("latency (smallest size)", [r for r in ours if r["size"] == smallest]),
                           ("bandwidth (largest size)", [r for r in ours if r["size"] == largest]),
                           ("every point", ours)):
         try:
-            fit = fit_cost_model(points)
+            this = fit_cost_model(points)
         except ValueError as exc:            # too few distinct points for a regime: said
             print(f"\n{label}: {exc}")
             continue
         print(f"\nthe paper's cost model fitted from {len(points)} points, {label}: per call "
-              f"{(fit.overhead or 0) * 1e3:.2f} ms, alpha {fit.alpha * 1e3:.3f} ms per step, "
-              f"node bandwidth {fit.beta * 8 / 1e6:.1f} Mbit/s; relative error average "
-              f"{fit.mean_relative_error:.2%}, largest {fit.max_relative_error:.2%}")
+              f"{(this.overhead or 0) * 1e3:.2f} ms, alpha {this.alpha * 1e3:.3f} ms per step, "
+              f"node bandwidth {this.beta * 8 / 1e6:.1f} Mbit/s; relative error average "
+              f"{this.mean_relative_error:.2%}, largest {this.max_relative_error:.2%}")
+        fit = this if label == "every point" else fit
     head = (f"{'part':<8} {'topology':<26} {'case':<34} {'size':>8} {'time':>9} "
             f"{'link model':>10} {'meas/link':>9} {'runtime':>9} {'meas/rt':>8} "
             f"{'fitted':>9} {'meas/fit':>8} {'target':>6} {'calls':>5} {'spread':>6}")
@@ -235,7 +237,7 @@ def fit_and_print(rows):
     print("-" * len(head))
     for r in rows:
         fitted = None
-        if "steps" in r and r["case"] != "DBT":
+        if fit is not None and "steps" in r and r["case"] != "DBT":
             r["fitted"] = fitted = fit.predict(r["steps"], r["bw_bytes"])
         runtime = r.get("runtime_model")
         # the target is the runtime model's (the link model where the host was not calibrated)
@@ -257,6 +259,26 @@ def fit_and_print(rows):
               f"of our schedules and the baselines' (torch's all_reduce is the anchor, not a "
               f"point)")
     return fit
+
+
+def calibrate_host(args):
+    """The host model (``args.runtime``; ``args.per_byte`` with ``--byte-model``), printed;
+    returns the calibration's rows."""
+    per_call, per_message, cal_rows = runtime_calibration(args)
+    args.runtime = (per_call, per_message)
+    print(f"host model of the runtime (tiny collectives on the emulated "
+          f"{' and '.join(CALIBRATION_NETWORKS)}): {per_call * 1e3:.2f} ms per call + "
+          f"{per_message * 1e6:.1f} us per message (all ranks' together)")
+    for label, messages, seconds in cal_rows:
+        print(f"  {label:<30} {messages:>5} messages {seconds * 1e3:8.2f} ms, model "
+              f"{(per_call + per_message * messages) * 1e3:8.2f} ms")
+    if args.byte_model:
+        args.per_byte, byte_rows = byte_calibration(args, per_call, per_message)
+        print(f"host work per byte sent or received (allreduces at {FAST_RATE}): "
+              f"{args.per_byte * 1e9:.3f} ns")
+        for label, moved, seconds in byte_rows:
+            print(f"  {label:<36} {moved / 1e6:9.1f} MB {seconds * 1e3:9.1f} ms")
+    return cal_rows
 
 
 def host_drift(args, first):
@@ -304,21 +326,7 @@ def main():
     print(f"emulated testbeds, links at {args.rate}, {args.repeats} calls, median of the "
           f"slowest rank ({machine()})")
     print(f"runtime packets of {args.packet} bytes")
-    if not args.no_host_model:
-        per_call, per_message, cal_rows = runtime_calibration(args)
-        args.runtime = (per_call, per_message)
-        print(f"host model of the runtime (tiny collectives on the emulated "
-              f"{' and '.join(CALIBRATION_NETWORKS)}): {per_call * 1e3:.2f} ms per call + "
-              f"{per_message * 1e6:.1f} us per message (all ranks' together)")
-        for label, messages, seconds in cal_rows:
-            print(f"  {label:<30} {messages:>5} messages {seconds * 1e3:8.2f} ms, model "
-                  f"{(per_call + per_message * messages) * 1e3:8.2f} ms")
-        if args.byte_model:
-            args.per_byte, byte_rows = byte_calibration(args, per_call, per_message)
-            print(f"host work per byte sent or received (allreduces at {FAST_RATE}): "
-                  f"{args.per_byte * 1e9:.3f} ns")
-            for label, moved, seconds in byte_rows:
-                print(f"  {label:<36} {moved / 1e6:9.1f} MB {seconds * 1e3:9.1f} ms")
+    cal_rows = None if args.no_host_model else calibrate_host(args)
     rows = []
     if "testbed" in args.parts:
         rows += testbed_part(args)
