@@ -59,28 +59,29 @@ def packet_bytes(rate):
     return int(2 ** round(math.log2(max(wire, 1024.0))))
 
 
+def _programs(schedule, nbytes, slice_numel):
+    """Every rank's runtime program for ``nbytes`` bytes of float32."""
+    from topocoll.runtime.program import compile_program
+
+    numel = max(1, int(nbytes) // 4)
+    return [compile_program(schedule, r, numel, slice_numel=slice_numel)
+            for r in range(schedule.topology.num_nodes)]
+
+
 def program_messages(schedule, nbytes):
     """Messages (sends and receives) of ``schedule``'s runtime programs over all ranks for a
     buffer of ``nbytes`` bytes of float32, each message counted once however many packets
     carry it."""
-    from topocoll.runtime.program import WHOLE_MESSAGES, compile_program, slice_elements
+    from topocoll.runtime.program import WHOLE_MESSAGES, slice_elements
 
-    numel = max(1, int(nbytes) // 4)
-    whole = slice_elements(WHOLE_MESSAGES, 4)
-    programs = (compile_program(schedule, r, numel, slice_numel=whole)
-                for r in range(schedule.topology.num_nodes))
+    programs = _programs(schedule, nbytes, slice_elements(WHOLE_MESSAGES, 4))
     return sum(len(p.sends) + len(p.recvs) for p in programs)
 
 
 def program_bytes(schedule, nbytes, packet_bytes):
     """Bytes sent and received by ``schedule``'s runtime programs over all ranks for a buffer
     of ``nbytes`` bytes of float32 in packets of ``packet_bytes``."""
-    from topocoll.runtime.program import compile_program
-
-    numel = max(1, int(nbytes) // 4)
-    slice_numel = max(1, int(packet_bytes) // 4)
-    programs = (compile_program(schedule, r, numel, slice_numel=slice_numel)
-                for r in range(schedule.topology.num_nodes))
+    programs = _programs(schedule, nbytes, max(1, int(packet_bytes) // 4))
     return 4 * sum(sum(op.numel for op in p.sends) + sum(op.numel for op in p.recvs)
                    for p in programs)
 

@@ -57,7 +57,7 @@ from ..errors import InputTypeError, UnsupportedError
 from ..schedule.model import Schedule, transfer_array
 from ..schedule.routing import routing_needed
 from ..schedule.transforms import reverse
-from .options import require_collective
+from .options import node_root, require_collective
 from ..schedule.traffic import traffic_of
 from .swing import _digits, _peer_steps, _swing_dims, swing_schedule, swing_traffic
 
@@ -192,15 +192,6 @@ def _bine_dims(topology, dims):
     return _swing_dims(topology, dims)
 
 
-def _check_root(root, p):
-    root = 0 if root is None else root
-    if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
-        raise InputTypeError(f"bine: root must be a node number, got {root!r}")
-    if not 0 <= root < p:
-        raise UnsupportedError(f"bine: root must be a node 0..{p - 1}, got {root}")
-    return int(root)
-
-
 def _broadcast(topology, root, dims):
     """The Bine tree broadcast (folded where needed) on ``topology``: transfers, q, shape."""
     p = topology.num_nodes
@@ -280,7 +271,7 @@ def bine_schedule(topology, collective, *, root=None, progress=None, dims=None):
     if p < 2:
         raise UnsupportedError(f"bine needs at least 2 nodes; {topology.name} has {p}")
     if coll.rooted:
-        return _tree_schedule(topology, coll, _check_root(root, p), dims)
+        return _tree_schedule(topology, coll, node_root(root, p, "bine"), dims)
     if root is not None:
         raise UnsupportedError(f"bine: {coll.name} takes no root")
     _bine_dims(topology, dims)

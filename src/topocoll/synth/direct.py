@@ -34,7 +34,7 @@ from ..schedule.routing import unlinked
 from ..schedule.traffic import RowSink, TrafficSink
 from ..topology.model import Topology
 from ..topology.routes import ROUTINGS, routes_of
-from .options import require_collective
+from .options import node_root, require_collective
 
 __all__ = ["DIRECT_COLLECTIVES", "direct_schedule", "direct_traffic", "direct_transfers",
            "check_routing"]
@@ -72,12 +72,7 @@ def _root(coll, root, n):
     """The root of a rooted ``coll`` (default 0), checked; None for the others."""
     if not coll.rooted:
         return None
-    root = 0 if root is None else root
-    if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
-        raise InputTypeError(f"direct: root must be a node number, got {root!r}")
-    if not 0 <= root < n:
-        raise UnsupportedError(f"direct: root must be a node 0..{n - 1}, got {root}")
-    return int(root)
+    return node_root(root, n, "direct")
 
 
 def _rooted_rows(out, n, coll, root):

@@ -21,12 +21,12 @@ from typing import Callable
 import numpy as np
 
 from ..collectives import collective as _collective
-from ..errors import TopocollError, UnsupportedError
+from ..errors import InputTypeError, TopocollError, UnsupportedError
 from ..units import MAX_DIGITS, parse_size, parse_time, whole_number
 
 __all__ = ["Option", "take_options", "int_option", "bool_option", "size_option", "time_option",
            "choice_option", "any_option", "dims_option", "require_links",
-           "require_collective"]
+           "require_collective", "node_root"]
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,16 @@ def require_links(topology, src, dst, algorithm, rule):
         i = int(missing[0])
         raise UnsupportedError(f"{algorithm} needs {rule}; {topology.name} has no link "
                                f"{int(src[i])}->{int(dst[i])}")
+
+
+def node_root(root, n, algorithm):
+    """``root`` (default 0) as a node number of ``n`` nodes, checked for ``algorithm``."""
+    root = 0 if root is None else root
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
+        raise InputTypeError(f"{algorithm}: root must be a node number, got {root!r}")
+    if not 0 <= root < n:
+        raise UnsupportedError(f"{algorithm}: root must be a node 0..{n - 1}, got {root}")
+    return int(root)
 
 
 def require_collective(collective, makes, algorithm):
