@@ -34,13 +34,17 @@ run: $(VENV)/.installed
 	@echo "topocoll is in $(BIN); to type plain 'topocoll' in this shell, run:" >&2
 	@echo "    source $(BIN)/activate     # or: export PATH=\"$(abspath $(BIN)):\$$PATH\"" >&2
 
+# Test workers (pytest-xdist): two, as CI has two cores; much of the suite waits (on ranks,
+# timeouts, emulated links) rather than computes. TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= 2
+
 # The whole suite (what CI runs).
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # A first look: the suite without the tests marked slow (pyproject.toml, tests/conftest.py).
 test-quick: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet -e '.[plot,torch,emulate]'

@@ -15,6 +15,21 @@ import tempfile  # noqa: E402
 
 import pytest  # noqa: E402
 
+# --- running on several workers (`make test`: pytest-xdist, -n 2 --dist loadgroup) ---------------
+# Tests check that runs leave no shared-memory channel behind by listing the channel folder, so
+# each worker gets a folder of its own (set before topocoll.runtime.shm is first imported: it
+# reads TOPOCOLL_SHM_DIR once). Emulated networks are host-wide (namespaces, run records) and
+# tests/emulate checks that none is left: every test that builds or cleans them runs on one
+# worker, one after another (the xdist group below).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_CHANNELS = None
+if _WORKER and not os.environ.get("TOPOCOLL_SHM_DIR") and os.access("/dev/shm", os.W_OK):
+    _CHANNELS = tempfile.mkdtemp(prefix=f"tc-tests-{_WORKER}-", dir="/dev/shm")
+    os.environ["TOPOCOLL_SHM_DIR"] = _CHANNELS
+#: Paths (under tests/) whose tests build or clean emulated networks; also any test whose name
+#: says emulate (the CLI's emulate cases in tests/cli).
+ONE_WORKER = ("emulate/", "soak/", "test_readme.py")
+
 
 def pytest_configure(config):
     """The whole run, the commands it starts included, keeps the finder's results cache in a
@@ -26,9 +41,9 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    folder = getattr(config, "_topocoll_cache", None)
-    if folder:
-        shutil.rmtree(folder, ignore_errors=True)
+    for folder in (getattr(config, "_topocoll_cache", None), _CHANNELS):
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -122,8 +137,10 @@ def _slow_entries(strict=False):
     return entries
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests :data:`SLOW` names ``slow`` (registered in pyproject.toml)."""
+    """Mark the tests :data:`SLOW` names ``slow`` (registered in pyproject.toml), and those of
+    :data:`ONE_WORKER` to run on one xdist worker."""
     entries = _slow_entries()
     for item in items:
         try:
@@ -133,6 +150,8 @@ def pytest_collection_modifyitems(config, items):
         function = getattr(item, "originalname", None) or item.name
         if any(path == p and n in ("", function, item.name) for p, n in entries):
             item.add_marker(pytest.mark.slow)
+        if path.startswith(ONE_WORKER) or "emulate" in item.name:
+            item.add_marker(pytest.mark.xdist_group("emulated-networks"))
 
 
 @pytest.fixture(scope="session")

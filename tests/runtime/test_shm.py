@@ -381,3 +381,47 @@ def test_the_channel_files_of_a_killed_creator_are_removed_at_the_next_open():
         for path in (dead, alive):
             if os.path.exists(path):
                 os.unlink(path)
+
+
+_IN_A_FOLDER = '''
+import torch
+from topocoll.runtime import ScheduleCollective, run_local
+from topocoll.runtime.shm import SHM_DIR, host_identity
+from topocoll.synth import generate
+
+
+def rank(r, n):
+    c = ScheduleCollective(generate("ring:2", "allreduce"), transport="shared_memory")
+    x = c(torch.full((4,), float(r + 1)))
+    with open("/proc/self/maps") as f:
+        fields = [line.split(None, 5) for line in f]
+    mapped = sorted({p[5].strip() for p in fields if len(p) == 6 and "/topocoll-" in p[5]})
+    return x.tolist(), mapped
+
+
+if __name__ == "__main__":
+    print(repr((SHM_DIR, host_identity()["shm"], run_local(rank, 2, start_method="fork",
+                                                           timeout=120))))
+'''
+
+
+def test_the_channels_go_to_the_folder_the_environment_names(tmp_path):
+    import ast
+    import subprocess
+    import sys
+
+    folder = tmp_path / "channels"
+    folder.mkdir()
+    (tmp_path / "job.py").write_text(_IN_A_FOLDER)
+    env = dict(os.environ, TOPOCOLL_SHM_DIR=str(folder))
+    done = subprocess.run([sys.executable, "job.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    shm_dir, identity, out = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert shm_dir == str(folder)
+    # the identity names the folder, so ranks given different folders are refused
+    assert identity == (folder.stat().st_dev, folder.stat().st_ino) != host_identity()["shm"]
+    for values, mapped in out:
+        assert values == [3.0] * 4
+        assert mapped and all(p.startswith(f"{folder}/topocoll-") for p in mapped), mapped
+    assert list(folder.iterdir()) == []

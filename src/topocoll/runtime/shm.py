@@ -34,6 +34,11 @@ The channels of a program are made on its first call (every rank calls it: a col
 files unlinked once every end has mapped them, so nothing is left behind after the run. A rank
 killed before that (stopped or hung past the run's limit) cannot unlink its files: under
 :func:`~topocoll.runtime.run_local` their names carry the run's tag and the run removes them.
+
+The folder is ``/dev/shm`` unless the environment variable ``TOPOCOLL_SHM_DIR`` names another
+(read when this module is imported; every rank of a group must see the same folder): a larger
+tmpfs where a container's ``/dev/shm`` is small, or one folder per concurrent job (the test
+suite gives each of its workers one).
 """
 
 import errno
@@ -58,7 +63,8 @@ __all__ = ["TRANSPORTS", "SHM_DIR", "SharedMemoryLinks", "host_identity", "share
 #: can, else the network), ``network`` (the process group's links) or ``shared_memory`` (this
 #: module; refused where the ranks do not share a host).
 TRANSPORTS = ("auto", "network", "shared_memory")
-SHM_DIR = "/dev/shm"
+#: Where the channel files go: ``TOPOCOLL_SHM_DIR`` if set, else ``/dev/shm``.
+SHM_DIR = os.environ.get("TOPOCOLL_SHM_DIR") or "/dev/shm"
 _HEADER = 128          # written counter at 0, read counter at 64: apart, on cache lines;
 _CREATOR = 8           # the creating process's id at 8 (stale files: remove_stale_channels)
 _SLOT_HEADER = 64      # tag and size of the packet in the slot
@@ -94,7 +100,9 @@ def host_identity():
     the transport at all (``usable``: None, or why not), its process id (to notice a peer
     that exits) and a random token (to name channel files)."""
     try:
-        shm = os.stat(SHM_DIR).st_dev
+        # the file system and the folder: ranks given different folders cannot meet
+        found = os.stat(SHM_DIR)
+        shm = (found.st_dev, found.st_ino)
     except OSError:
         shm = None
     usable = None
@@ -162,7 +170,8 @@ def _reserve(fd, path, size):
             raise ProcessGroupError(
                 f"shared memory: {SHM_DIR} has no room for a channel of {size} bytes "
                 f"({free.f_bavail * free.f_frsize} free; {exc.strerror}): enlarge it (docker: "
-                "--shm-size) or give transport='network'") from None
+                "--shm-size), point TOPOCOLL_SHM_DIR at a larger tmpfs folder or give "
+                "transport='network'") from None
         os.ftruncate(fd, size)      # a file system without fallocate: sized, not reserved
 
 
