@@ -181,7 +181,7 @@ def dask_cluster():
     distributed = pytest.importorskip("distributed", reason="dask.distributed is in the test "
                                                             "extra")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:   # a free port: no clash
         yield cluster
 
 
