@@ -30,7 +30,7 @@ if _WORKER and not os.environ.get("TOPOCOLL_SHM_DIR") and os.access("/dev/shm", 
     os.environ["TOPOCOLL_SHM_DIR"] = _CHANNELS
 #: Paths (under tests/) whose tests build or clean emulated networks; also any test whose name
 #: says emulate (the CLI's emulate cases in tests/cli).
-ONE_WORKER = ("emulate/", "soak/", "test_readme.py")
+ONE_WORKER = ("emulate/", "soak/test_emulate_soak.py", "test_readme.py")
 #: The host's lock for them (a file in the temporary folder, held with flock).
 EMULATION_LOCK = os.path.join(tempfile.gettempdir(), "topocoll-tests-emulation.lock")
 ONE_WORKER_GROUP = "emulated-networks"
