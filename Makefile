@@ -37,14 +37,15 @@ run: $(VENV)/.installed
 # Test workers (pytest-xdist): two, as CI has two cores; much of the suite waits (on ranks,
 # timeouts, emulated links) rather than computes. TEST_WORKERS=0 runs it in this one process.
 TEST_WORKERS ?= 2
+WORKERS      := -n $(TEST_WORKERS) --dist loadgroup
 
 # The whole suite (what CI runs).
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q $(WORKERS)
 
 # A first look: the suite without the tests marked slow (pyproject.toml, tests/conftest.py).
 test-quick: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
+	$(BIN)/python -m pytest -q $(WORKERS) -m "not slow"
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet -e '.[plot,torch,emulate]'

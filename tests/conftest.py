@@ -18,11 +18,12 @@ import pytest  # noqa: E402
 # --- running on several workers (`make test`: pytest-xdist, -n 2 --dist loadgroup) ---------------
 # Tests check that runs leave no shared-memory channel behind by listing the channel folder, so
 # each worker gets a folder of its own (set before topocoll.runtime.shm is first imported: it
-# reads TOPOCOLL_SHM_DIR once). Emulated networks are host-wide (namespaces, run records) and
-# tests/emulate checks that none is left: every test that builds or cleans them holds one lock
-# of the host while it runs (two workers, or two runs on one machine, never overlap), and asks
-# xdist to run them all on one worker (honoured where pytest and xdist agree on node ids:
-# xdist 3.8's groups are lost under pytest 9.2, the lock is not).
+# reads TOPOCOLL_SHM_DIR once). Emulated networks are host-wide (namespaces, run records):
+# tests/emulate checks that none is left, and two at once disturb each other's probes (a
+# capacity probe beside another emulation timed out). So every test that builds or cleans them
+# holds one lock of the host while it runs (two workers, or two runs on one machine, never
+# overlap), and asks xdist to run them all on one worker (honoured where pytest and xdist agree
+# on node ids: xdist 3.8's groups are lost under pytest 9.2, the lock is not).
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 _CHANNELS = None
 if _WORKER and not os.environ.get("TOPOCOLL_SHM_DIR") and os.access("/dev/shm", os.W_OK):

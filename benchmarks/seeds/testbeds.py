@@ -229,7 +229,8 @@ def fit_and_print(rows):
               f"{(this.overhead or 0) * 1e3:.2f} ms, alpha {this.alpha * 1e3:.3f} ms per step, "
               f"node bandwidth {this.beta * 8 / 1e6:.1f} Mbit/s; relative error average "
               f"{this.mean_relative_error:.2%}, largest {this.max_relative_error:.2%}")
-        fit = this if label == "every point" else fit
+        if label == "every point":
+            fit = this
     head = (f"{'part':<8} {'topology':<26} {'case':<34} {'size':>8} {'time':>9} "
             f"{'link model':>10} {'meas/link':>9} {'runtime':>9} {'meas/rt':>8} "
             f"{'fitted':>9} {'meas/fit':>8} {'target':>6} {'calls':>5} {'spread':>6}")
